@@ -1,0 +1,297 @@
+"""`GraphBuilder`: the one way to make a `Graph`, used by the zoo and the ONNX importer.
+
+Each method appends a layer, computes its output shape from the input shapes
+(the shape rules of ONNX/PyTorch, including ceil-mode pooling and negative
+padding) and returns the name of the tensor it wrote, so networks read like
+the frameworks' own definitions.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Sequence
+
+from hwsim.errors import NetworkError, ShapeError
+from hwsim.workload.ir import NO_PADDING, Graph, Layer, LayerKind, Padding, Shape
+
+Pair = int | tuple[int, int]
+PaddingSpec = int | tuple[int, int] | tuple[int, int, int, int] | Padding | str
+
+def pair(value: Pair) -> tuple[int, int]:
+    """An int or (h, w) pair as (h, w)."""
+    if isinstance(value, int):
+        return (value, value)
+    h, w = value
+    return (int(h), int(w))
+
+
+def window_out(size: int, pad_total: int, kernel: int, stride: int, dilation: int, ceil_mode: bool) -> int:
+    """Output length of a sliding window (ONNX/PyTorch rule, ceil mode included).
+
+    In ceil mode the last window must start inside the input or its leading
+    padding, as ONNX and PyTorch require.
+    """
+    span = dilation * (kernel - 1) + 1
+    room = size + pad_total - span
+    if room < 0:
+        return 0
+    if not ceil_mode:
+        return room // stride + 1
+    out = -(-room // stride) + 1
+    pad_begin = pad_total // 2
+    if (out - 1) * stride >= size + pad_begin:
+        out -= 1
+    return out
+
+
+def same_padding(size: int, kernel: int, stride: int, dilation: int, upper: bool) -> tuple[int, int]:
+    """(begin, end) padding that keeps out = ceil(size/stride) (TF 'SAME')."""
+    out = -(-size // stride)
+    total = max(0, (out - 1) * stride + dilation * (kernel - 1) + 1 - size)
+    small, large = total // 2, total - total // 2
+    return (small, large) if upper else (large, small)
+
+
+class GraphBuilder:
+    """Accumulates layers in execution order and checks them as they come."""
+
+    def __init__(self, name: str, source: str = "zoo") -> None:
+        self.name = name
+        self.source = source
+        self._layers: list[Layer] = []
+        self._shapes: dict[str, Shape] = {}
+        self._pos: dict[str, int] = {}
+
+    # ----- plumbing ----------------------------------------------------------
+    def shape(self, tensor: str) -> Shape:
+        """Shape of an existing tensor."""
+        try:
+            return self._shapes[tensor]
+        except KeyError:
+            raise NetworkError(f"{self.name}: no tensor named {tensor!r} has been produced yet") from None
+
+    def layer(self, name: str) -> Layer:
+        return self._layers[self._pos[name]]
+
+    def _add(self, layer: Layer) -> str:
+        if layer.name in self._shapes:
+            raise NetworkError(f"{self.name}: duplicate layer name {layer.name!r}")
+        if min(layer.out_shape) <= 0:
+            raise ShapeError(
+                f"{self.name}: layer {layer.name!r} ({layer.kind}) would output {layer.out_shape} "
+                f"from {', '.join(map(str, layer.in_shapes)) or 'nothing'}; check its kernel, stride "
+                "and padding or enlarge the network input"
+            )
+        self._pos[layer.name] = len(self._layers)
+        self._layers.append(layer)
+        self._shapes[layer.output] = layer.out_shape
+        return layer.output
+
+    def _make(self, name: str, kind: LayerKind, inputs: Sequence[str], out_shape: Shape, **spatial: object) -> str:
+        ins = tuple(inputs)
+        layer = Layer(
+            name=name,
+            kind=kind,
+            inputs=ins,
+            output=name,
+            in_shapes=tuple(self.shape(t) for t in ins),
+            out_shape=out_shape,
+            **spatial,  # type: ignore[arg-type]
+        )
+        return self._add(layer)
+
+    def fuse(self, layer_name: str, bn: bool = False, activation: str | None = None, bias: bool = False) -> None:
+        """Fold a batch-norm, a bias or an activation into an existing layer."""
+        old = self.layer(layer_name)
+        if activation is not None and old.activation is not None:
+            raise NetworkError(
+                f"{self.name}: layer {layer_name!r} already has activation {old.activation!r}; "
+                f"cannot fuse {activation!r} too"
+            )
+        self._layers[self._pos[layer_name]] = replace(
+            old,
+            fused_bn=old.fused_bn or bn,
+            has_bias=old.has_bias or bias,
+            activation=activation if activation is not None else old.activation,
+        )
+
+    def build(self) -> Graph:
+        """The finished graph; every network needs at least one input and one output."""
+        kinds = {l.kind for l in self._layers}
+        if LayerKind.INPUT not in kinds or LayerKind.OUTPUT not in kinds:
+            raise NetworkError(f"{self.name}: a network needs at least one input and one output layer")
+        return Graph(name=self.name, layers=tuple(self._layers), source=self.source)
+
+    # ----- padding helpers ---------------------------------------------------
+    def _padding(self, spec: PaddingSpec, x: Shape, kernel: tuple[int, int], stride: tuple[int, int],
+                 dilation: tuple[int, int]) -> Padding:
+        if isinstance(spec, str):
+            if spec == "valid":
+                return NO_PADDING
+            if spec not in ("same", "same_upper", "same_lower"):
+                raise NetworkError(f"{self.name}: padding {spec!r} unknown; use an int, a tuple, 'same' or 'valid'")
+            upper = spec != "same_lower"
+            t, b = same_padding(x.h, kernel[0], stride[0], dilation[0], upper)
+            l, r = same_padding(x.w, kernel[1], stride[1], dilation[1], upper)
+            return Padding(t, l, b, r)
+        if isinstance(spec, int):
+            return Padding(spec, spec, spec, spec)
+        if len(spec) == 2:
+            ph, pw = spec
+            return Padding(ph, pw, ph, pw)
+        return Padding(*spec)
+
+    def _window_shape(self, name: str, x: Shape, channels: int, kernel: tuple[int, int], stride: tuple[int, int],
+                      dilation: tuple[int, int], pad: Padding, ceil_mode: bool) -> Shape:
+        h = window_out(x.h, pad.top + pad.bottom, kernel[0], stride[0], dilation[0], ceil_mode)
+        w = window_out(x.w, pad.left + pad.right, kernel[1], stride[1], dilation[1], ceil_mode)
+        if h <= 0 or w <= 0:
+            raise ShapeError(
+                f"{self.name}: layer {name!r}: a {kernel[0]}x{kernel[1]} window with padding {tuple(pad)} "
+                f"does not fit the {x.h}x{x.w} input; enlarge the network input or reduce the kernel"
+            )
+        return Shape(channels, h, w)
+
+    # ----- layers --------------------------------------------------------------
+    def input(self, name: str, channels: int, height: int, width: int) -> str:
+        out = Shape(channels, height, width)
+        return self._add(Layer(name=name, kind=LayerKind.INPUT, inputs=(), output=name, in_shapes=(), out_shape=out))
+
+    def output(self, name: str, x: str) -> str:
+        return self._make(name, LayerKind.OUTPUT, [x], self.shape(x))
+
+    def conv(self, name: str, x: str, out_channels: int, kernel: Pair, stride: Pair = 1,
+             padding: PaddingSpec = 0, dilation: Pair = 1, groups: int = 1, bias: bool = True,
+             bn: bool = False, activation: str | None = None) -> str:
+        """Convolution; `groups == in channels` gives a depthwise conv."""
+        s = self.shape(x)
+        k, st, d = pair(kernel), pair(stride), pair(dilation)
+        if s.c % groups or out_channels % groups:
+            raise ShapeError(
+                f"{self.name}: layer {name!r}: {groups} groups do not divide {s.c} input and "
+                f"{out_channels} output channels"
+            )
+        pad = self._padding(padding, s, k, st, d)
+        out = self._window_shape(name, s, out_channels, k, st, d, pad, ceil_mode=False)
+        return self._make(name, LayerKind.CONV, [x], out, kernel=k, stride=st, dilation=d, padding=pad,
+                          groups=groups, has_bias=bias, fused_bn=bn, activation=activation)
+
+    def conv_transpose(self, name: str, x: str, out_channels: int, kernel: Pair, stride: Pair = 1,
+                       padding: PaddingSpec = 0, output_padding: Pair = 0, dilation: Pair = 1,
+                       groups: int = 1, bias: bool = True, bn: bool = False,
+                       activation: str | None = None) -> str:
+        """Transposed (fractionally strided) convolution, ONNX output-size rule."""
+        s = self.shape(x)
+        k, st, d, op = pair(kernel), pair(stride), pair(dilation), pair(output_padding)
+        if isinstance(padding, str):
+            raise NetworkError(f"{self.name}: layer {name!r}: give transposed-conv padding as numbers")
+        pad = self._padding(padding, s, k, st, d)
+        h = (s.h - 1) * st[0] - pad.top - pad.bottom + d[0] * (k[0] - 1) + op[0] + 1
+        w = (s.w - 1) * st[1] - pad.left - pad.right + d[1] * (k[1] - 1) + op[1] + 1
+        if s.c % groups or out_channels % groups:
+            raise ShapeError(f"{self.name}: layer {name!r}: {groups} groups do not divide the channels")
+        return self._make(name, LayerKind.CONV_TRANSPOSE, [x], Shape(out_channels, h, w), kernel=k, stride=st,
+                          dilation=d, padding=pad, groups=groups, has_bias=bias, fused_bn=bn,
+                          activation=activation)
+
+    def fc(self, name: str, x: str, out_features: int, bias: bool = True, bn: bool = False,
+           activation: str | None = None) -> str:
+        """Fully connected layer over the whole (flattened) input."""
+        return self._make(name, LayerKind.FC, [x], Shape(out_features, 1, 1), has_bias=bias, fused_bn=bn,
+                          activation=activation)
+
+    def _pool(self, kind: LayerKind, name: str, x: str, kernel: Pair, stride: Pair | None,
+              padding: PaddingSpec, ceil_mode: bool, dilation: Pair = 1) -> str:
+        s = self.shape(x)
+        k = pair(kernel)
+        st = pair(stride) if stride is not None else k
+        d = pair(dilation)
+        pad = self._padding(padding, s, k, st, d)
+        out = self._window_shape(name, s, s.c, k, st, d, pad, ceil_mode)
+        return self._make(name, kind, [x], out, kernel=k, stride=st, dilation=d, padding=pad)
+
+    def max_pool(self, name: str, x: str, kernel: Pair, stride: Pair | None = None, padding: PaddingSpec = 0,
+                 ceil_mode: bool = False, dilation: Pair = 1) -> str:
+        return self._pool(LayerKind.MAX_POOL, name, x, kernel, stride, padding, ceil_mode, dilation)
+
+    def avg_pool(self, name: str, x: str, kernel: Pair, stride: Pair | None = None, padding: PaddingSpec = 0,
+                 ceil_mode: bool = False) -> str:
+        return self._pool(LayerKind.AVG_POOL, name, x, kernel, stride, padding, ceil_mode)
+
+    def global_avg_pool(self, name: str, x: str) -> str:
+        s = self.shape(x)
+        return self._make(name, LayerKind.GLOBAL_AVG_POOL, [x], Shape(s.c, 1, 1), kernel=(s.h, s.w))
+
+    def global_max_pool(self, name: str, x: str) -> str:
+        s = self.shape(x)
+        return self._make(name, LayerKind.GLOBAL_MAX_POOL, [x], Shape(s.c, 1, 1), kernel=(s.h, s.w))
+
+    def _broadcast(self, name: str, inputs: Sequence[str]) -> Shape:
+        shapes = [self.shape(t) for t in inputs]
+        if len(shapes) < 2:
+            raise NetworkError(f"{self.name}: element-wise layer {name!r} needs two or more inputs")
+        out = []
+        for dim in zip(*shapes):
+            sizes = {d for d in dim if d != 1}
+            if len(sizes) > 1:
+                raise ShapeError(
+                    f"{self.name}: layer {name!r}: input shapes {', '.join(map(str, shapes))} do not broadcast"
+                )
+            out.append(sizes.pop() if sizes else 1)
+        return Shape(*out)
+
+    def add(self, name: str, inputs: Sequence[str], activation: str | None = None) -> str:
+        """Element-wise sum (residual connections); inputs keep their order."""
+        return self._make(name, LayerKind.ADD, inputs, self._broadcast(name, inputs), activation=activation)
+
+    def mul(self, name: str, inputs: Sequence[str], activation: str | None = None) -> str:
+        """Element-wise product, broadcasting 1-sized dims (squeeze-excite scaling)."""
+        return self._make(name, LayerKind.MUL, inputs, self._broadcast(name, inputs), activation=activation)
+
+    def concat(self, name: str, inputs: Sequence[str]) -> str:
+        """Channel concatenation; spatial sizes must agree."""
+        shapes = [self.shape(t) for t in inputs]
+        if len({(s.h, s.w) for s in shapes}) != 1:
+            raise ShapeError(
+                f"{self.name}: concat {name!r}: spatial sizes differ ({', '.join(map(str, shapes))})"
+            )
+        out = Shape(sum(s.c for s in shapes), shapes[0].h, shapes[0].w)
+        return self._make(name, LayerKind.CONCAT, inputs, out)
+
+    def upsample(self, name: str, x: str, factor: Pair) -> str:
+        """Integer-factor resize (nearest or bilinear: the cost is the same copy)."""
+        s, f = self.shape(x), pair(factor)
+        return self._make(name, LayerKind.UPSAMPLE, [x], Shape(s.c, s.h * f[0], s.w * f[1]), factor=f)
+
+    def depth_to_space(self, name: str, x: str, block: int) -> str:
+        """Pixel shuffle: C·b² × H × W → C × bH × bW."""
+        s = self.shape(x)
+        if s.c % (block * block):
+            raise ShapeError(f"{self.name}: depth_to_space {name!r}: {s.c} channels not divisible by {block}²")
+        out = Shape(s.c // (block * block), s.h * block, s.w * block)
+        return self._make(name, LayerKind.DEPTH_TO_SPACE, [x], out, factor=(block, block))
+
+    def softmax(self, name: str, x: str) -> str:
+        return self._make(name, LayerKind.SOFTMAX, [x], self.shape(x))
+
+    def lrn(self, name: str, x: str, size: int = 5) -> str:
+        """Local response normalisation over `size` neighbouring channels."""
+        return self._make(name, LayerKind.LRN, [x], self.shape(x), kernel=(size, 1))
+
+    def unary(self, name: str, x: str, bn: bool = False, activation: str | None = None) -> str:
+        """A standalone batch-norm and/or activation that no producer could absorb."""
+        return self._make(name, LayerKind.UNARY, [x], self.shape(x), fused_bn=bn, activation=activation)
+
+    def channel_shuffle(self, name: str, x: str, groups: int) -> str:
+        s = self.shape(x)
+        if s.c % groups:
+            raise ShapeError(f"{self.name}: channel shuffle {name!r}: {groups} groups do not divide {s.c}")
+        return self._make(name, LayerKind.CHANNEL_SHUFFLE, [x], s, groups=groups)
+
+    def slice(self, name: str, x: str, out_shape: Shape, crop: Padding = NO_PADDING) -> str:
+        """A channel range or spatial crop of one input (Split, Slice)."""
+        return self._make(name, LayerKind.SLICE, [x], out_shape, padding=crop)
+
+    def passthrough(self, name: str, inputs: Sequence[str], out_shape: Shape, op_type: str) -> str:
+        """An op hwsim does not model, kept as a zero-cost node so the graph stays connected."""
+        return self._make(name, LayerKind.PASSTHROUGH, inputs, out_shape, op_type=op_type)

@@ -1,0 +1,282 @@
+"""The workload IR: a `Graph` of typed `Layer`s connected by named tensors.
+
+Tensors are feature maps of one image (batch 1), shaped channels × height ×
+width; a vector (fully connected output) is C × 1 × 1. Mappers scale by the
+batch they choose. A `Layer` is immutable and carries everything a mapper or
+an analytic model needs: kernel, stride, dilation, four-sided padding
+(negative values crop), groups, fused batch-norm and activation, and the
+shapes of its ordered inputs and its output. MACs, parameters and activation
+bytes are derived from those fields, never stored twice.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import StrEnum
+from functools import cached_property
+from typing import Iterator, NamedTuple
+
+from hwsim.errors import NetworkError
+
+SUPPORTED_BITS = (8, 16, 32)
+
+
+class Shape(NamedTuple):
+    """A feature map of one image: channels × height × width, in elements."""
+
+    c: int
+    h: int
+    w: int
+
+    @property
+    def elements(self) -> int:
+        """Number of elements (c·h·w)."""
+        return self.c * self.h * self.w
+
+    def __str__(self) -> str:
+        return f"{self.c}x{self.h}x{self.w}"
+
+
+class Padding(NamedTuple):
+    """Padding in pixels on each side; a negative value crops."""
+
+    top: int
+    left: int
+    bottom: int
+    right: int
+
+    @property
+    def is_zero(self) -> bool:
+        return self == (0, 0, 0, 0)
+
+
+NO_PADDING = Padding(0, 0, 0, 0)
+
+
+class LayerKind(StrEnum):
+    """What a layer computes. Mappers dispatch on this."""
+
+    INPUT = "input"
+    CONV = "conv"  # grouped, depthwise, dilated, strided convolutions
+    CONV_TRANSPOSE = "conv_transpose"
+    FC = "fc"  # fully connected (Gemm/MatMul on a flattened input)
+    MAX_POOL = "max_pool"
+    AVG_POOL = "avg_pool"
+    GLOBAL_AVG_POOL = "global_avg_pool"
+    GLOBAL_MAX_POOL = "global_max_pool"
+    ADD = "add"  # element-wise sum of two or more tensors
+    MUL = "mul"  # element-wise product (broadcast along H, W allowed)
+    CONCAT = "concat"  # along channels, inputs in order
+    UPSAMPLE = "upsample"  # nearest/bilinear resize by an integer factor
+    DEPTH_TO_SPACE = "depth_to_space"  # pixel shuffle
+    SOFTMAX = "softmax"
+    LRN = "lrn"  # local response normalisation across channels
+    UNARY = "unary"  # standalone batch-norm / activation that could not be fused
+    CHANNEL_SHUFFLE = "channel_shuffle"  # ShuffleNet's reshape-transpose-reshape
+    SLICE = "slice"  # a channel range / spatial crop of one input (Split, Slice)
+    PASSTHROUGH = "passthrough"  # an unknown op admitted with --allow-unknown: no cost
+    OUTPUT = "output"
+
+
+WEIGHTED_KINDS = frozenset({LayerKind.CONV, LayerKind.CONV_TRANSPOSE, LayerKind.FC})
+POOL_KINDS = frozenset(
+    {LayerKind.MAX_POOL, LayerKind.AVG_POOL, LayerKind.GLOBAL_AVG_POOL, LayerKind.GLOBAL_MAX_POOL}
+)
+
+
+@dataclass(frozen=True)
+class Layer:
+    """One operation of the network, with the shapes it reads and writes.
+
+    `kernel`, `stride`, `dilation` and `padding` describe the sliding window
+    of conv, transposed conv and pooling layers (for a transposed conv,
+    `stride` is the upsampling factor). `factor` is the integer scale of an
+    upsample layer or the block size of depth-to-space. `groups` is the
+    convolution group count, or the group count of a channel shuffle.
+    """
+
+    name: str
+    kind: LayerKind
+    inputs: tuple[str, ...]
+    output: str
+    in_shapes: tuple[Shape, ...]
+    out_shape: Shape
+    kernel: tuple[int, int] = (1, 1)
+    stride: tuple[int, int] = (1, 1)
+    dilation: tuple[int, int] = (1, 1)
+    padding: Padding = NO_PADDING
+    groups: int = 1
+    factor: tuple[int, int] = (1, 1)
+    has_bias: bool = False
+    fused_bn: bool = False
+    activation: str | None = None
+    op_type: str = ""  # the source op (ONNX op type) for pass-through layers
+
+    # ----- derived quantities -------------------------------------------------
+    @property
+    def in_shape(self) -> Shape:
+        """The first (for most kinds, the only) input shape."""
+        return self.in_shapes[0]
+
+    @property
+    def is_depthwise(self) -> bool:
+        """A conv whose every group has exactly one input channel."""
+        return (
+            self.kind is LayerKind.CONV
+            and self.groups > 1
+            and self.groups == self.in_shape.c
+        )
+
+    @property
+    def weight_shape(self) -> tuple[int, int, int, int] | None:
+        """Filter tensor as (M filters, C/groups channels, kh, kw); None if unweighted."""
+        kh, kw = self.kernel
+        if self.kind is LayerKind.CONV:
+            return (self.out_shape.c, self.in_shape.c // self.groups, kh, kw)
+        if self.kind is LayerKind.CONV_TRANSPOSE:
+            # Stored as ONNX does: (C_in, M/groups, kh, kw).
+            return (self.in_shape.c, self.out_shape.c // self.groups, kh, kw)
+        if self.kind is LayerKind.FC:
+            return (self.out_shape.c, self.in_shape.elements, 1, 1)
+        return None
+
+    @property
+    def macs(self) -> int:
+        """Multiply-accumulates for one image."""
+        ws = self.weight_shape
+        if ws is None:
+            return 0
+        per_output = ws[1] * ws[2] * ws[3]
+        if self.kind is LayerKind.CONV_TRANSPOSE:
+            # Every input pixel scatters into M/groups·kh·kw outputs.
+            return self.in_shape.elements * per_output
+        return self.out_shape.elements * per_output
+
+    @property
+    def ops(self) -> int:
+        """Non-MAC arithmetic for one image (comparisons, adds, scalings)."""
+        out = self.out_shape.elements
+        kh, kw = self.kernel
+        match self.kind:
+            case LayerKind.MAX_POOL | LayerKind.AVG_POOL:
+                return out * kh * kw
+            case LayerKind.GLOBAL_AVG_POOL | LayerKind.GLOBAL_MAX_POOL:
+                return self.in_shape.elements
+            case LayerKind.ADD | LayerKind.MUL:
+                return out * (len(self.inputs) - 1)
+            case LayerKind.SOFTMAX:
+                return 3 * out  # exp, sum, divide
+            case LayerKind.LRN:
+                return out * kh  # kernel[0] holds the LRN size
+            case LayerKind.UNARY:
+                return out
+            case _:
+                return 0
+
+    @property
+    def weight_params(self) -> int:
+        """Filter weights (no bias)."""
+        ws = self.weight_shape
+        if ws is None:
+            return 0
+        return ws[0] * ws[1] * ws[2] * ws[3]
+
+    @property
+    def params(self) -> int:
+        """Learned parameters: weights, bias, and batch-norm scale and shift."""
+        channels = self.out_shape.c
+        bias = channels if self.has_bias else 0
+        bn = 2 * channels if self.fused_bn else 0
+        return self.weight_params + bias + bn
+
+    @property
+    def ifmap_elements(self) -> int:
+        """Input activation elements over all inputs."""
+        return sum(s.elements for s in self.in_shapes)
+
+    @property
+    def ofmap_elements(self) -> int:
+        return self.out_shape.elements
+
+    def ifmap_bytes(self, bits: int) -> int:
+        """Input activations in bytes at `bits` per element."""
+        return _bytes(self.ifmap_elements, bits)
+
+    def ofmap_bytes(self, bits: int) -> int:
+        """Output activations in bytes at `bits` per element."""
+        return _bytes(self.ofmap_elements, bits)
+
+    def param_bytes(self, bits: int) -> int:
+        """Parameters in bytes at `bits` per element."""
+        return _bytes(self.params, bits)
+
+
+def _bytes(elements: int, bits: int) -> int:
+    if bits not in SUPPORTED_BITS:
+        raise NetworkError(f"precision {bits} bit is not supported; use one of {SUPPORTED_BITS}")
+    return elements * bits // 8
+
+
+@dataclass(frozen=True)
+class Graph:
+    """A network: layers in a valid execution (topological) order.
+
+    Each layer writes one tensor, named after the layer. Build it with
+    `GraphBuilder`, which checks names, ordering and shapes.
+    """
+
+    name: str
+    layers: tuple[Layer, ...]
+    source: str = ""  # where it came from: "zoo" or the ONNX file path
+    _index: dict[str, int] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_index", {l.name: i for i, l in enumerate(self.layers)})
+
+    def __iter__(self) -> Iterator[Layer]:
+        return iter(self.layers)
+
+    def __len__(self) -> int:
+        return len(self.layers)
+
+    def layer(self, name: str) -> Layer:
+        """The layer called `name`; NetworkError if there is none."""
+        try:
+            return self.layers[self._index[name]]
+        except KeyError:
+            raise NetworkError(f"network {self.name!r} has no layer {name!r}") from None
+
+    def producer(self, tensor: str) -> Layer:
+        """The layer that writes `tensor` (tensors are named after their producer)."""
+        return self.layer(tensor)
+
+    @cached_property
+    def _consumers(self) -> dict[str, tuple[Layer, ...]]:
+        found: dict[str, list[Layer]] = {l.output: [] for l in self.layers}
+        for layer in self.layers:
+            for t in dict.fromkeys(layer.inputs):
+                found[t].append(layer)
+        return {t: tuple(ls) for t, ls in found.items()}
+
+    def consumers(self, tensor: str) -> tuple[Layer, ...]:
+        """Layers reading `tensor`, in execution order."""
+        return self._consumers[tensor]
+
+    def of_kind(self, *kinds: LayerKind) -> list[Layer]:
+        return [l for l in self.layers if l.kind in kinds]
+
+    @property
+    def inputs(self) -> list[Layer]:
+        return self.of_kind(LayerKind.INPUT)
+
+    @property
+    def outputs(self) -> list[Layer]:
+        return self.of_kind(LayerKind.OUTPUT)
+
+    @property
+    def total_macs(self) -> int:
+        return sum(l.macs for l in self.layers)
+
+    @property
+    def total_params(self) -> int:
+        return sum(l.params for l in self.layers)
