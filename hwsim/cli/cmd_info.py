@@ -1,0 +1,104 @@
+"""`hwsim info NETWORK|FILE.onnx`: the per-layer table of a network."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from hwsim.cli.output import console, emit_json, format_bytes, format_count, table
+from hwsim.workload.ir import Graph, Layer
+from hwsim.workload.network import load_network, parse_input_size
+
+
+def add_network_arguments(parser: argparse.ArgumentParser) -> None:
+    """NETWORK, --input and --allow-unknown: shared by every command that loads a network."""
+    parser.add_argument("network", help="zoo network name (see `hwsim zoo`) or path to an .onnx file")
+    parser.add_argument("--input", metavar="WxH", type=parse_input_size, default=None,
+                        help="override the input resolution, e.g. 3840x2160")
+    parser.add_argument("--allow-unknown", action="store_true",
+                        help="treat ONNX ops hwsim cannot map as zero-cost pass-through layers (with a warning)")
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("info", help="per-layer shapes, MACs, parameters and activation sizes of a network")
+    add_network_arguments(p)
+    p.add_argument("--bits", type=int, choices=(8, 16, 32), default=16,
+                   help="precision of activations and parameters for byte counts (default 16)")
+    p.add_argument("--json", action="store_true", help="print one JSON document instead of tables")
+    p.set_defaults(run=run)
+
+
+def layer_record(layer: Layer, bits: int) -> dict[str, Any]:
+    """Everything `info` reports about one layer, as plain data."""
+    return {
+        "name": layer.name,
+        "kind": str(layer.kind),
+        "inputs": list(layer.inputs),
+        "in_shapes": [list(s) for s in layer.in_shapes],
+        "out_shape": list(layer.out_shape),
+        "kernel": list(layer.kernel),
+        "stride": list(layer.stride),
+        "dilation": list(layer.dilation),
+        "padding": list(layer.padding),
+        "groups": layer.groups,
+        "fused_bn": layer.fused_bn,
+        "activation": layer.activation,
+        "macs": layer.macs,
+        "ops": layer.ops,
+        "params": layer.params,
+        "ifmap_bytes": layer.ifmap_bytes(bits),
+        "ofmap_bytes": layer.ofmap_bytes(bits),
+        "param_bytes": layer.param_bytes(bits),
+    }
+
+
+def totals(graph: Graph, bits: int) -> dict[str, Any]:
+    """Network totals: MACs, parameters, and the largest activation tensor."""
+    return {
+        "layers": len(graph),
+        "macs": graph.total_macs,
+        "params": graph.total_params,
+        "param_bytes": sum(l.param_bytes(bits) for l in graph),
+        "ofmap_bytes": sum(l.ofmap_bytes(bits) for l in graph),
+        "max_ofmap_bytes": max(l.ofmap_bytes(bits) for l in graph),
+    }
+
+
+def _window(layer: Layer) -> str:
+    if layer.kind.value in ("conv", "conv_transpose", "max_pool", "avg_pool"):
+        text = f"{layer.kernel[0]}x{layer.kernel[1]}/{layer.stride[0]}"
+        if layer.groups > 1:
+            text += f" g{layer.groups}"
+        return text
+    return ""
+
+
+def run(args: argparse.Namespace) -> int:
+    loaded = load_network(args.network, args.input, args.allow_unknown)
+    graph, bits = loaded.graph, args.bits
+    if args.json:
+        emit_json({
+            "network": graph.name,
+            "source": graph.source,
+            "bits": bits,
+            "warnings": list(loaded.warnings),
+            "totals": totals(graph, bits),
+            "layers": [layer_record(l, bits) for l in graph],
+        })
+        return 0
+    out = console()
+    for warning in loaded.warnings:
+        out.print(f"[yellow]warning:[/] {warning}")
+    t = table(f"{graph.name} ({graph.source}), {bits}-bit", [
+        ("#", "right"), ("layer", "left"), ("kind", "left"), ("input", "left"), ("output", "left"),
+        ("window", "left"), ("fused", "left"), ("MACs", "right"), ("params", "right"), ("ofmap", "right")])
+    for i, l in enumerate(graph):
+        fused = "+".join(x for x in ("bn" if l.fused_bn else "", l.activation or "") if x)
+        t.add_row(str(i), l.name, str(l.kind), ", ".join(map(str, l.in_shapes)), str(l.out_shape), _window(l),
+                  fused, format_count(l.macs) if l.macs else "", format_count(l.params) if l.params else "",
+                  format_bytes(l.ofmap_bytes(bits)))
+    out.print(t)
+    tot = totals(graph, bits)
+    out.print(f"{tot['layers']} layers, {format_count(tot['macs'])}MAC, {format_count(tot['params'])} parameters "
+              f"({format_bytes(tot['param_bytes'])}), largest activation {format_bytes(tot['max_ofmap_bytes'])}")
+    return 0

@@ -1,0 +1,236 @@
+"""Loading a hardware YAML into an `Accelerator`, with errors that point at the line.
+
+The loader walks the dataclass schema: every YAML key must be a field (else
+the closest valid key is suggested), every numeric value is parsed in its
+field's dimension, and cross-field rules (sizes that must divide, fit or
+grow up the hierarchy) run once the tree is built. Errors name the file, the
+line, the YAML path and the fix.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import sys
+import typing
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterator
+
+import yaml
+
+import hwsim
+from hwsim.errors import ConfigError
+from hwsim.hardware.schema import Accelerator, ParamInfo
+from hwsim.hardware.units import parse_quantity
+
+SHIPPED_DIRS = (
+    Path(hwsim.__file__).resolve().parents[1] / "configs",  # a source checkout or editable install
+    Path(sys.prefix) / "share" / "hwsim" / "configs",  # a wheel install (data-files)
+)
+
+
+def shipped_configs() -> dict[str, Path]:
+    """Configs that come with hwsim, by name (file stem)."""
+    found: dict[str, Path] = {}
+    for folder in SHIPPED_DIRS:
+        if folder.is_dir():
+            for path in sorted(folder.glob("*.yaml")):
+                found.setdefault(path.stem, path)
+    return found
+
+
+def resolve_config(spec: str | Path) -> Path:
+    """A config path from a file path or the name of a shipped config."""
+    path = Path(spec)
+    if path.is_file():
+        return path
+    shipped = shipped_configs()
+    if str(spec) in shipped:
+        return shipped[str(spec)]
+    if str(spec).endswith(".yaml") and path.stem in shipped and not path.parent.name:
+        return shipped[path.stem]
+    names = ", ".join(shipped) or "none found"
+    hint = difflib.get_close_matches(path.stem, list(shipped), n=1)
+    guess = f"did you mean '{hint[0]}'? " if hint else ""
+    raise ConfigError(f"{spec}: no such config file; {guess}give a path or a shipped config name ({names})")
+
+
+@dataclass
+class _Context:
+    file: str
+    loader: yaml.SafeLoader
+    clock_hz: float | None = None
+
+
+def _where(ctx: _Context, node: yaml.Node, path: str) -> str:
+    return f"{ctx.file}:{node.start_mark.line + 1}: {path}"
+
+
+def yaml_key(f: dataclasses.Field) -> str:
+    """The YAML key of a field: its name without the unit suffix."""
+    info: ParamInfo = f.metadata["info"]
+    if info.dim is not None and info.dim.suffix:
+        return f.name.removesuffix(info.dim.suffix)
+    return f.name
+
+
+def _section_type(hint: Any) -> type | None:
+    """The dataclass of a (possibly optional) nested section, else None."""
+    for candidate in (hint, *typing.get_args(hint)):
+        if dataclasses.is_dataclass(candidate):
+            return candidate  # type: ignore[return-value]
+    return None
+
+
+def _build(cls: type, node: yaml.Node, path: str, ctx: _Context) -> Any:
+    if not isinstance(node, yaml.MappingNode):
+        raise ConfigError(f"{_where(ctx, node, path or '(top level)')}: expected a mapping of keys to values")
+    fields = {yaml_key(f): f for f in dataclasses.fields(cls)}
+    given: dict[str, tuple[yaml.Node, yaml.Node]] = {}
+    for key_node, value_node in node.value:
+        key = str(key_node.value)
+        if key not in fields:
+            close = difflib.get_close_matches(key, list(fields), n=1, cutoff=0.5)
+            hint = f"did you mean '{close[0]}'?" if close else f"valid keys: {', '.join(fields)}"
+            raise ConfigError(f"{_where(ctx, key_node, _join(path, key))}: unknown key; {hint}")
+        if key in given:
+            raise ConfigError(f"{_where(ctx, key_node, _join(path, key))}: key given twice; keep one")
+        given[key] = (key_node, value_node)
+    hints = typing.get_type_hints(cls)
+    values: dict[str, Any] = {}
+    for key, f in fields.items():
+        if key not in given:
+            if f.default is dataclasses.MISSING:
+                info: ParamInfo = f.metadata["info"]
+                raise ConfigError(
+                    f"{ctx.file}:{node.start_mark.line + 1}: {_join(path, key)}: missing; add it "
+                    f"({info.description}{', e.g. ' + repr(info.dim.example) if info.dim else ''})"
+                )
+            continue
+        key_node, value_node = given[key]
+        values[f.name] = _value(f, hints[f.name], value_node, _join(path, key), ctx)
+        if f.name == "clock_hz":
+            ctx.clock_hz = values[f.name]
+    return cls(**values)
+
+
+def _join(path: str, key: str) -> str:
+    return f"{path}.{key}" if path else key
+
+
+def _value(f: dataclasses.Field, hint: Any, node: yaml.Node, path: str, ctx: _Context) -> Any:
+    info: ParamInfo = f.metadata["info"]
+    nested = _section_type(hint)
+    if nested is not None:
+        if isinstance(node, yaml.ScalarNode) and node.value in ("", "null", "~") and f.default is None:
+            return None
+        return _build(nested, node, path, ctx)
+    if not isinstance(node, yaml.ScalarNode):
+        raise ConfigError(f"{_where(ctx, node, path)}: expected a single value, not a list or mapping")
+    raw = ctx.loader.construct_object(node, deep=True)
+    where = _where(ctx, node, path)
+    if info.dim is None:
+        if not isinstance(raw, str) or (f.name in ("name", "source") and not raw.strip()):
+            raise ConfigError(f"{where}: expected a non-empty text")
+        return raw
+    value = parse_quantity(raw, info.dim, ctx.clock_hz, where)
+    return _check_number(value, info, where)
+
+
+def _check_number(value: float, info: ParamInfo, where: str) -> float | int:
+    if info.positive and value <= 0:
+        raise ConfigError(f"{where}: {value:g} must be positive; give a value above zero")
+    if value < 0:
+        raise ConfigError(f"{where}: {value:g} is negative; give zero or more")
+    if info.maximum is not None and value > info.maximum:
+        raise ConfigError(f"{where}: {value:g} exceeds the maximum {info.maximum:g}")
+    if info.integer:
+        if abs(value - round(value)) > 1e-9 * max(1.0, abs(value)):
+            raise ConfigError(f"{where}: {value:g} must be a whole number ({info.dim.base if info.dim else ''})")
+        return int(round(value))
+    return value
+
+
+def load_config(spec: str | Path) -> Accelerator:
+    """Read, parse and validate a hardware config (a path or a shipped name)."""
+    path = resolve_config(spec)
+    shown = str(spec) if Path(spec).is_file() else str(path)
+    try:
+        text_ = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"{shown}: cannot read ({exc.strerror}); check the path and permissions") from None
+    loader = yaml.SafeLoader(text_)
+    try:
+        root = loader.get_single_node()
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        line = f":{mark.line + 1}" if mark is not None else ""
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise ConfigError(f"{shown}{line}: not valid YAML ({problem}); fix the syntax") from None
+    finally:
+        loader.dispose()
+    if root is None:
+        raise ConfigError(f"{shown}: the file is empty; start from a shipped config (hwsim config show eyeriss-v1)")
+    ctx = _Context(shown, loader)
+    acc: Accelerator = _build(Accelerator, root, "", ctx)
+    for message in consistency_errors(acc):
+        raise ConfigError(f"{shown}: {message}")
+    return acc
+
+
+def consistency_errors(acc: Accelerator) -> Iterator[str]:
+    """Cross-field rules: each yields '<yaml path>: <problem>; <fix>'."""
+    bits = acc.precision_bits
+    if bits not in (8, 16, 32):
+        yield f"precision: {bits} bit is not supported; use 8, 16 or 32 bit"
+    word = bits // 8
+    glb = acc.glb
+    if glb.size_bytes % glb.banks:
+        yield f"glb.banks: {glb.banks} banks do not divide the {glb.size_bytes} B GLB evenly; change size or banks"
+    if glb.filter_bytes >= glb.size_bytes:
+        yield "glb.filter: the filter partition must be smaller than glb.size"
+    if glb.size_bytes % word:
+        yield f"glb.size: {glb.size_bytes} B is not a whole number of {bits}-bit words"
+    for bus in ("ifmap_bus_bits", "filter_bus_bits", "psum_bus_bits"):
+        width = getattr(acc.noc, bus)
+        if width % bits:
+            yield f"noc.{bus.removesuffix('_bits')}: {width} bit is not a multiple of the {bits}-bit word"
+    dram = acc.dram
+    if dram.burst_bytes & (dram.burst_bytes - 1) or dram.burst_bytes % word:
+        yield f"dram.burst: {dram.burst_bytes} B must be a power of two and a whole number of words"
+    if dram.row_buffer is not None:
+        rb = dram.row_buffer
+        if rb.row_bytes % dram.burst_bytes:
+            yield "dram.row_buffer.row: the row size must be a multiple of dram.burst"
+        if rb.hit_latency_cycles > rb.miss_latency_cycles:
+            yield "dram.row_buffer.hit_latency: a row hit cannot be slower than a miss; swap the two"
+    if acc.l2 is not None and acc.l2.size_bytes <= glb.size_bytes:
+        yield (f"l2.size: {acc.l2.size_bytes} B is not larger than the GLB ({glb.size_bytes} B); "
+               "an L2 must be the bigger level")
+    if acc.l2 is not None and acc.l2.size_bytes % acc.l2.banks:
+        yield "l2.banks: the banks do not divide l2.size evenly"
+    if acc.line_buffer is not None and acc.line_buffer.size_bytes % word:
+        yield "line_buffer.size: not a whole number of words"
+    if acc.clock_hz < 1e6:
+        yield f"clock: {acc.clock_hz:g} Hz is implausibly slow; did you mean MHz?"
+
+
+def describe(acc: Any, prefix: str = "") -> Iterator[tuple[str, Any, str, str]]:
+    """(yaml path, value in base unit, unit, description) for every field, depth first."""
+    for f in dataclasses.fields(acc):
+        info: ParamInfo = f.metadata["info"]
+        value = getattr(acc, f.name)
+        path = _join(prefix, yaml_key(f))
+        if dataclasses.is_dataclass(value):
+            yield from describe(value, path)
+        elif value is not None:
+            yield path, value, info.dim.base if info.dim else "", info.description
+
+
+def to_dict(acc: Any) -> dict[str, Any]:
+    """The config as plain data with unit-suffixed keys (for JSON and trace attributes)."""
+    return dataclasses.asdict(acc)
+
+
+__all__ = ["load_config", "resolve_config", "shipped_configs", "describe", "to_dict"]

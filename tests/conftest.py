@@ -1,0 +1,58 @@
+"""Shared fixtures: running the CLI in-process and as a real subprocess."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from hwsim.cli.main import main
+
+REPO = Path(__file__).resolve().parents[1]
+CONFIGS = REPO / "configs"
+
+
+@dataclass
+class CliResult:
+    code: int
+    out: str
+    err: str
+
+    def json(self) -> object:
+        return json.loads(self.out)
+
+
+@pytest.fixture
+def cli(capsys: pytest.CaptureFixture[str]):
+    """Run `hwsim ARGS...` in this process; returns exit code, stdout, stderr."""
+
+    def run(*args: str) -> CliResult:
+        try:
+            code = main(list(args))
+        except SystemExit as exc:  # argparse exits on usage errors
+            code = int(exc.code or 0)
+        captured = capsys.readouterr()
+        return CliResult(code, captured.out, captured.err)
+
+    return run
+
+
+def run_hwsim(*args: str, timeout: float = 120) -> CliResult:
+    """Run the installed `hwsim` entry point in a fresh interpreter."""
+    proc = subprocess.run([sys.executable, "-m", "hwsim.cli.main", *args], capture_output=True, text=True,
+                          timeout=timeout, cwd=REPO)
+    return CliResult(proc.returncode, proc.stdout, proc.stderr)
+
+
+def assert_one_line_error(result: CliResult, *fragments: str) -> None:
+    """Exit code 2, exactly one line on stderr, no traceback, each fragment present."""
+    assert result.code == 2, (result.code, result.err)
+    lines = result.err.strip().splitlines()
+    assert len(lines) == 1, result.err
+    assert "Traceback" not in result.err
+    for fragment in fragments:
+        assert fragment in lines[0], (fragment, lines[0])
