@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import argparse
 
+from hwsim.cli.cmd_info import input_size_arg
 from hwsim.cli.output import console, emit_json, format_count, table
 from hwsim.workload import zoo
-from hwsim.workload.network import parse_input_size
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -20,7 +20,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     exp = zsub.add_parser("export", help="write a zoo network as an ONNX graph (weights as ConstantOfShape)")
     exp.add_argument("name", help="zoo network name")
     exp.add_argument("file", help="output .onnx path")
-    exp.add_argument("--input", metavar="WxH", type=parse_input_size, default=None,
+    exp.add_argument("--input", metavar="WxH", type=input_size_arg, default=None,
                      help="override the input resolution")
     exp.add_argument("--opset", type=int, default=17, help="ONNX opset to write (default 17)")
     exp.add_argument("--json", action="store_true", help="print one JSON document describing the export")
