@@ -1,0 +1,33 @@
+"""Closed-form models of accelerators: energy, latency and buffer sizes from equations, not simulation.
+
+Nothing here may import a simulator: the analytic answers are the independent
+half of every cross-check.
+"""
+
+from hwsim.analytic.cnnergy import (
+    CnnergyEnergy,
+    CnnergyHardware,
+    CnnergyLayer,
+    CnnergyLayerResult,
+    CnnergyMapping,
+    CnnergyNetworkResult,
+    cnnergy_energy,
+    cnnergy_network,
+    cnnergy_schedule,
+    compression_factor,
+    read_layer_table,
+)
+
+__all__ = [
+    "CnnergyEnergy",
+    "CnnergyHardware",
+    "CnnergyLayer",
+    "CnnergyLayerResult",
+    "CnnergyMapping",
+    "CnnergyNetworkResult",
+    "cnnergy_energy",
+    "cnnergy_network",
+    "cnnergy_schedule",
+    "compression_factor",
+    "read_layer_table",
+]
