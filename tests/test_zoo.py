@@ -303,9 +303,13 @@ def test_mobilenetv2_conventions() -> None:
 def test_densenet_preactivation_convention() -> None:
     g = zoo.build("densenet121")
     unary = g.of_kind(LayerKind.UNARY)
-    # One per dense layer (norm1), per transition and norm5: 58 + 3 + 1.
-    assert len(unary) == (6 + 12 + 24 + 16) + 3 + 1
+    # One per dense layer (norm1): 6 + 12 + 24 + 16. The transitions' norms and norm5 read a block's
+    # last concat, which has no other reader, so they are fused into it.
+    assert len(unary) == 6 + 12 + 24 + 16
     assert all(u.fused_bn and u.activation == "relu" for u in unary)
+    for last in ("denseblock1.denselayer6", "denseblock4.denselayer16"):
+        concat = g.layer(f"{last}.concat")
+        assert concat.fused_bn and concat.activation == "relu" and len(g.consumers(concat.output)) == 1
     first = "denseblock1.denselayer1"
     assert g.layer(f"{first}.conv1").fused_bn and g.layer(f"{first}.conv1").activation == "relu"
     assert not g.layer(f"{first}.conv2").fused_bn and g.layer(f"{first}.conv2").activation is None

@@ -215,8 +215,8 @@ class GraphBuilder:
         return self._pool(LayerKind.MAX_POOL, name, x, kernel, stride, padding, ceil_mode, dilation)
 
     def avg_pool(self, name: str, x: str, kernel: Pair, stride: Pair | None = None, padding: PaddingSpec = 0,
-                 ceil_mode: bool = False) -> str:
-        return self._pool(LayerKind.AVG_POOL, name, x, kernel, stride, padding, ceil_mode)
+                 ceil_mode: bool = False, dilation: Pair = 1) -> str:
+        return self._pool(LayerKind.AVG_POOL, name, x, kernel, stride, padding, ceil_mode, dilation)
 
     def global_avg_pool(self, name: str, x: str) -> str:
         s = self.shape(x)

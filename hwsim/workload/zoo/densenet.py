@@ -4,12 +4,15 @@ DenseNet is pre-activation: every conv reads BN+ReLU of its input. The IR
 fuses batch-norm and activation into the layer that *produces* a tensor, so:
 
 - where the normalised tensor has a single consumer (the 3×3 conv after the
-  1×1 bottleneck, and the stem conv0), BN+ReLU is fused into the producing
-  conv (`bn=True`, `activation="relu"`), exact because that BN sees nothing else;
+  1×1 bottleneck, the stem conv0, and a block's last concat, read only by the
+  transition's norm or by norm5), BN+ReLU is fused into the producer
+  (`bn=True`, `activation="relu"`), exact because that BN sees nothing else;
 - where it does not (a dense layer's norm1 reads the block's running concat,
   which later layers and the next concat also read, each consumer with its
-  own BN; the transitions' norm and the final norm5 read a concat), it is a
-  standalone `unary` layer with `bn=True, activation="relu"`.
+  own BN), it is a standalone `unary` layer with `bn=True, activation="relu"`.
+
+This is the rule the ONNX importer applies too, so an exported DenseNet
+re-imports layer for layer.
 
 So the parameters are exactly torchvision's (BN scale+shift per channel);
 MACs come from conv and FC layers only. 2.83 G MACs, 8.0 M params at 224×224.
@@ -40,10 +43,10 @@ def _dense_block(b: GraphBuilder, index: int, x: str, layers: int) -> str:
 
 
 def _transition(b: GraphBuilder, index: int, x: str) -> str:
-    """BN+ReLU (unary), 1×1 conv halving the channels, 2×2/2 average pool."""
+    """BN+ReLU fused into the block's last concat, 1×1 conv halving the channels, 2×2/2 average pool."""
     prefix = f"transition{index}"
-    y = b.unary(f"{prefix}.norm", x, bn=True, activation="relu")
-    y = b.conv(f"{prefix}.conv", y, b.shape(x).c // 2, 1, bias=False)
+    b.fuse(x, bn=True, activation="relu")
+    y = b.conv(f"{prefix}.conv", x, b.shape(x).c // 2, 1, bias=False)
     return b.avg_pool(f"{prefix}.pool", y, 2, 2)
 
 
@@ -57,5 +60,5 @@ def densenet121(height: int, width: int) -> Graph:
         x = _dense_block(b, i, x, layers)
         if i < len(depths):
             x = _transition(b, i, x)
-    x = b.unary("norm5", x, bn=True, activation="relu")
+    b.fuse(x, bn=True, activation="relu")  # norm5
     return classifier(b, x, pool="avgpool", fc="classifier")

@@ -1,0 +1,1074 @@
+"""Import an ONNX model as a hwsim `Graph`.
+
+One topological pass over the nodes tracks every ONNX value as one of three
+things: a constant (a numpy array, folded as we go, so PyTorch's
+Shape → Gather → Concat → Reshape chains become plain numbers), a parameter
+(a weight whose shape is known but whose data is never loaded: initializers,
+`ConstantOfShape` outputs, missing external data) or a feature (an IR tensor
+plus its ONNX dims and axis letters such as "NCHW", "NHWC" or "NC", so tf2onnx
+transposes and flattening reshapes cost nothing). Compute ops become layers
+through `GraphBuilder`, whose shape rules are authoritative; batch-norms,
+activations and constant affines fold into their producer when it is safe.
+Anything the importer cannot model raises a one-line `NetworkError` naming
+the file, the node and the fix, or with `allow_unknown` becomes a zero-cost
+pass-through layer and a warning.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from math import prod
+from pathlib import Path
+
+import numpy as np
+import onnx
+from onnx import AttributeProto, TensorProto, helper
+
+from hwsim.errors import NetworkError, ShapeError
+from hwsim.workload.builder import GraphBuilder, same_padding
+from hwsim.workload.ir import NO_PADDING, WEIGHTED_KINDS, Graph, Layer, LayerKind, Padding, Shape
+from hwsim.workload.onnx_fold import (
+    BROADCAST_OPS,
+    FOLDS,
+    SAME_SHAPE_OPS,
+    VIEW_OPS,
+    OnnxNode,
+    ints,
+    operand,
+    reduce_axes,
+    shape_of,
+    slice_index,
+    split_sizes,
+    virtual,
+)
+
+MIN_OPSET, MAX_OPSET = 7, 21
+MAX_FOLD_ELEMENTS = 4096  # bigger constants are tracked by shape only (they are weights)
+SHAPE_READERS = frozenset({"Shape", "Size"})  # consumers that read dims, not data
+ABSORBS_PAD = frozenset({"Conv", "MaxPool", "AveragePool", "Pad"})
+DEFAULT_DOMAINS = ("", "ai.onnx")
+PASSTHROUGH_DOMAIN = "hwsim"  # where `export_onnx` puts pass-through layers
+
+# ONNX activation op -> hwsim activation name (Clip and the x·sigmoid(x) swish are special).
+ACTIVATIONS = {
+    "Relu": "relu", "LeakyRelu": "leaky_relu", "PRelu": "prelu", "Sigmoid": "sigmoid", "Tanh": "tanh",
+    "HardSigmoid": "hard_sigmoid", "HardSwish": "hard_swish", "Elu": "elu", "Selu": "selu", "Celu": "celu",
+    "ThresholdedRelu": "thresholded_relu", "Softplus": "softplus", "Softsign": "softsign", "Mish": "mish",
+    "Gelu": "gelu", "Erf": "erf", "Exp": "exp", "Log": "log", "Sqrt": "sqrt", "Reciprocal": "reciprocal",
+    "Neg": "neg", "Abs": "abs", "Sin": "sin", "Cos": "cos",
+}
+GATES = {"Sigmoid": "swish", "HardSigmoid": "hard_swish"}  # x * gate(x) -> one activation
+
+
+@dataclass(frozen=True)
+class ImportResult:
+    graph: Graph
+    warnings: tuple[str, ...]
+    opset: int
+    elem_bits: int  # precision of the file's float tensors (16 for fp16 graphs, 32 for float)
+
+
+@dataclass(frozen=True)
+class Param:
+    """A tensor whose shape is known but whose values are never needed (a weight)."""
+
+    dims: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class Feature:
+    """An activation: the IR tensor holding it, its ONNX dims (batch 1) and axis letters.
+
+    Letters: N, C, H, W; F for a flattened C·H·W axis; G and K for the group and
+    in-group channel axes of a channel shuffle; ? for an axis we cannot name.
+    `pad` is a Pad not yet absorbed by the Conv or pool that reads it.
+    """
+
+    tensor: str
+    dims: tuple[int, ...]
+    layout: str
+    pad: Padding = NO_PADDING
+    pad_name: str = ""
+
+
+Value = np.ndarray | Param | Feature
+Handler = Callable[["_Importer", OnnxNode, list], None]
+
+
+class _Unsupported(Exception):
+    """A node hwsim cannot model; the text says why, starting with a verb."""
+
+
+def load_onnx(path: str | Path, allow_unknown: bool = False, input_hw: tuple[int, int] | None = None) -> ImportResult:
+    """Read an ONNX file into a `Graph` of one image.
+
+    `input_hw` (height, width) sets the spatial size of every image input,
+    resolving symbolic sizes (and overriding fixed ones). With `allow_unknown`,
+    ops hwsim cannot model become zero-cost pass-through layers and warnings.
+    """
+    path = Path(path)
+    model = _read(path)
+    graph = model.graph
+    warnings: list[str] = []
+    opset = _opset(model, path, warnings)
+    initializers = {t.name: t for t in graph.initializer}
+    nodes = _live_nodes(graph, path)
+    readers = _readers(nodes)
+    specs, batch = _input_specs(graph, initializers, readers, input_hw, path, warnings)
+    inferred = _inferred_dims(model)
+    imp = _Importer(path, allow_unknown, inferred, _consumer_counts(nodes, graph), batch, warnings)
+    for name, tensor in initializers.items():
+        imp.values[name] = _initializer_value(tensor, path.parent)
+    imp.reserve_outputs([o.name for o in graph.output])
+    for spec_name, dims, layout in specs:
+        imp.add_input(spec_name, dims, layout)
+    imp.add_outputs([name for name, _, _ in specs])
+    wrapped = _wrap_nodes(nodes, opset)
+    imp.find_gates(wrapped)
+    for node in wrapped:
+        imp.visit(node)
+        imp.add_outputs(node.outputs)
+    imp.warn_constant_outputs()
+    return ImportResult(imp.b.build(), tuple(warnings), opset, _elem_bits(graph))
+
+
+# ----- reading the file --------------------------------------------------------------------
+def _one_line(error: BaseException) -> str:
+    text = " ".join(str(error).split()) or type(error).__name__
+    return text if len(text) <= 160 else text[:157] + "..."
+
+
+def _read(path: Path) -> onnx.ModelProto:
+    if not path.exists():
+        raise NetworkError(f"{path}: no such file; check the path")
+    if path.is_dir():
+        raise NetworkError(f"{path}: is a directory; give the path of an .onnx file")
+    try:
+        model = onnx.load(str(path), load_external_data=False)
+    except OSError as e:
+        raise NetworkError(f"{path}: cannot be read ({_one_line(e)}); check its permissions") from None
+    except Exception as e:  # noqa: BLE001 - protobuf raises DecodeError, RuntimeError or ValueError by version
+        raise NetworkError(
+            f"{path}: not a readable ONNX model (truncated or corrupt protobuf: {_one_line(e)}); re-export it"
+        ) from None
+    if model.ir_version <= 0 or not model.HasField("graph") or not model.graph.node:
+        raise NetworkError(f"{path}: not an ONNX model (no graph found in the protobuf); re-export it")
+    return model
+
+
+def _opset(model: onnx.ModelProto, path: Path, warnings: list[str]) -> int:
+    versions = [o.version for o in model.opset_import if o.domain in DEFAULT_DOMAINS]
+    if not versions:
+        raise NetworkError(f"{path}: declares no opset of the default ONNX domain; re-export it")
+    opset = versions[0]
+    if opset < MIN_OPSET:
+        raise NetworkError(
+            f"{path}: opset {opset} is older than {MIN_OPSET}; upgrade it with "
+            "onnx.version_converter.convert_version(model, 13)"
+        )
+    if opset > MAX_OPSET:
+        warnings.append(f"opset {opset} is newer than {MAX_OPSET}, the newest hwsim was tested with")
+    return opset
+
+
+def _initializer_value(tensor: TensorProto, base: Path) -> np.ndarray | Param:
+    """Small initializers as arrays (they may be shapes); weights and missing data as shapes."""
+    dims = tuple(int(d) for d in tensor.dims)
+    if prod(dims) > MAX_FOLD_ELEMENTS:
+        return Param(dims)
+    if tensor.data_location == TensorProto.EXTERNAL:
+        try:
+            onnx.external_data_helper.load_external_data_for_tensor(tensor, str(base))
+        except (OSError, ValueError, onnx.checker.ValidationError):
+            return Param(dims)
+    return onnx.numpy_helper.to_array(tensor)
+
+
+def _elem_bits(graph: onnx.GraphProto) -> int:
+    """16 if the file's float tensors are mostly fp16/bf16, else 32."""
+    types: Counter[int] = Counter(t.data_type for t in graph.initializer)
+    types.update(vi.type.tensor_type.elem_type for vi in graph.input)
+    for node in graph.node:
+        types.update(a.t.data_type for a in node.attribute if a.type == AttributeProto.TENSOR)
+    half = types[TensorProto.FLOAT16] + types[TensorProto.BFLOAT16]
+    return 16 if half > types[TensorProto.FLOAT] + types[TensorProto.DOUBLE] else 32
+
+
+# ----- graph structure ---------------------------------------------------------------------
+def _live_nodes(graph: onnx.GraphProto, path: Path) -> list[onnx.NodeProto]:
+    """Nodes in topological order that contribute to some graph output."""
+    nodes = _topological(graph, path)
+    needed = {o.name for o in graph.output}
+    live = []
+    for node in reversed(nodes):
+        if any(o in needed for o in node.output):
+            live.append(node)
+            needed.update(i for i in node.input if i)
+    return live[::-1]
+
+
+def _topological(graph: onnx.GraphProto, path: Path) -> list[onnx.NodeProto]:
+    """The nodes in an order where every input is produced first (usually the file's own)."""
+    known = {t.name for t in graph.initializer} | {i.name for i in graph.input} | {""}
+    pending, ordered = list(graph.node), []
+    while pending:
+        waiting = []
+        for node in pending:
+            if all(i in known for i in node.input):
+                ordered.append(node)
+                known.update(node.output)
+            else:
+                waiting.append(node)
+        if len(waiting) == len(pending):
+            node = waiting[0]
+            missing = next(i for i in node.input if i not in known)
+            raise NetworkError(
+                f"{path}: node '{node.name or node.output[0]}' ({node.op_type}) reads '{missing}', which no node, "
+                "initializer or graph input produces; the model is malformed, re-export it"
+            )
+        pending = waiting
+    return ordered
+
+
+def _readers(nodes: list[onnx.NodeProto]) -> dict[str, list[onnx.NodeProto]]:
+    """The nodes reading each value."""
+    found: dict[str, list[onnx.NodeProto]] = {}
+    for node in nodes:
+        for name in dict.fromkeys(node.input):
+            found.setdefault(name, []).append(node)
+    return found
+
+
+def _consumer_counts(nodes: list[onnx.NodeProto], graph: onnx.GraphProto) -> Counter[str]:
+    """How many times each value is read as data (shape reads excluded), graph outputs included."""
+    counts: Counter[str] = Counter(o.name for o in graph.output)
+    for node in nodes:
+        if node.op_type not in SHAPE_READERS:
+            counts.update(i for i in node.input if i)
+    return counts
+
+
+def _wrap_nodes(nodes: list[onnx.NodeProto], opset: int) -> list[OnnxNode]:
+    """Decode attributes once and give each node a readable name (its own if unique)."""
+    counts = Counter(n.name for n in nodes)
+    wrapped = []
+    for n in nodes:
+        name = n.name if n.name and counts[n.name] == 1 else next((o for o in n.output if o), n.op_type)
+        attrs = {a.name: helper.get_attribute_value(a) for a in n.attribute}
+        wrapped.append(OnnxNode(n.op_type, n.domain, name, tuple(n.input), tuple(n.output), attrs, opset))
+    return wrapped
+
+
+def _input_specs(graph: onnx.GraphProto, initializers: dict[str, TensorProto],
+                 readers: dict[str, list[onnx.NodeProto]], input_hw: tuple[int, int] | None, path: Path,
+                 warnings: list[str]) -> tuple[list[tuple[str, tuple[int, ...], str]], int]:
+    """Consumed graph inputs as (name, dims with batch 1, layout); also writes the dims back.
+
+    Writing the resolved dims into the model lets ONNX shape inference produce
+    concrete shapes for the pass-through ops that rely on it.
+    """
+    specs, batch = [], 1
+    outputs = {o.name for o in graph.output}
+    for vi in graph.input:
+        if vi.name in initializers or (vi.name not in readers and vi.name not in outputs):
+            continue
+        tt = vi.type.tensor_type
+        if not tt.HasField("shape"):
+            raise NetworkError(f"{path}: input '{vi.name}' has no shape; re-export the model with a fixed input shape")
+        dims: list[int | None] = [d.dim_value if d.HasField("dim_value") and d.dim_value > 0 else None
+                                  for d in tt.shape.dim]
+        if len(dims) not in (2, 4):
+            raise NetworkError(
+                f"{path}: input '{vi.name}' has rank {len(dims)}; hwsim reads N×C×H×W images or N×F vectors"
+            )
+        if dims[0] is not None and dims[0] > 1:
+            warnings.append(f"input '{vi.name}' has batch {dims[0]}; hwsim models one image (shapes are per image)")
+            batch = max(batch, dims[0])
+        dims[0] = 1
+        layout = "NC" if len(dims) == 2 else ("NHWC" if _is_nhwc(readers.get(vi.name, [])) else "NCHW")
+        if len(dims) == 4:
+            h, w = layout.index("H"), layout.index("W")
+            if input_hw is not None:
+                dims[h], dims[w] = input_hw
+            if dims[h] is None or dims[w] is None:
+                raise NetworkError(f"{path}: input '{vi.name}' has symbolic height/width; pass --input WxH")
+        if None in dims:
+            raise NetworkError(
+                f"{path}: input '{vi.name}' has a symbolic channel count; re-export with a fixed input shape"
+            )
+        for d, v in zip(tt.shape.dim, dims):
+            d.Clear()
+            d.dim_value = v
+        specs.append((vi.name, tuple(v for v in dims if v is not None), layout))
+    if not specs:
+        raise NetworkError(f"{path}: no graph input reaches an output; the model computes nothing from its inputs")
+    return specs, batch
+
+
+def _is_nhwc(readers: list[onnx.NodeProto]) -> bool:
+    """tf2onnx's channels-last input: every data reader transposes it to NCHW first."""
+    data = [n for n in readers if n.op_type not in SHAPE_READERS]
+    return bool(data) and all(n.op_type == "Transpose" and _perm(n) == [0, 3, 1, 2] for n in data)
+
+
+def _perm(node: onnx.NodeProto) -> list[int] | None:
+    return next((list(a.ints) for a in node.attribute if a.name == "perm"), None)
+
+
+def _inferred_dims(model: onnx.ModelProto) -> dict[str, tuple[int | None, ...]]:
+    """ONNX shape inference's dims per value, for ops whose shapes hwsim does not derive."""
+    try:
+        inferred = onnx.shape_inference.infer_shapes(model, strict_mode=False, data_prop=True)
+    except Exception:  # noqa: BLE001 - inference is a best-effort hint: a model it rejects can still import
+        return {}
+    found = {}
+    for vi in [*inferred.graph.value_info, *inferred.graph.output]:
+        if vi.type.tensor_type.HasField("shape"):
+            found[vi.name] = tuple(d.dim_value if d.HasField("dim_value") else None
+                                   for d in vi.type.tensor_type.shape.dim)
+    return found
+
+
+# ----- helpers on values -------------------------------------------------------------------
+def _dims(v: Value) -> tuple[int, ...]:
+    if isinstance(v, np.ndarray):
+        return tuple(v.shape)
+    return v.dims
+
+
+def _ir_shape(dims: Sequence[int], layout: str) -> Shape:
+    """The C×H×W shape of a feature; vectors and unnamed layouts count as C×1×1."""
+    if all(ch in layout for ch in "CHW"):
+        return Shape(dims[layout.index("C")], dims[layout.index("H")], dims[layout.index("W")])
+    return Shape(prod(dims[1:]), 1, 1)
+
+
+def _default_layout(rank: int) -> str:
+    return {4: "NCHW", 2: "NC"}.get(rank, "?" * rank)
+
+
+def _describe(node: OnnxNode) -> str:
+    op = node.op if node.domain in DEFAULT_DOMAINS else f"{node.domain}:{node.op}"
+    return f"node '{node.name}' ({op})"
+
+
+def _present(ins: list, index: int) -> bool:
+    return index < len(ins) and ins[index] is not None
+
+
+def _pair(values: Sequence[int], what: str) -> tuple[int, int]:
+    if len(values) != 2:
+        raise _Unsupported(f"has a {len(values)}-D {what}; hwsim models 2-D windows only")
+    return (int(values[0]), int(values[1]))
+
+
+# ----- the importer ------------------------------------------------------------------------
+class _Importer:
+    """Walks the nodes once, keeping each ONNX value's meaning and building the graph."""
+
+    def __init__(self, path: Path, allow_unknown: bool, inferred: dict[str, tuple[int | None, ...]],
+                 consumers: Counter[str], batch: int, warnings: list[str]) -> None:
+        self.path = path
+        self.allow_unknown = allow_unknown
+        self.inferred = inferred
+        self.consumers = consumers
+        self.batch = batch
+        self.warnings = warnings
+        self.b = GraphBuilder(path.stem, source=str(path))
+        self.values: dict[str, Value] = {}
+        self.uses: dict[str, int] = {}  # IR tensor -> data reads of it and of its aliases
+        self.names: set[str] = set()
+        self.graph_outputs: Counter[str] = Counter()  # graph output names still to get an output layer
+        self.free_outputs: set[str] = set()  # those whose names are kept for their output layers
+        self.gates: dict[str, str] = {}  # gate output -> the Mul output of x·gate(x)
+        self.gated: dict[str, str] = {}  # such a Mul output -> activation name, once x is a feature
+        self.skipped: set[str] = set()  # gate outputs folded into that activation
+
+    # ----- bookkeeping --------------------------------------------------------------------
+    def unique(self, base: str) -> str:
+        name, k = base, 1
+        while name in self.names:
+            name, k = f"{base}_{k}", k + 1
+        self.names.add(name)
+        return name
+
+    def layer_name(self, node: OnnxNode, k: int = 0) -> str:
+        """A unique name for the layer made from output k of `node`."""
+        return self.unique(node.name if k == 0 else f"{node.name}_{k}")
+
+    def where(self, node: OnnxNode) -> str:
+        return f"{self.path}: {_describe(node)}"
+
+    def produce(self, node: OnnxNode, k: int, tensor: str, dims: Sequence[int] | None = None,
+                layout: str = "NCHW") -> None:
+        """Record output k as the new IR tensor `tensor` (NCHW dims from its shape by default)."""
+        if dims is None:
+            s = self.b.shape(tensor)
+            dims = (1, s.c, s.h, s.w)
+        out = node.outputs[k]
+        self.values[out] = Feature(tensor, tuple(int(d) for d in dims), layout)
+        self.uses[tensor] = self.consumers[out]
+
+    def produce_vector(self, node: OnnxNode, tensor: str) -> None:
+        self.produce(node, 0, tensor, (1, self.b.shape(tensor).c), "NC")
+
+    def alias(self, node: OnnxNode, x: Feature, dims: Sequence[int] | None = None, layout: str | None = None,
+              k: int = 0) -> None:
+        """Output k is the same data as `x`, possibly with other dims/letters: no layer."""
+        out = node.outputs[k]
+        new = replace(x, dims=tuple(int(d) for d in dims) if dims is not None else x.dims,
+                      layout=layout if layout is not None else x.layout)
+        self.values[out] = new
+        self.uses[x.tensor] += self.consumers[out] - 1
+
+    def add_input(self, name: str, dims: tuple[int, ...], layout: str) -> None:
+        self.names.add(name)
+        self.free_outputs.discard(name)  # an input that is also an output: the output layer is renamed
+        tensor = self.b.input(name, *_ir_shape(dims, layout))
+        self.values[name] = Feature(tensor, dims, layout)
+        self.uses[tensor] = self.consumers[name]
+
+    def reserve_outputs(self, names: list[str]) -> None:
+        """Keep the graph outputs' names for their output layers (other layers get other names)."""
+        self.graph_outputs = Counter(names)
+        self.free_outputs = set(names)
+        self.names |= self.free_outputs
+
+    def add_outputs(self, produced: Sequence[str]) -> None:
+        """Output layers for the graph outputs among the values just produced (keeps the file's order)."""
+        for name in produced:
+            if not isinstance(self.values.get(name), Feature):
+                continue
+            for _ in range(self.graph_outputs.pop(name, 0)):
+                x = self.materialise(name)
+                self.b.output(name if name in self.free_outputs else self.unique(name), x.tensor)
+                self.free_outputs.discard(name)
+
+    def warn_constant_outputs(self) -> None:
+        for name in self.graph_outputs:
+            self.warnings.append(f"output '{name}' does not depend on an input; skipped")
+
+    def value(self, node: OnnxNode, name: str) -> Value:
+        try:
+            return self.values[name]
+        except KeyError:
+            raise NetworkError(
+                f"{self.where(node)}: reads '{name}', which hwsim could not compute (an output it does not model); "
+                "simplify the model around this node"
+            ) from None
+
+    def known_dims(self, name: str) -> tuple[int, ...] | None:
+        """Shape inference's dims for `name` if all of them are known."""
+        dims = self.inferred.get(name)
+        if dims is None or None in dims:
+            return None
+        return tuple(d for d in dims if d is not None)
+
+    def materialise(self, name: str) -> Feature:
+        """Feature `name` with any pending Pad turned into a layer (for readers that cannot absorb it)."""
+        v = self.values[name]
+        assert isinstance(v, Feature), f"{name} is not a feature map"
+        if v.pad.is_zero:
+            return v
+        tensor = self.b.slice(self.unique(v.pad_name), v.tensor, _ir_shape(v.dims, v.layout), crop=v.pad)
+        new = Feature(tensor, v.dims, v.layout)
+        self.values[name] = new
+        self.uses[tensor] = self.consumers[name]
+        return new
+
+    # ----- reading node inputs ------------------------------------------------------------
+    def const(self, node: OnnxNode, ins: list, index: int) -> np.ndarray | None:
+        """Input `index` as a known constant (None if absent)."""
+        if not _present(ins, index):
+            return None
+        v = ins[index]
+        if not isinstance(v, np.ndarray):
+            raise _Unsupported(f"takes input '{node.inputs[index]}' from a value only known at run time")
+        return v
+
+    def consts(self, node: OnnxNode, ins: list) -> list[np.ndarray | None]:
+        """All inputs after the first as constants (the first left out for fold functions)."""
+        return [None] + [self.const(node, ins, i) for i in range(1, len(ins))]
+
+    def weight_dims(self, v: Value, rank: int) -> tuple[int, ...]:
+        """The shape of a weight input (which must not be a feature map)."""
+        if isinstance(v, Feature):
+            raise _Unsupported("computes its weights at run time from a feature map; hwsim needs constant weights")
+        dims = _dims(v)
+        if len(dims) != rank:
+            raise _Unsupported(f"has {len(dims)}-D weights; hwsim expects {rank}-D")
+        return dims
+
+    def image(self, node: OnnxNode, v: Value) -> Feature:
+        """A feature in NCHW order, as Conv, pooling and pixel shuffles need."""
+        if not isinstance(v, Feature):
+            raise _Unsupported("has a constant where hwsim expects a feature map")
+        if v.layout != "NCHW":
+            raise NetworkError(
+                f"{self.where(node)}: reads a tensor of layout {v.layout} {list(v.dims)}; hwsim needs NCHW here "
+                "(a Transpose to channels-first is missing); re-export the model channels-first"
+            )
+        return v
+
+    # ----- fusion -------------------------------------------------------------------------
+    def fusable(self, x: Feature) -> Layer | None:
+        """The producer of `x` if a batch-norm/activation after it can fold into it."""
+        if not x.pad.is_zero or self.uses[x.tensor] != 1:
+            return None
+        layer = self.b.layer(x.tensor)
+        if layer.kind is LayerKind.INPUT or layer.activation is not None:
+            return None
+        return layer
+
+    def pointwise(self, node: OnnxNode, x: Feature, bn: bool = False, activation: str | None = None,
+                  bias: bool = False) -> None:
+        """Fold a batch-norm, bias or activation into x's producer, or add a `unary` layer."""
+        if self.fusable(x) is not None:
+            self.b.fuse(x.tensor, bn=bn, activation=activation, bias=bias)
+            self.alias(node, x)
+        else:
+            tensor = self.b.unary(self.layer_name(node), x.tensor, bn=bn or bias, activation=activation)
+            self.produce(node, 0, tensor, x.dims, x.layout)
+
+    def find_gates(self, nodes: list[OnnxNode]) -> None:
+        """Spot x * sigmoid(x) (SiLU/swish as PyTorch exports it) so it can import as one activation."""
+        gates = {n.outputs[0]: n for n in nodes if n.op in GATES and n.domain in DEFAULT_DOMAINS}
+        for mul in nodes:
+            if mul.op != "Mul" or len(mul.inputs) != 2:
+                continue
+            for x, g in (mul.inputs, mul.inputs[::-1]):
+                gate = gates.get(g)
+                if gate and gate.inputs[0] == x and self.consumers[g] == 1 and self.consumers[x] == 2:
+                    self.gates[g] = mul.outputs[0]
+
+    def absorb_gate(self, node: OnnxNode, x: Feature) -> None:
+        """Skip the gate of x·gate(x); its Mul then applies the combined activation."""
+        self.skipped.add(node.outputs[0])
+        self.gated[self.gates[node.outputs[0]]] = GATES[node.op]
+        self.uses[x.tensor] -= 1
+
+    # ----- the pass -----------------------------------------------------------------------
+    def visit(self, node: OnnxNode) -> None:
+        ins = [self.value(node, n) if n and n not in self.skipped else None for n in node.inputs]
+        if node.outputs[0] in self.gates and isinstance(ins[0], Feature):
+            self.absorb_gate(node, ins[0])
+            return
+        try:
+            self.dispatch(node, ins)
+        except _Unsupported as e:
+            self.unsupported(node, ins, str(e))
+
+    def dispatch(self, node: OnnxNode, ins: list) -> None:
+        if node.domain == PASSTHROUGH_DOMAIN:
+            raise _Unsupported("is a pass-through layer hwsim exported")
+        if node.domain not in DEFAULT_DOMAINS:
+            raise _Unsupported(f"is in domain '{node.domain}', which hwsim does not know")
+        if node.op in SHAPE_READERS:
+            dims = _dims(ins[0])
+            self.values[node.outputs[0]] = shape_of(node, dims) if node.op == "Shape" else np.array(prod(dims))
+            return
+        if not any(isinstance(v, Feature) for v in ins):
+            self.fold(node, ins)
+            return
+        if node.op not in ABSORBS_PAD:
+            ins = [self.materialise(n) if isinstance(v, Feature) else v for n, v in zip(node.inputs, ins)]
+        if node.outputs[0] in self.gated:
+            x = next(v for v in ins if isinstance(v, Feature))
+            self.pointwise(node, x, activation=self.gated[node.outputs[0]])
+            return
+        handler = FEATURE_OPS.get(node.op)
+        if handler is None:
+            raise _Unsupported("on a feature map is not modelled by hwsim" if node.op in FOLDS
+                               else "is not an op hwsim knows")
+        handler(self, node, ins)
+
+    def fold(self, node: OnnxNode, ins: list) -> None:
+        """A node on constants and weights only: evaluate it, or at least its output shapes."""
+        if node.op == "Constant" and isinstance(node.attrs.get("value"), TensorProto):
+            dims = tuple(node.attrs["value"].dims)
+            if prod(dims) > MAX_FOLD_ELEMENTS:
+                self.values[node.outputs[0]] = Param(dims)
+                return
+        if node.op == "ConstantOfShape" and isinstance(ins[0], np.ndarray) and prod(ints(ins[0])) > MAX_FOLD_ELEMENTS:
+            self.values[node.outputs[0]] = Param(ints(ins[0]))
+            return
+        if node.op in FOLDS and all(v is None or isinstance(v, np.ndarray) for v in ins):
+            try:
+                results = FOLDS[node.op](node, ins)
+            except (ValueError, IndexError, TypeError, KeyError) as e:
+                raise _Unsupported(f"cannot be evaluated on its constant inputs ({_one_line(e)})") from None
+            for out, r in zip(node.outputs, map(np.asarray, results)):  # numpy may hand back scalars
+                self.values[out] = Param(r.shape) if r.size > MAX_FOLD_ELEMENTS else r
+            return
+        for out, dims in zip(node.outputs, self.param_dims(node, ins)):
+            self.values[out] = Param(dims)
+
+    def param_dims(self, node: OnnxNode, ins: list) -> list[tuple[int, ...]]:
+        """Output shapes of a node that transforms weights (data never loaded)."""
+        rest_known = all(v is None or isinstance(v, np.ndarray) for v in ins[1:])
+        if node.op in VIEW_OPS and rest_known and ins[0] is not None:
+            try:
+                return [r.shape for r in FOLDS[node.op](node, [virtual(_dims(ins[0])), *ins[1:]])]
+            except (ValueError, IndexError, TypeError) as e:
+                raise _Unsupported(f"cannot reshape its weights ({_one_line(e)})") from None
+        if node.op in SAME_SHAPE_OPS:
+            return [_dims(ins[0])]
+        if node.op in BROADCAST_OPS:
+            return [tuple(np.broadcast_shapes(*(_dims(v) for v in ins if v is not None)))]
+        known = [self.known_dims(o) for o in node.outputs if o]
+        if node.op in FOLDS and all(d is not None for d in known):
+            return [d for d in known if d is not None]
+        if node.op in FEATURE_OPS:
+            raise _Unsupported("has no feature-map input; hwsim cannot tell what it computes")
+        raise _Unsupported("is not an op hwsim knows" if node.op not in FOLDS else "has an output of unknown shape")
+
+    def unsupported(self, node: OnnxNode, ins: list, reason: str) -> None:
+        """Raise the one-line error, or with allow_unknown add pass-through layers and a warning."""
+        if not self.allow_unknown:
+            raise NetworkError(
+                f"{self.where(node)} {reason}; pass --allow-unknown to treat it as a zero-cost pass-through, "
+                "or replace it"
+            )
+        self.warnings.append(f"{_describe(node)} {reason}: imported as a zero-cost pass-through")
+        feats = [self.materialise(n) for n, v in zip(node.inputs, ins) if isinstance(v, Feature)]
+        tensors = list(dict.fromkeys(f.tensor for f in feats))
+        for k, out in enumerate(node.outputs):
+            if not out:
+                continue
+            dims = self.known_dims(out)
+            if not feats:
+                if dims is None:
+                    raise NetworkError(f"{self.where(node)} {reason}, and its output shape is unknown; replace it")
+                self.values[out] = Param(dims)
+                continue
+            if dims is None:
+                dims, layout = feats[0].dims, feats[0].layout
+            else:
+                layout = feats[0].layout if len(dims) == len(feats[0].dims) else _default_layout(len(dims))
+            tensor = self.b.passthrough(self.layer_name(node, k), tensors, _ir_shape(dims, layout), node.op)
+            self.produce(node, k, tensor, dims, layout)
+
+    # ----- shape changes without data movement --------------------------------------------
+    def relayout(self, node: OnnxNode, x: Feature, new: tuple[int, ...]) -> None:
+        """Give `x` the dims `new` (Reshape/Flatten/Squeeze/Unsqueeze), naming its axes again.
+
+        Splitting C into (G, K), transposing to (K, G) and merging back is a
+        channel shuffle; other reshapes are free aliases, except a rank-4 one
+        that changes C×H×W, which becomes a zero-cost pass-through layer.
+        """
+        s = self.b.shape(x.tensor)
+        if new == x.dims:
+            self.alias(node, x)
+            return
+        c = x.layout.find("C")
+        if c >= 0 and len(new) == len(x.dims) + 1 and new[:c] + new[c + 2:] == x.dims[:c] + x.dims[c + 1:] \
+                and new[c] * new[c + 1] == x.dims[c]:
+            self.alias(node, x, new, x.layout[:c] + "GK" + x.layout[c + 1:])
+            return
+        for pair in ("GK", "KG"):
+            p = x.layout.find(pair)
+            if p >= 0 and len(new) == len(x.dims) - 1 and new[:p] + new[p + 1:] == x.dims[:p] + x.dims[p + 2:] \
+                    and new[p] == x.dims[p] * x.dims[p + 1]:
+                layout = x.layout[:p] + "C" + x.layout[p + 2:]
+                if pair == "GK":
+                    self.alias(node, x, new, layout)
+                else:
+                    tensor = self.b.channel_shuffle(self.layer_name(node), x.tensor, groups=x.dims[p + 1])
+                    self.produce(node, 0, tensor, new, layout)
+                return
+        if len(new) == 2 and new[0] == 1:
+            self.alias(node, x, new, "NC" if (s.h, s.w) == (1, 1) else "NF")
+        elif len(new) == 4 and new == (1, s.c, s.h, s.w):
+            self.alias(node, x, new, "NCHW")
+        elif len(new) == 4 and new[0] == 1:
+            tensor = self.b.passthrough(self.layer_name(node), [x.tensor], Shape(*new[1:]), node.op)
+            self.produce(node, 0, tensor, new)
+        else:
+            self.alias(node, x, new, "?" * len(new))
+
+    def window_padding(self, node: OnnxNode, x: Feature, kernel: tuple[int, int], stride: tuple[int, int],
+                       dilation: tuple[int, int]) -> Padding:
+        """Conv/pool padding from pads or auto_pad, plus any Pad absorbed from the input."""
+        auto = node.attr_str("auto_pad", "NOTSET")
+        h, w = x.dims[2], x.dims[3]
+        if auto in ("SAME_UPPER", "SAME_LOWER"):
+            upper = auto == "SAME_UPPER"
+            top, bottom = same_padding(h, kernel[0], stride[0], dilation[0], upper)
+            left, right = same_padding(w, kernel[1], stride[1], dilation[1], upper)
+        elif auto == "VALID":
+            top = left = bottom = right = 0
+        else:
+            pads = node.attr_ints("pads") or (0, 0, 0, 0)
+            if len(pads) != 4:
+                raise _Unsupported(f"has {len(pads)} pads; hwsim models 2-D windows only")
+            top, left, bottom, right = pads
+        p = x.pad
+        return Padding(top + p.top, left + p.left, bottom + p.bottom, right + p.right)
+
+
+# ----- feature-map handlers ----------------------------------------------------------------
+def _conv(imp: _Importer, node: OnnxNode, ins: list) -> None:
+    x = imp.image(node, ins[0])
+    w = imp.weight_dims(ins[1], 4)
+    kernel = _pair(node.attr_ints("kernel_shape") or w[2:], "kernel")
+    stride = _pair(node.attr_ints("strides") or (1, 1), "stride")
+    dilation = _pair(node.attr_ints("dilations") or (1, 1), "dilation")
+    groups = node.attr_int("group", 1)
+    if w[1] * groups != x.dims[1]:
+        raise ShapeError(
+            f"{imp.where(node)}: weights {list(w)} with {groups} groups expect {w[1] * groups} input channels, "
+            f"but the input has {x.dims[1]}; the model is inconsistent"
+        )
+    pad = imp.window_padding(node, x, kernel, stride, dilation)
+    tensor = imp.b.conv(imp.layer_name(node), x.tensor, w[0], kernel, stride, pad, dilation, groups,
+                        bias=_present(ins, 2))
+    imp.produce(node, 0, tensor)
+
+
+def _conv_transpose(imp: _Importer, node: OnnxNode, ins: list) -> None:
+    x = imp.image(node, ins[0])
+    w = imp.weight_dims(ins[1], 4)
+    kernel = _pair(node.attr_ints("kernel_shape") or w[2:], "kernel")
+    stride = _pair(node.attr_ints("strides") or (1, 1), "stride")
+    dilation = _pair(node.attr_ints("dilations") or (1, 1), "dilation")
+    out_pad = _pair(node.attr_ints("output_padding") or (0, 0), "output padding")
+    groups = node.attr_int("group", 1)
+    auto = node.attr_str("auto_pad", "NOTSET")
+    target = node.attr_ints("output_shape")[-2:]
+    if not target and auto in ("SAME_UPPER", "SAME_LOWER"):
+        target = (x.dims[2] * stride[0], x.dims[3] * stride[1])
+    if target:
+        # ONNX: total = stride·(in−1) + output_padding + (k−1)·d + 1 − out, split as auto_pad says.
+        begin_end = []
+        for i in range(2):
+            total = stride[i] * (x.dims[2 + i] - 1) + out_pad[i] + (kernel[i] - 1) * dilation[i] + 1 - target[i]
+            small = total // 2
+            begin_end.append((small, total - small) if auto == "SAME_UPPER" else (total - small, small))
+        pad = Padding(begin_end[0][0], begin_end[1][0], begin_end[0][1], begin_end[1][1])
+    elif auto == "VALID":
+        pad = NO_PADDING
+    else:
+        pads = node.attr_ints("pads") or (0, 0, 0, 0)
+        pad = Padding(*pads) if len(pads) == 4 else NO_PADDING
+    tensor = imp.b.conv_transpose(imp.layer_name(node), x.tensor, w[1] * groups, kernel, stride, pad, out_pad,
+                                  dilation, groups, bias=_present(ins, 2))
+    imp.produce(node, 0, tensor)
+
+
+def _pool(imp: _Importer, node: OnnxNode, ins: list) -> None:
+    x = imp.image(node, ins[0])
+    if len(node.outputs) > 1 and imp.consumers[node.outputs[1]]:
+        raise _Unsupported("uses the Indices output, which hwsim does not model")
+    kernel = _pair(node.attr_ints("kernel_shape"), "kernel")
+    stride = _pair(node.attr_ints("strides") or (1, 1), "stride")
+    dilation = _pair(node.attr_ints("dilations") or (1, 1), "dilation")
+    ceil_mode = bool(node.attr_int("ceil_mode", 0))
+    pad = imp.window_padding(node, x, kernel, stride, dilation)
+    make = imp.b.max_pool if node.op == "MaxPool" else imp.b.avg_pool
+    tensor = make(imp.layer_name(node), x.tensor, kernel, stride, pad, ceil_mode, dilation)
+    imp.produce(node, 0, tensor)
+
+
+def _global_pool(imp: _Importer, node: OnnxNode, ins: list) -> None:
+    x = imp.image(node, ins[0])
+    make = imp.b.global_max_pool if node.op == "GlobalMaxPool" else imp.b.global_avg_pool
+    imp.produce(node, 0, make(imp.layer_name(node), x.tensor))
+
+
+def _reduce(imp: _Importer, node: OnnxNode, ins: list) -> None:
+    """ReduceMean/ReduceMax over height and width is global pooling."""
+    x: Feature = ins[0]
+    axes = reduce_axes(node, imp.consts(node, ins), len(x.dims))
+    if sorted(x.layout[a] for a in axes) != ["H", "W"]:
+        raise _Unsupported(f"reduces axes {list(axes)} of a {x.layout} tensor; hwsim maps only a reduction "
+                           "over height and width (global pooling)")
+    make = imp.b.global_max_pool if node.op == "ReduceMax" else imp.b.global_avg_pool
+    tensor = make(imp.layer_name(node), x.tensor)
+    if node.attr_int("keepdims", 1):
+        dims = tuple(1 if i in axes else d for i, d in enumerate(x.dims))
+        imp.produce(node, 0, tensor, dims, x.layout)
+    else:
+        keep = [i for i in range(len(x.dims)) if i not in axes]
+        imp.produce(node, 0, tensor, [x.dims[i] for i in keep], "".join(x.layout[i] for i in keep))
+
+
+def _fc(imp: _Importer, node: OnnxNode, ins: list) -> None:
+    """Gemm or MatMul of a (flattened) feature by a 2-D weight: a fully connected layer."""
+    x = ins[0]
+    if not isinstance(x, Feature) or isinstance(ins[1], Feature):
+        raise _Unsupported("multiplies two feature maps or a constant by a feature map; "
+                           "hwsim maps Gemm/MatMul of a feature by constant weights only")
+    if node.attr_int("transA", 0):
+        raise _Unsupported("transposes its feature input (transA=1)")
+    if prod(x.dims[:-1]) != 1:
+        raise _Unsupported(f"multiplies a {list(x.dims)} tensor row by row; hwsim maps a single flattened vector")
+    w = imp.weight_dims(ins[1], 2)
+    k, n = (w[1], w[0]) if node.attr_int("transB", 0) else w
+    elements = prod(x.dims)
+    if elements != k:
+        raise ShapeError(
+            f"{imp.where(node)}: weights {list(w)} expect {k} inputs but the feature has {elements} "
+            f"({list(x.dims)}); the input size probably differs from the one the model was exported for"
+        )
+    tensor = imp.b.fc(imp.layer_name(node), x.tensor, n, bias=node.op == "Gemm" and _present(ins, 2))
+    imp.produce_vector(node, tensor)
+
+
+def _arithmetic(imp: _Importer, node: OnnxNode, ins: list) -> None:
+    """Add/Sub/Sum and Mul/Div: a layer between features, a folded affine with a constant."""
+    feats = [v for v in ins if isinstance(v, Feature)]
+    if len(feats) == 1 and len(ins) == 1:
+        imp.alias(node, feats[0])
+    elif len(feats) == 1:
+        _affine(imp, node, ins, feats[0])
+    elif len(feats) != len(ins):
+        raise _Unsupported("mixes two or more feature maps with a constant")
+    else:
+        if len({f.layout for f in feats}) != 1:
+            raise _Unsupported(f"combines tensors of layouts {', '.join(f.layout for f in feats)}")
+        dims = tuple(np.broadcast_shapes(*(f.dims for f in feats)))
+        make = imp.b.mul if node.op in ("Mul", "Div") else imp.b.add
+        tensor = make(imp.layer_name(node), [f.tensor for f in feats])
+        imp.produce(node, 0, tensor, dims, feats[0].layout)
+
+
+def _affine(imp: _Importer, node: OnnxNode, ins: list, x: Feature) -> None:
+    other = next(v for v in ins if v is not x)
+    if tuple(np.broadcast_shapes(x.dims, _dims(other))) != x.dims:
+        raise _Unsupported(f"broadcasts a {list(x.dims)} feature map against a larger {list(_dims(other))} constant")
+    if node.op == "Div" and ins[1] is x:
+        imp.pointwise(node, x, activation="reciprocal")
+        return
+    producer = imp.fusable(x)
+    is_bias = (node.op in ("Add", "Sub", "Sum") and producer is not None and producer.kind in WEIGHTED_KINDS
+               and not producer.has_bias and not producer.fused_bn)
+    imp.pointwise(node, x, bias=is_bias, bn=not is_bias)
+
+
+def _concat(imp: _Importer, node: OnnxNode, ins: list) -> None:
+    feats = [v for v in ins if v is not None]
+    if not all(isinstance(v, Feature) for v in feats):
+        raise _Unsupported("concatenates feature maps with constants")
+    if len({f.layout for f in feats}) != 1:
+        raise _Unsupported(f"concatenates tensors of layouts {', '.join(f.layout for f in feats)}")
+    layout = feats[0].layout
+    axis = node.attr_int("axis", 1) % len(layout)
+    if layout[axis] != "C":
+        raise _Unsupported(f"concatenates along axis {axis} ({layout[axis]} of {layout}); "
+                           "hwsim concatenates channels only")
+    dims = list(feats[0].dims)
+    dims[axis] = sum(f.dims[axis] for f in feats)
+    tensor = imp.b.concat(imp.layer_name(node), [f.tensor for f in feats])
+    imp.produce(node, 0, tensor, dims, layout)
+
+
+def _resize(imp: _Importer, node: OnnxNode, ins: list) -> None:
+    """Upsample (opset 7-9) and Resize (10+) by integer factors along height and width."""
+    x: Feature = ins[0]
+    args = imp.consts(node, ins)
+    if node.op == "Upsample" or node.opset == 10:
+        scales, sizes = operand(node, args, 1, "scales"), None
+    else:
+        scales, sizes = args[2] if len(args) > 2 else None, args[3] if len(args) > 3 else None
+    rank = len(x.dims)
+    axes = tuple(a % rank for a in node.attr_ints("axes")) or tuple(range(rank))  # opset 18 may name axes
+    if sizes is not None and sizes.size:
+        factors = {a: s / x.dims[a] for a, s in zip(axes, ints(sizes))}
+    elif scales is not None and scales.size:
+        factors = {a: float(s) for a, s in zip(axes, scales.reshape(-1))}
+    else:
+        raise _Unsupported("gives neither scales nor sizes")
+    if "H" not in x.layout or "W" not in x.layout:
+        raise _Unsupported(f"resizes a {x.layout} tensor; hwsim resizes height and width only")
+    for a, f in factors.items():
+        if x.layout[a] not in "HW" and f != 1:
+            raise _Unsupported(f"scales axis {x.layout[a]} by {f:g}; hwsim resizes height and width only")
+    fh, fw = (factors.get(x.layout.index(ch), 1.0) for ch in "HW")
+    if any(f < 1 or abs(f - round(f)) > 1e-6 for f in (fh, fw)):
+        raise _Unsupported(f"resizes by {fh:g}x{fw:g}; hwsim models integer upsampling factors only")
+    factor = (round(fh), round(fw))
+    tensor = imp.b.upsample(imp.layer_name(node), x.tensor, factor)
+    dims = list(x.dims)
+    dims[x.layout.index("H")] *= factor[0]
+    dims[x.layout.index("W")] *= factor[1]
+    imp.produce(node, 0, tensor, dims, x.layout)
+
+
+def _depth_to_space(imp: _Importer, node: OnnxNode, ins: list) -> None:
+    x = imp.image(node, ins[0])  # DCR and CRD orders move the same data
+    imp.produce(node, 0, imp.b.depth_to_space(imp.layer_name(node), x.tensor, node.attr_int("blocksize", 1)))
+
+
+def _softmax(imp: _Importer, node: OnnxNode, ins: list) -> None:
+    x: Feature = ins[0]
+    imp.produce(node, 0, imp.b.softmax(imp.layer_name(node), x.tensor), x.dims, x.layout)
+
+
+def _lrn(imp: _Importer, node: OnnxNode, ins: list) -> None:
+    x: Feature = ins[0]
+    imp.produce(node, 0, imp.b.lrn(imp.layer_name(node), x.tensor, node.attr_int("size", 5)), x.dims, x.layout)
+
+
+def _batch_norm(imp: _Importer, node: OnnxNode, ins: list) -> None:
+    imp.pointwise(node, ins[0], bn=True)
+
+
+def _activation(imp: _Importer, node: OnnxNode, ins: list) -> None:
+    imp.pointwise(node, ins[0], activation=ACTIVATIONS[node.op])
+
+
+def _clip(imp: _Importer, node: OnnxNode, ins: list) -> None:
+    """Clip: bounds are attributes up to opset 10, inputs from 11; 0..6 is ReLU6."""
+    known = [v if isinstance(v, np.ndarray) else None for v in ins]
+    lo, hi = operand(node, known, 1, "min"), operand(node, known, 2, "max")
+    lo_v = None if lo is None else float(lo.reshape(-1)[0])
+    hi_v = None if hi is None else float(hi.reshape(-1)[0])
+    if lo_v == 0 and hi_v == 6:
+        name = "relu6"
+    elif lo_v == 0 and (hi_v is None or hi_v == float("inf")):
+        name = "relu"
+    else:
+        name = "clip"
+    imp.pointwise(node, ins[0], activation=name)
+
+
+def _alias(imp: _Importer, node: OnnxNode, ins: list) -> None:
+    """Identity, Dropout (inference) and Cast move no data."""
+    imp.alias(node, ins[0])
+
+
+def _reshape(imp: _Importer, node: OnnxNode, ins: list) -> None:
+    """Reshape, Flatten, Squeeze, Unsqueeze of a feature: new dims, computed on a stand-in array."""
+    x: Feature = ins[0]
+    out = node.outputs[0]
+    try:
+        args = imp.consts(node, ins)
+    except _Unsupported:
+        inferred = imp.known_dims(out)
+        if inferred is None:
+            raise
+        imp.relayout(node, x, (1, *inferred[1:]))
+        return
+    if node.op == "Reshape" and imp.batch > 1 and args[1] is not None and ints(args[1])[:1] == (imp.batch,):
+        args[1] = np.array((1, *ints(args[1])[1:]), np.int64)  # a batch baked into the target shape
+    try:
+        new = FOLDS[node.op](node, [virtual(x.dims), *args[1:]])[0].shape
+    except ValueError as e:
+        raise NetworkError(f"{imp.where(node)}: cannot reshape {list(x.dims)} ({_one_line(e)}); "
+                           "the input size probably differs from the one the model was exported for") from None
+    imp.relayout(node, x, tuple(int(d) for d in new))
+
+
+def _transpose(imp: _Importer, node: OnnxNode, ins: list) -> None:
+    """A transpose only renames axes (tf2onnx NHWC <-> NCHW, channel shuffles): no layer."""
+    x: Feature = ins[0]
+    perm = node.attr_ints("perm") or tuple(reversed(range(len(x.dims))))
+    imp.alias(node, x, [x.dims[p] for p in perm], "".join(x.layout[p] for p in perm))
+
+
+def _pad(imp: _Importer, node: OnnxNode, ins: list) -> None:
+    """Pad of height/width: kept pending so the next Conv or pool absorbs it into its padding."""
+    x: Feature = ins[0]
+    args = imp.consts(node, ins)
+    given = operand(node, args, 1, "pads")
+    if given is None:
+        raise _Unsupported("gives no pads")
+    pads = ints(given)
+    rank = len(x.dims)
+    axes = ints(args[3]) if len(args) > 3 and args[3] is not None else tuple(range(rank))
+    begin, end = [0] * rank, [0] * rank
+    for i, a in enumerate(axes):
+        begin[a % rank], end[a % rank] = pads[i], pads[i + len(axes)]
+    for a in range(rank):
+        if (begin[a] or end[a]) and x.layout[a] not in "HW":
+            raise _Unsupported(f"pads axis {a} ({x.layout[a]} of {x.layout}); hwsim pads height and width only")
+    if not any(begin) and not any(end):
+        imp.alias(node, x)
+        return
+    h, w = x.layout.index("H"), x.layout.index("W")
+    added = Padding(begin[h], begin[w], end[h], end[w])
+    pad = Padding(*(a + b for a, b in zip(x.pad, added)))
+    dims = [d + b + e for d, b, e in zip(x.dims, begin, end)]
+    imp.alias(node, replace(x, pad=pad, pad_name=x.pad_name or node.name), dims)
+
+
+def _crop(imp: _Importer, node: OnnxNode, x: Feature, k: int, index: Sequence[slice]) -> None:
+    """One output of Slice/Split: a `slice` layer over a channel range or a spatial window."""
+    dims, crop = [], {"H": (0, 0), "W": (0, 0)}
+    for axis, (d, sl) in enumerate(zip(x.dims, index)):
+        start, stop, step = sl.indices(d)
+        n = len(range(start, stop, step))
+        dims.append(n)
+        letter = x.layout[axis]
+        if n != d and letter not in "CHW":
+            raise _Unsupported(f"slices axis {axis} ({letter} of {x.layout}); hwsim slices channels, height, width")
+        if letter in "HW" and step == 1:
+            crop[letter] = (-start, -(d - stop))
+    if tuple(dims) == x.dims:
+        imp.alias(node, x, k=k)
+        return
+    padding = Padding(crop["H"][0], crop["W"][0], crop["H"][1], crop["W"][1])
+    tensor = imp.b.slice(imp.layer_name(node, k), x.tensor, _ir_shape(dims, x.layout), crop=padding)
+    imp.produce(node, k, tensor, dims, x.layout)
+
+
+def _slice(imp: _Importer, node: OnnxNode, ins: list) -> None:
+    x: Feature = ins[0]
+    _crop(imp, node, x, 0, slice_index(node, imp.consts(node, ins), len(x.dims)))
+
+
+def _split(imp: _Importer, node: OnnxNode, ins: list) -> None:
+    x: Feature = ins[0]
+    axis = node.attr_int("axis", 0) % len(x.dims)
+    if x.layout[axis] not in "CHW":
+        raise _Unsupported(f"splits axis {axis} ({x.layout[axis]} of {x.layout}); hwsim splits channels, height, width")
+    start = 0
+    for k, size in enumerate(split_sizes(node, imp.consts(node, ins), x.dims[axis])):
+        index = [slice(None)] * len(x.dims)
+        index[axis] = slice(start, start + size)
+        start += size
+        if k < len(node.outputs) and node.outputs[k]:
+            _crop(imp, node, x, k, index)
+
+
+FEATURE_OPS: dict[str, Handler] = {
+    "Conv": _conv,
+    "ConvTranspose": _conv_transpose,
+    "MaxPool": _pool,
+    "AveragePool": _pool,
+    "GlobalAveragePool": _global_pool,
+    "GlobalMaxPool": _global_pool,
+    "ReduceMean": _reduce,
+    "ReduceMax": _reduce,
+    "Gemm": _fc,
+    "MatMul": _fc,
+    "Add": _arithmetic,
+    "Sub": _arithmetic,
+    "Mul": _arithmetic,
+    "Div": _arithmetic,
+    "Sum": _arithmetic,
+    "Concat": _concat,
+    "Upsample": _resize,
+    "Resize": _resize,
+    "DepthToSpace": _depth_to_space,
+    "Softmax": _softmax,
+    "LogSoftmax": _softmax,
+    "LRN": _lrn,
+    "BatchNormalization": _batch_norm,
+    "Clip": _clip,
+    "Identity": _alias,
+    "Dropout": _alias,
+    "Cast": _alias,
+    "CastLike": _alias,
+    "Reshape": _reshape,
+    "Flatten": _reshape,
+    "Squeeze": _reshape,
+    "Unsqueeze": _reshape,
+    "Transpose": _transpose,
+    "Pad": _pad,
+    "Slice": _slice,
+    "Split": _split,
+    **{op: _activation for op in ACTIVATIONS},
+}
