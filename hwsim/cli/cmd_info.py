@@ -108,6 +108,6 @@ def run(args: argparse.Namespace) -> int:
                   format_bytes(l.ofmap_bytes(bits)))
     out.print(t)
     tot = totals(graph, bits)
-    out.print(f"{tot['layers']} layers, {format_count(tot['macs'])}MAC, {format_count(tot['params'])} parameters "
+    out.print(f"{tot['layers']} layers, {format_count(tot['macs'])} MACs, {format_count(tot['params'])} parameters "
               f"({format_bytes(tot['param_bytes'])}), largest activation {format_bytes(tot['max_ofmap_bytes'])}")
     return 0

@@ -26,16 +26,22 @@ def _jsonable(value: Any) -> Any:
     raise TypeError(f"cannot encode {type(value).__name__} as JSON")
 
 
+PIPE_WIDTH = 160  # columns when stdout is a file or pipe (rich would assume 80)
+
+
 def console() -> Console:
-    """A console on stdout that does not wrap tables into unreadable columns."""
-    return Console(highlight=False, soft_wrap=False)
+    """A console on stdout; wide when piped, so tables are not squeezed into slivers."""
+    out = Console(highlight=False, soft_wrap=False)
+    if not out.is_terminal:
+        out = Console(highlight=False, soft_wrap=False, width=PIPE_WIDTH)
+    return out
 
 
 def table(title: str, columns: list[tuple[str, str]]) -> Table:
     """A table with (header, justify) columns."""
     t = Table(title=title, title_justify="left", header_style="bold")
     for header, justify in columns:
-        t.add_column(header, justify=justify)  # type: ignore[arg-type]
+        t.add_column(header, justify=justify, no_wrap=header != "description")  # type: ignore[arg-type]
     return t
 
 
