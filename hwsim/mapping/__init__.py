@@ -1,0 +1,1 @@
+"""Mappers: (graph, hardware) → `Schedule`, the step stream simulators and analytic models read."""

@@ -1,0 +1,175 @@
+"""The Schedule IR: what a mapper decided, as data the simulator and the analytic models both read.
+
+A `Schedule` is, per layer, an ordered stream of *steps*, produced lazily in
+numpy blocks (a 4K depth-first layer has millions of steps; they are never
+Python objects). Every step is one row of `STEP_DTYPE`:
+
+- TRANSFER: `words` of `operand` move from level `src` to level `dst`
+  (DRAM, L2, GLB, line buffer, RF; GLB↔RF transfers ride the NoC), starting
+  at word addresses `src_addr` / `dst_addr`. Moving a psum from a child
+  level up to its parent is an *update* at the parent, any other write a
+  *fill* (Timeloop's vocabulary, see `access_kind`).
+- COMPUTE: one processing pass on the PE array: `active_pes`, `macs` and
+  non-MAC `ops` (pooling comparisons, element-wise adds), the RF accesses per
+  operand and the psum words forwarded between neighbouring PEs.
+- ALLOC / FREE: `words` of space claimed or released in level `dst` for
+  `operand` (buffer occupancy, the unit a tile cannot be fetched without).
+
+`group` numbers the processing passes of a layer. The execution contract:
+a COMPUTE of group g waits for every earlier step of group g; the steps of
+group g+1 that precede its COMPUTE (its loads) may run while group g
+computes when the hardware double-buffers and its ALLOC fits; steps after a
+COMPUTE in the same group (its stores) may overlap later groups. Steps of
+the same group keep their order on the level they use.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from enum import IntEnum
+from typing import Any
+
+import numpy as np
+
+from hwsim.workload.ir import Layer
+
+
+class Level(IntEnum):
+    """Storage levels, from off-chip inwards."""
+
+    DRAM = 0
+    L2 = 1
+    GLB = 2
+    LINE_BUFFER = 3
+    RF = 4
+
+
+class Operand(IntEnum):
+    """The data a step moves or a buffer holds."""
+
+    IFMAP = 0
+    FILTER = 1
+    PSUM = 2
+    OFMAP = 3
+
+
+class StepKind(IntEnum):
+    TRANSFER = 0
+    COMPUTE = 1
+    ALLOC = 2
+    FREE = 3
+
+
+class Access(IntEnum):
+    """Timeloop's access kinds at a level."""
+
+    READ = 0
+    FILL = 1
+    UPDATE = 2
+
+
+NO_LEVEL = 255  # src/dst of steps that have none (COMPUTE; src of ALLOC/FREE)
+
+STEP_DTYPE = np.dtype([
+    ("kind", np.uint8),  # StepKind
+    ("operand", np.uint8),  # Operand (COMPUTE: unused)
+    ("src", np.uint8),  # Level or NO_LEVEL
+    ("dst", np.uint8),  # Level or NO_LEVEL
+    ("group", np.int64),  # processing pass this step belongs to
+    ("words", np.int64),  # words moved (TRANSFER) or claimed/released (ALLOC/FREE)
+    ("src_addr", np.int64),  # first word address read in src
+    ("dst_addr", np.int64),  # first word address written in dst
+    ("active_pes", np.int32),  # COMPUTE: PEs busy in this pass
+    ("macs", np.int64),  # COMPUTE: multiply-accumulates
+    ("ops", np.int64),  # COMPUTE: non-MAC operations (comparisons, adds)
+    ("rf_filter_reads", np.int64),  # COMPUTE: filter words read from RFs
+    ("rf_ifmap_reads", np.int64),  # COMPUTE: ifmap words read from RFs
+    ("rf_psum_reads", np.int64),  # COMPUTE: psum words read from RFs
+    ("rf_psum_writes", np.int64),  # COMPUTE: psum words written to RFs
+    ("inter_pe_words", np.int64),  # COMPUTE: psum words forwarded PE to PE
+])
+
+
+def empty_steps(n: int) -> np.ndarray:
+    """A zeroed block of `n` steps with src/dst set to NO_LEVEL."""
+    block = np.zeros(n, dtype=STEP_DTYPE)
+    block["src"] = NO_LEVEL
+    block["dst"] = NO_LEVEL
+    return block
+
+
+def transfers(operand: Operand, src: Level, dst: Level, group: np.ndarray, words: np.ndarray,
+              src_addr: np.ndarray, dst_addr: np.ndarray) -> np.ndarray:
+    """A block of TRANSFER steps, one per element of the (equal-length) arrays."""
+    block = empty_steps(len(words))
+    block["kind"] = StepKind.TRANSFER
+    block["operand"] = operand
+    block["src"] = src
+    block["dst"] = dst
+    block["group"] = group
+    block["words"] = words
+    block["src_addr"] = src_addr
+    block["dst_addr"] = dst_addr
+    return block
+
+
+def buffer_steps(kind: StepKind, operand: Operand, level: Level, group: np.ndarray, words: np.ndarray,
+                 addr: np.ndarray) -> np.ndarray:
+    """A block of ALLOC or FREE steps in `level`."""
+    block = empty_steps(len(words))
+    block["kind"] = kind
+    block["operand"] = operand
+    block["dst"] = level
+    block["group"] = group
+    block["words"] = words
+    block["dst_addr"] = addr
+    return block
+
+
+def access_kind(operand: Operand, src: Level, dst: Level) -> tuple[Access, Access]:
+    """(access at src, access at dst) of a transfer: psums moving outwards update their parent."""
+    outward = dst < src
+    if operand in (Operand.PSUM, Operand.OFMAP) and outward:
+        return Access.READ, Access.UPDATE
+    return Access.READ, Access.FILL
+
+
+@dataclass(frozen=True)
+class LayerSchedule:
+    """The steps of one layer and the mapping parameters that produced them.
+
+    `blocks()` yields the steps in order as `STEP_DTYPE` arrays; it can be
+    called again and yields the same steps (mappers generate, not store).
+    `params` are the mapper's choices (tile sizes, passes, batch), plain
+    data for reports and trace attributes.
+    """
+
+    layer: Layer
+    params: dict[str, Any]
+    generate: Callable[[], Iterator[np.ndarray]] = field(repr=False)
+
+    def blocks(self) -> Iterator[np.ndarray]:
+        return self.generate()
+
+    def steps(self) -> np.ndarray:
+        """All steps at once (tests and small layers; the simulator streams `blocks`)."""
+        parts = list(self.blocks())
+        return np.concatenate(parts) if parts else empty_steps(0)
+
+
+@dataclass(frozen=True)
+class Schedule:
+    """A whole network mapped onto one accelerator."""
+
+    network: str
+    hardware: str
+    mapper: str  # "row_stationary", "depth_first", "csdf_phases", ...
+    batch: int  # images processed per run
+    layers: tuple[LayerSchedule, ...]
+
+    def layer(self, name: str) -> LayerSchedule:
+        for ls in self.layers:
+            if ls.layer.name == name:
+                return ls
+        raise KeyError(name)

@@ -1,0 +1,89 @@
+"""Row-stationary mapping: hand-derived parameters and schedule invariants on every zoo network."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from hwsim.hardware import load_config
+from hwsim.mapping.row_stationary import rs_params, rs_schedule
+from hwsim.mapping.schedule import Level, Operand, StepKind
+from hwsim.workload import GraphBuilder, LayerKind, zoo
+
+EYERISS = load_config("eyeriss-v1")
+GLB_WORDS = 100 * 1024 // 2  # CNNergy's 100 KB ifmap+psum GLB in 16-bit words
+
+
+def test_alexnet_conv1_params_by_hand() -> None:
+    m = rs_params(zoo.build("alexnet").layer("conv1"), EYERISS)
+    # R = 11 on 12 PE rows: one set; q = min(C=3, 12 // 11) = 1; p = min(24, (224 // 11) // 1) = 20.
+    # q < C and C = 3 >= q·sets = 1, so the default rule: chP = q·sets = 1, fP = p = 20.
+    assert (m.folds, m.sets, m.q, m.p, m.chP, m.fP, m.rule) == (1, 1, 1, 20, 1, 20, "default")
+    # The whole 55x55 ofmap band needs 1·227·227 + 20·55·55 = 112,029 words > 51,200: halve y_oc to 28
+    # (119·227 + 20·28·55 = 57,813, still too big), then to 14 (63·227 + 20·14·55 = 29,701 fits).
+    assert 112_029 > GLB_WORDS and 57_813 > GLB_WORDS and 29_701 <= GLB_WORDS
+    assert (m.y_of, m.y_oc, m.x_oc, m.n) == (14, 14, 55, 1)
+
+
+def test_alexnet_conv2_grouped_params_by_hand() -> None:
+    m = rs_params(zoo.build("alexnet").layer("conv2"), EYERISS)
+    # One group: C = 48, M = 128, R = 5: sets = 12 // 5 = 2, q = 12 // 5 = 2, p = (224 // 5) // 2 = 22.
+    # C = 48 >= q·sets = 4: chP = 4, fP = 22. Band: 4·31·31 + 22·27·27 = 19,882 words fit.
+    assert (m.sets, m.q, m.p, m.chP, m.fP, m.rule) == (2, 2, 22, 4, 22, "default")
+    assert (m.y_oc, m.x_oc) == (27, 27)
+
+
+def test_rule_1_and_4_for_few_channels() -> None:
+    b = GraphBuilder("t")
+    x = b.input("x", 2, 8, 8)
+    b.output("o", b.conv("c", x, 16, 3, padding=1))
+    m = rs_params(b.build().layer("c"), EYERISS)
+    # q = min(C=2, 12 // 3) = 2 >= C: rule 1, chP = 2, p = (224 // 3) // 2 = 37 -> 24 (psum RF),
+    # fP = p·sets = 24·4 = 96 > M = 16: rule 4, fP = 16.
+    assert (m.q, m.chP, m.fP, m.rule) == (2, 2, 16, "1+4")
+
+
+def _small(name: str):
+    e = zoo.entry(name)
+    h, w = e.default_hw
+    scale = max(1, min(h, w) // 64)
+    return zoo.build(name, (max(32, h // scale), max(32, w // scale)))
+
+
+@pytest.mark.parametrize("name", zoo.names())
+def test_schedule_invariants_on_every_zoo_network(name: str) -> None:
+    graph = _small(name)
+    schedule = rs_schedule(graph, EYERISS)
+    for ls in schedule.layers:
+        steps = ls.steps()
+        layer = ls.layer
+        compute = steps[steps["kind"] == StepKind.COMPUTE]
+        assert compute["macs"].sum() == layer.macs, layer.name
+        assert compute["ops"].sum() == (0 if layer.macs else layer.ops), layer.name
+        assert (compute["active_pes"] <= EYERISS.pe_array.pes).all(), layer.name
+        if layer.kind in (LayerKind.INPUT, LayerKind.OUTPUT):
+            assert len(steps) == 0
+            continue
+        # Every allocation is freed, and the GLB never holds more than its data capacity.
+        alloc = steps["kind"] == StepKind.ALLOC
+        free = steps["kind"] == StepKind.FREE
+        delta = np.where(alloc, steps["words"], 0) - np.where(free, steps["words"], 0)
+        assert delta.sum() == 0, layer.name
+        assert np.cumsum(delta).max() <= GLB_WORDS, layer.name
+        # Each ofmap word reaches DRAM exactly once.
+        out = steps[(steps["kind"] == StepKind.TRANSFER) & (steps["dst"] == Level.DRAM)]
+        assert out["words"].sum() == layer.out_shape.elements, layer.name
+        # Weighted layers read every filter word from DRAM at least once.
+        filt = steps[(steps["kind"] == StepKind.TRANSFER) & (steps["operand"] == Operand.FILTER)]
+        if layer.weight_params:
+            assert filt["words"].sum() >= layer.weight_params, layer.name
+        # Groups never decrease along the stream.
+        assert (np.diff(steps["group"]) >= 0).all() or layer.macs == 0, layer.name
+
+
+def test_filter_reloads_follow_the_band_count() -> None:
+    # AlexNet conv1: 55 ofmap rows in bands of 14 -> 4 bands, each reloads every filter word once.
+    ls = rs_schedule(zoo.build("alexnet"), EYERISS).layer("conv1")
+    steps = ls.steps()
+    filt = steps[(steps["kind"] == StepKind.TRANSFER) & (steps["operand"] == Operand.FILTER)]
+    assert filt["words"].sum() == 4 * 96 * 3 * 11 * 11
