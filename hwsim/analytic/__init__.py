@@ -17,6 +17,21 @@ from hwsim.analytic.cnnergy import (
     compression_factor,
     read_layer_table,
 )
+from hwsim.analytic.graph_adapter import (
+    ALEXNET_MEASURED,
+    AdaptedLayer,
+    SparsityModel,
+    adapt_graph,
+    cnnergy_layers,
+)
+from hwsim.analytic.neupart import (
+    Link,
+    PartitionModel,
+    PartitionResult,
+    evaluate_partition,
+    partition_model,
+    rate_sweep,
+)
 
 __all__ = [
     "CnnergyEnergy",
@@ -30,4 +45,15 @@ __all__ = [
     "cnnergy_schedule",
     "compression_factor",
     "read_layer_table",
+    "ALEXNET_MEASURED",
+    "AdaptedLayer",
+    "SparsityModel",
+    "adapt_graph",
+    "cnnergy_layers",
+    "Link",
+    "PartitionModel",
+    "PartitionResult",
+    "evaluate_partition",
+    "partition_model",
+    "rate_sweep",
 ]
