@@ -189,7 +189,7 @@ class DramLayout:
     ofmap: int
 
 
-def dram_layout(graph: Graph, word_bytes: int) -> dict[str, DramLayout]:
+def dram_layout(graph: Graph) -> dict[str, DramLayout]:
     """Assign every tensor and every filter set its own DRAM region, in execution order."""
     tensor_base: dict[str, int] = {}
     filter_base: dict[str, int] = {}
@@ -366,6 +366,6 @@ def layer_schedule(layer: Layer, hw: Accelerator, addr: DramLayout, batch: int) 
 
 def rs_schedule(graph: Graph, hw: Accelerator, batch: int = 1) -> Schedule:
     """Map every layer of `graph` row-stationary, layer by layer, tensors in DRAM between layers."""
-    layout = dram_layout(graph, hw.word_bytes)
+    layout = dram_layout(graph)
     layers = tuple(layer_schedule(l, hw, layout[l.name], batch) for l in graph)
     return Schedule(graph.name, hw.name, "row_stationary", batch, layers)

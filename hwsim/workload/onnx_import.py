@@ -709,13 +709,19 @@ class _Importer:
 
 
 # ----- feature-map handlers ----------------------------------------------------------------
-def _conv(imp: _Importer, node: OnnxNode, ins: list) -> None:
+def _conv_attrs(imp: _Importer, node: OnnxNode, ins: list
+                ) -> tuple[Feature, tuple[int, ...], tuple[int, int], tuple[int, int], tuple[int, int], int]:
+    """Input feature, weight dims, kernel, stride, dilation and groups of a Conv or ConvTranspose."""
     x = imp.image(node, ins[0])
     w = imp.weight_dims(ins[1], 4)
     kernel = _pair(node.attr_ints("kernel_shape") or w[2:], "kernel")
     stride = _pair(node.attr_ints("strides") or (1, 1), "stride")
     dilation = _pair(node.attr_ints("dilations") or (1, 1), "dilation")
-    groups = node.attr_int("group", 1)
+    return x, w, kernel, stride, dilation, node.attr_int("group", 1)
+
+
+def _conv(imp: _Importer, node: OnnxNode, ins: list) -> None:
+    x, w, kernel, stride, dilation, groups = _conv_attrs(imp, node, ins)
     if w[1] * groups != x.dims[1]:
         raise ShapeError(
             f"{imp.where(node)}: weights {list(w)} with {groups} groups expect {w[1] * groups} input channels, "
@@ -728,13 +734,8 @@ def _conv(imp: _Importer, node: OnnxNode, ins: list) -> None:
 
 
 def _conv_transpose(imp: _Importer, node: OnnxNode, ins: list) -> None:
-    x = imp.image(node, ins[0])
-    w = imp.weight_dims(ins[1], 4)
-    kernel = _pair(node.attr_ints("kernel_shape") or w[2:], "kernel")
-    stride = _pair(node.attr_ints("strides") or (1, 1), "stride")
-    dilation = _pair(node.attr_ints("dilations") or (1, 1), "dilation")
+    x, w, kernel, stride, dilation, groups = _conv_attrs(imp, node, ins)
     out_pad = _pair(node.attr_ints("output_padding") or (0, 0), "output padding")
-    groups = node.attr_int("group", 1)
     auto = node.attr_str("auto_pad", "NOTSET")
     target = node.attr_ints("output_shape")[-2:]
     if not target and auto in ("SAME_UPPER", "SAME_LOWER"):
