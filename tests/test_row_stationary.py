@@ -74,7 +74,8 @@ def test_schedule_invariants_on_every_zoo_network(name: str) -> None:
         out = steps[(steps["kind"] == StepKind.TRANSFER) & (steps["dst"] == Level.DRAM)]
         assert out["words"].sum() == layer.out_shape.elements, layer.name
         # Weighted layers read every filter word from DRAM at least once.
-        filt = steps[(steps["kind"] == StepKind.TRANSFER) & (steps["operand"] == Operand.FILTER)]
+        filt = steps[(steps["kind"] == StepKind.TRANSFER) & (steps["operand"] == Operand.FILTER)
+                     & (steps["src"] == Level.DRAM)]
         if layer.weight_params:
             assert filt["words"].sum() >= layer.weight_params, layer.name
         # Groups never decrease along the stream.
@@ -85,5 +86,6 @@ def test_filter_reloads_follow_the_band_count() -> None:
     # AlexNet conv1: 55 ofmap rows in bands of 14 -> 4 bands, each reloads every filter word once.
     ls = rs_schedule(zoo.build("alexnet"), EYERISS).layer("conv1")
     steps = ls.steps()
-    filt = steps[(steps["kind"] == StepKind.TRANSFER) & (steps["operand"] == Operand.FILTER)]
+    filt = steps[(steps["kind"] == StepKind.TRANSFER) & (steps["operand"] == Operand.FILTER)
+                 & (steps["src"] == Level.DRAM)]
     assert filt["words"].sum() == 4 * 96 * 3 * 11 * 11

@@ -182,170 +182,300 @@ def rs_params(layer: Layer, hw: Accelerator, batch: int = 1) -> RsParams:
 
 @dataclass(frozen=True)
 class DramLayout:
-    """Word addresses of a layer's tensors in DRAM (tensors are packed in execution order)."""
+    """Word addresses of a layer's tensors in DRAM (tensors are packed in execution order).
+
+    Each activation tensor holds the whole batch, image after image; `*_image_words` is the stride.
+    """
 
     ifmap: tuple[int, ...]
+    ifmap_image_words: tuple[int, ...]
     filter: int
     ofmap: int
+    ofmap_image_words: int
 
 
-def dram_layout(graph: Graph) -> dict[str, DramLayout]:
-    """Assign every tensor and every filter set its own DRAM region, in execution order."""
+def dram_layout(graph: Graph, batch: int = 1) -> dict[str, DramLayout]:
+    """Assign every tensor (all images of the batch) and every filter set its own DRAM region."""
     tensor_base: dict[str, int] = {}
     filter_base: dict[str, int] = {}
+    image_words: dict[str, int] = {}
     top = 0
     for layer in graph:
         tensor_base[layer.output] = top
-        top += layer.out_shape.elements
+        image_words[layer.output] = layer.out_shape.elements
+        top += batch * layer.out_shape.elements
         filter_base[layer.name] = top
         top += layer.weight_params
     return {
-        l.name: DramLayout(tuple(tensor_base[t] for t in l.inputs), filter_base[l.name], tensor_base[l.output])
+        l.name: DramLayout(tuple(tensor_base[t] for t in l.inputs), tuple(image_words[t] for t in l.inputs),
+                           filter_base[l.name], tensor_base[l.output], image_words[l.output])
         for l in graph
     }
 
 
-def _rows_in(p_: ConvProblem, y0: int, y1: int) -> int:
+def rows_in(p_: ConvProblem, y0: int, y1: int) -> int:
     """Real (unpadded) input rows that output rows [y0, y1) read."""
     first = y0 * p_.U - p_.pad_top
     last = (y1 - 1) * p_.U - p_.pad_top + p_.row_span
     return max(0, min(p_.H, last) - max(0, first))
 
 
-def _cols_in(p_: ConvProblem, x0: int, x1: int) -> int:
+def cols_in(p_: ConvProblem, x0: int, x1: int) -> int:
+    """Real (unpadded) input columns that output columns [x0, x1) read."""
     first = x0 * p_.V - p_.pad_left
     last = (x1 - 1) * p_.V - p_.pad_left + p_.col_span
     return max(0, min(p_.W, last) - max(0, first))
 
 
-def _tiles(extent: int, size: int) -> list[tuple[int, int]]:
+def tiles(extent: int, size: int) -> list[tuple[int, int]]:
+    """[start, end) ranges of size `size` covering `extent`; the last one takes the remainder."""
     return [(start, min(extent, start + size)) for start in range(0, extent, size)]
 
 
-def _conv_steps(layer: Layer, p_: ConvProblem, m: RsParams, addr: DramLayout) -> Iterator[np.ndarray]:
-    """The row-stationary loop nest: groups, filter tiles, GLB bands, channel (and fold) tiles, passes."""
-    group = 0
-    psum_base, ifmap_base = 0, 0  # GLB regions: psums first, the ifmap band after them
-    folds = _tiles(p_.R, m.r_fold)
-    for g in range(p_.groups):
-        for m0, m1 in _tiles(p_.M, m.fP):
-            fp = m1 - m0
-            for y0, y1 in _tiles(p_.E, m.y_oc):
-                for x0, x1 in _tiles(p_.F, m.x_oc):
-                    band_psum = p_.out_words(fp, y0, y1, x0, x1)
-                    ifmap_base = m.n * band_psum
-                    out = [buffer_steps(StepKind.ALLOC, Operand.PSUM, Level.GLB, np.array([group]),
-                                        np.array([m.n * band_psum]), np.array([psum_base]))]
-                    tiles = [(c0, c1, r0, r1) for c0, c1 in _tiles(p_.C, m.chP) for r0, r1 in folds]
-                    for t, (c0, c1, r0, r1) in enumerate(tiles):
-                        out.append(_tile_steps(p_, m, addr, g, group, (m0, m1), (y0, y1), (x0, x1), (c0, c1),
-                                               (r0, r1), first=t == 0, ifmap_base=ifmap_base))
-                        group += ceil_div(y1 - y0, m.y_of) * m.n
-                    last = group - 1
-                    ofmap = band_psum
-                    dram_out = addr.ofmap + ((g * p_.M + m0) * p_.E + y0) * p_.F + x0
-                    out.append(transfers(Operand.OFMAP, Level.GLB, Level.DRAM, np.full(m.n, last),
-                                         np.full(m.n, ofmap), psum_base + np.arange(m.n) * ofmap,
-                                         np.full(m.n, dram_out)))
-                    out.append(buffer_steps(StepKind.FREE, Operand.PSUM, Level.GLB, np.array([last]),
-                                            np.array([m.n * band_psum]), np.array([psum_base])))
-                    yield np.concatenate(out)
+def filters_staged(hw: Accelerator, m: RsParams, S: int) -> bool:
+    """Whether one pass's filters fit the GLB's filter partition (else they go DRAM → RF directly)."""
+    return m.fP * m.chP * m.r_fold * S * hw.word_bytes <= hw.glb.filter_bytes
 
 
-def _tile_steps(p_: ConvProblem, m: RsParams, addr: DramLayout, g: int, group: int, mt: tuple[int, int],
-                yt: tuple[int, int], xt: tuple[int, int], ct: tuple[int, int], rt: tuple[int, int], first: bool,
-                ifmap_base: int) -> np.ndarray:
-    """Loads of one channel tile, then its passes: K ofmap rows per pass, one image at a time."""
-    (m0, m1), (y0, y1), (x0, x1), (c0, c1), (r0, r1) = mt, yt, xt, ct, rt
-    fp, cp, rp = m1 - m0, c1 - c0, r1 - r0
-    band_if = cp * _rows_in(p_, y0, y1) * _cols_in(p_, x0, x1)
+@dataclass(frozen=True)
+class _Band:
+    """One GLB band of group 0: a filter tile, a group of images and a y × x block of the output grid."""
+
+    m: tuple[int, int]
+    images: tuple[int, int]
+    y: tuple[int, int]
+    x: tuple[int, int]
+
+
+def _conv_steps(p_: ConvProblem, m: RsParams, addr: DramLayout, hw: Accelerator,
+                batch: int) -> Iterator[np.ndarray]:
+    """The row-stationary loop nest: groups, filter tiles, image groups, GLB bands, then `_band_steps`.
+
+    Groups of a grouped or depthwise conv repeat group 0's steps with shifted DRAM addresses and pass
+    numbers, so they are replicated in numpy rather than rebuilt band by band.
+    """
+    chan = [(c0, c1, r0, r1) for c0, c1 in tiles(p_.C, m.chP) for r0, r1 in tiles(p_.R, m.r_fold)]
+    c0, c1, r0, r1 = (np.array(v, dtype=np.int64) for v in zip(*chan))
+    staged = filters_staged(hw, m, p_.S)
+
+    def group_bands() -> Iterator[np.ndarray]:
+        group = 0
+        for mt in tiles(p_.M, m.fP):
+            for it in tiles(batch, m.n):
+                for yt in tiles(p_.E, m.y_oc):
+                    for xt in tiles(p_.F, m.x_oc):
+                        block = _band_steps(p_, m, addr, hw, _Band(mt, it, yt, xt), (c0, c1, r0, r1), staged,
+                                            group)
+                        group = int(block["group"][-1]) + 1
+                        yield block
+
+    if p_.groups == 1:
+        yield from group_bands()
+        return
+    first = np.concatenate(list(group_bands()))
+    per_block = max(1, STEPS_PER_BLOCK // len(first))
+    for g0 in range(0, p_.groups, per_block):
+        yield _replicate_groups(first, p_, addr, g0, min(p_.groups, g0 + per_block))
+
+
+STEPS_PER_BLOCK = 1 << 18  # target size of a replicated block of steps
+
+
+def _replicate_groups(first: np.ndarray, p_: ConvProblem, addr: DramLayout, g0: int, g1: int) -> np.ndarray:
+    """Group 0's steps repeated for groups [g0, g1): filter, ifmap and ofmap DRAM addresses and pass
+    numbers shift by one group's extent per group."""
+    g = np.repeat(np.arange(g0, g1, dtype=np.int64), len(first))
+    out = np.tile(first, g1 - g0)
+    passes = int(first["group"][-1]) + 1
+    out["group"] += g * passes
+    from_dram = out["src"] == Level.DRAM
+    filt = from_dram & (out["operand"] == Operand.FILTER)
+    out["src_addr"][filt] += g[filt] * (p_.M * p_.C * p_.R * p_.S)
+    ifmap = from_dram & (out["operand"] == Operand.IFMAP)
+    out["src_addr"][ifmap] += g[ifmap] * (p_.C * p_.H * p_.W)
+    ofmap = out["dst"] == Level.DRAM
+    out["dst_addr"][ofmap] += g[ofmap] * (p_.M * (p_.out_h or p_.E) * (p_.out_w or p_.F))
+    return out
+
+
+def _band_steps(p_: ConvProblem, m: RsParams, addr: DramLayout, hw: Accelerator, band: _Band,
+                chan: tuple[np.ndarray, ...], staged: bool, group: int) -> np.ndarray:
+    """One band: its psum space, then per channel (and fold) tile the filter and ifmap loads and the
+    passes (K ofmap rows each, images innermost), finally the ofmaps back to DRAM.
+
+    Built as a [tiles, slots] array so a band with hundreds of channel tiles costs a few numpy calls.
+    """
+    (m0, m1), (i0, i1), (y0, y1), (x0, x1) = band.m, band.images, band.y, band.x
+    c0, c1, r0, r1 = chan
+    fp, n_img, width = m1 - m0, i1 - i0, x1 - x0
+    cp, rp = c1 - c0, r1 - r0
+    T = len(cp)
+    starts, ends = (np.array(v, dtype=np.int64) for v in zip(*tiles(y1 - y0, m.y_of)))
+    starts += y0
+    ends += y0
+    rows = np.repeat(ends - starts, n_img)  # per pass: passes outer, images inner
+    image = np.tile(np.arange(n_img), len(starts))
+    pass_rows_in = np.repeat([rows_in(p_, s, e) for s, e in zip(starts, ends)], n_img)
+    P = len(rows)
+    band_cols = cols_in(p_, x0, x1)
+    band_if = cp * rows_in(p_, y0, y1) * band_cols  # [T]
+    band_psum = p_.out_words(fp, y0, y1, x0, x1)
+    ifmap_base = n_img * band_psum
+    filter_base = hw.glb.data_bytes // hw.word_bytes
+    psum = fp * rows * width  # [P]
+    psum_addr = image * band_psum + (np.repeat(starts, n_img) - y0) * fp * width
+    first_group = group + np.arange(T) * P  # [T]
+    groups = first_group[:, None] + np.arange(P)[None, :]  # [T, P]
+
+    head = 3 + n_img
+    slots = head + 4 * P + 1
+    s = empty_steps(T * slots).reshape(T, slots)
+    keep = np.ones((T, slots), dtype=bool)
+    col = _Columns(s)
     filt = fp * cp * rp * p_.S
-    filt_addr = addr.filter + (((g * p_.M + m0) * p_.C + c0) * p_.R + r0) * p_.S
-    if_addr = addr.ifmap[0] + ((g * p_.C + c0) * p_.H + max(0, y0 * p_.U - p_.pad_top)) * p_.W
-    loads = [
-        buffer_steps(StepKind.ALLOC, Operand.IFMAP, Level.GLB, np.array([group]), np.array([m.n * band_if]),
-                     np.array([ifmap_base])),
-        transfers(Operand.IFMAP, Level.DRAM, Level.GLB, np.full(m.n, group), np.full(m.n, band_if),
-                  np.full(m.n, if_addr), ifmap_base + np.arange(m.n) * band_if),
-        transfers(Operand.FILTER, Level.DRAM, Level.RF, np.array([group]), np.array([filt]),
-                  np.array([filt_addr]), np.array([0])),
-    ]
-    passes = _tiles(y1 - y0, m.y_of)
-    n_pass = len(passes) * m.n
-    rows = np.array([b - a for a, b in passes]).repeat(m.n)
-    starts = np.array([y0 + a for a, _ in passes]).repeat(m.n)
-    image = np.tile(np.arange(m.n), len(passes))
-    groups = group + np.arange(n_pass)
-    width = x1 - x0
-    pass_if = cp * np.array([_rows_in(p_, s, s + r) for s, r in zip(starts, rows)]) * _cols_in(p_, x0, x1)
-    psum = fp * rows * width
-    psum_addr = image * (fp * (y1 - y0) * width) + (starts - y0) * width
-    macs = fp * cp * rp * p_.S * rows * width
-    chain = rp * ceil_div(cp, m.q)  # PEs a psum passes through vertically
-    inter_pe = (chain - 1) * psum
-    compute = empty_steps(n_pass)
+    filt_dram = addr.filter + ((m0 * p_.C + c0) * p_.R + r0) * p_.S
+    col.transfer(0, Operand.FILTER, Level.DRAM, Level.GLB, first_group, filt, filt_dram, filter_base)
+    if staged:
+        col.transfer(1, Operand.FILTER, Level.GLB, Level.RF, first_group, filt, filter_base, 0)
+    else:
+        col.transfer(1, Operand.FILTER, Level.DRAM, Level.RF, first_group, filt, filt_dram, 0)
+        keep[:, 0] = False
+    col.buffer(2, StepKind.ALLOC, Operand.IFMAP, first_group, n_img * band_if, ifmap_base)
+    row0 = max(0, y0 * p_.U - p_.pad_top)
+    col0 = max(0, x0 * p_.V - p_.pad_left)
+    for i in range(n_img):
+        if_dram = (addr.ifmap[0] + (i0 + i) * addr.ifmap_image_words[0]
+                   + (c0 * p_.H + row0) * p_.W + col0)
+        col.transfer(3 + i, Operand.IFMAP, Level.DRAM, Level.GLB, first_group, band_if, if_dram,
+                     ifmap_base + i * band_if)
+    body = slice(head, head + 4 * P)
+    passes = s[:, body].reshape(T, P, 4)
+    _set(passes[:, :, 0], Operand.IFMAP, Level.GLB, Level.RF, groups, cp[:, None] * pass_rows_in * band_cols,
+         ifmap_base + image * band_if[:, None], 0)
+    _set(passes[:, :, 1], Operand.PSUM, Level.GLB, Level.RF, groups, psum, psum_addr, 0)
+    keep[0, head + 1:head + 4 * P:4] = False  # the first tile starts its psums from zero
+    _set(passes[:, :, 3], Operand.PSUM, Level.RF, Level.GLB, groups, psum, 0, psum_addr)
+    compute = passes[:, :, 2]
+    macs = (fp * cp * rp * p_.S)[:, None] * (rows * width)[None, :]
+    inter_pe = (rp * ceil_div_array(cp, m.q) - 1)[:, None] * psum[None, :]
     compute["kind"] = StepKind.COMPUTE
     compute["group"] = groups
-    compute["active_pes"] = ceil_div(cp, m.q) * ceil_div(fp, m.p) * rp * rows
+    compute["active_pes"] = (ceil_div_array(cp, m.q) * ceil_div(fp, m.p) * rp)[:, None] * rows[None, :]
     compute["macs"] = macs
     compute["rf_filter_reads"] = macs
     compute["rf_ifmap_reads"] = macs
     compute["rf_psum_reads"] = macs
     compute["rf_psum_writes"] = macs - inter_pe
     compute["inter_pe_words"] = inter_pe
-    per_pass = [
-        transfers(Operand.IFMAP, Level.GLB, Level.RF, groups, pass_if, ifmap_base + image * band_if,
-                  np.zeros(n_pass, np.int64)),
-    ]
-    if not first:
-        per_pass.append(transfers(Operand.PSUM, Level.GLB, Level.RF, groups, psum, psum_addr,
-                                  np.zeros(n_pass, np.int64)))
-    per_pass.append(compute)
-    per_pass.append(transfers(Operand.PSUM, Level.RF, Level.GLB, groups, psum, np.zeros(n_pass, np.int64),
-                              psum_addr))
-    # Interleave: for each pass, its loads, compute and psum write-back in order.
-    body = np.stack(per_pass, axis=1).reshape(-1)
-    free = buffer_steps(StepKind.FREE, Operand.IFMAP, Level.GLB, np.array([group + n_pass - 1]),
-                        np.array([m.n * band_if]), np.array([ifmap_base]))
-    return np.concatenate([*loads, body, free])
+    col.buffer(slots - 1, StepKind.FREE, Operand.IFMAP, groups[:, -1], n_img * band_if, ifmap_base)
+
+    last = int(groups[-1, -1])
+    out_words = p_.out_words(fp, y0, y1, x0, x1)
+    out_rows, out_cols = p_.out_h or p_.E, p_.out_w or p_.F
+    of_dram = (addr.ofmap + (i0 + np.arange(n_img)) * addr.ofmap_image_words
+               + (m0 * out_rows + y0 * p_.up_h) * out_cols + x0 * p_.up_w)
+    body_steps = s[keep]
+    out = empty_steps(len(body_steps) + n_img + 2)
+    out[0] = buffer_steps(StepKind.ALLOC, Operand.PSUM, Level.GLB, np.array([group]),
+                          np.array([n_img * band_psum]), np.array([0]))[0]
+    out[1:1 + len(body_steps)] = body_steps
+    out[1 + len(body_steps):-1] = transfers(Operand.OFMAP, Level.GLB, Level.DRAM, np.full(n_img, last),
+                                            np.full(n_img, out_words), np.arange(n_img) * band_psum, of_dram)
+    out[-1] = buffer_steps(StepKind.FREE, Operand.PSUM, Level.GLB, np.array([last]),
+                           np.array([n_img * band_psum]), np.array([0]))[0]
+    return out
+
+
+def ceil_div_array(a: np.ndarray, b: int) -> np.ndarray:
+    return -(-a // b)
+
+
+def _set(view: np.ndarray, operand: Operand, src: Level, dst: Level, group: np.ndarray | int,
+         words: np.ndarray | int, src_addr: np.ndarray | int, dst_addr: np.ndarray | int) -> None:
+    """Fill a (2-D) view of steps as TRANSFERs; arguments broadcast."""
+    view["kind"] = StepKind.TRANSFER
+    view["operand"] = operand
+    view["src"] = src
+    view["dst"] = dst
+    view["group"] = group
+    view["words"] = words
+    view["src_addr"] = src_addr
+    view["dst_addr"] = dst_addr
+
+
+@dataclass(frozen=True)
+class _Columns:
+    """Writes one slot (column) of a [tiles, slots] step array."""
+
+    steps: np.ndarray
+
+    def transfer(self, j: int, operand: Operand, src: Level, dst: Level, group: np.ndarray,
+                 words: np.ndarray | int, src_addr: np.ndarray | int, dst_addr: np.ndarray | int) -> None:
+        _set(self.steps[:, j], operand, src, dst, group, words, src_addr, dst_addr)
+
+    def buffer(self, j: int, kind: StepKind, operand: Operand, group: np.ndarray, words: np.ndarray | int,
+               addr: np.ndarray | int) -> None:
+        view = self.steps[:, j]
+        view["kind"] = kind
+        view["operand"] = operand
+        view["dst"] = Level.GLB
+        view["group"] = group
+        view["words"] = words
+        view["dst_addr"] = addr
+
+
+def stream_tiles(layer: Layer, hw: Accelerator) -> int:
+    """Tiles a streaming layer needs so that every input tile and its output tile fit the GLB together."""
+    words = [s.elements for s in layer.in_shapes] + [layer.out_shape.elements]
+    glb = hw.glb.data_bytes // hw.word_bytes
+    n = max(1, ceil_div(sum(words), glb))
+    while sum(ceil_div(w, n) for w in words) > glb:  # np.array_split puts the remainder first
+        n += 1
+    return n
+
+
+def split_sizes(total: int, parts: int) -> np.ndarray:
+    """Sizes of `parts` near-equal pieces of `total`, larger ones first (as np.array_split)."""
+    base, extra = divmod(total, parts)
+    return base + (np.arange(parts) < extra).astype(np.int64)
 
 
 def _stream_steps(layer: Layer, hw: Accelerator, addr: DramLayout, batch: int) -> Iterator[np.ndarray]:
-    """Fallback for layers without weights: GLB-sized tiles in, `ops` on the array, results out."""
-    in_words = [s.elements for s in layer.in_shapes]
-    out_words = layer.out_shape.elements
-    glb = hw.glb.data_bytes // hw.word_bytes
-    tiles = max(1, ceil_div(sum(in_words) + out_words, glb))
-    while sum(ceil_div(w, tiles) for w in (*in_words, out_words)) > glb:  # the largest tile must fit
-        tiles += 1
-    split = [np.array([len(a) for a in np.array_split(np.arange(w), tiles)]) for w in (*in_words, out_words, layer.ops)]
-    offsets = [np.concatenate([[0], np.cumsum(sz)[:-1]]) for sz in split]
+    """Fallback for layers without weights: per image, GLB-sized tiles in, `ops` on the array, results out.
+
+    Slots per tile: ALLOC, one DRAM → GLB load per input, the inputs GLB → RF, COMPUTE, the output
+    RF → GLB and GLB → DRAM, FREE.
+    """
+    k = len(layer.in_shapes)
+    n = stream_tiles(layer, hw)
+    ins = [split_sizes(s.elements, n) for s in layer.in_shapes]
+    out = split_sizes(layer.out_shape.elements, n)
+    ops = split_sizes(layer.ops, n)
+    in_off = [np.concatenate([[0], np.cumsum(sz)[:-1]]) for sz in ins]
+    out_off = np.concatenate([[0], np.cumsum(out)[:-1]])
+    in_total = np.sum(ins, axis=0)
+    claim = in_total + out
+    glb_in = np.cumsum([np.zeros(n, np.int64), *ins], axis=0)  # GLB address of each input tile
     pes = hw.pe_array.pes
-    group = 0
-    for _ in range(batch):
-        for t in range(tiles):
-            ins = [int(sz[t]) for sz in split[:-2]]
-            out, ops = int(split[-2][t]), int(split[-1][t])
-            claim = sum(ins) + out
-            steps = [buffer_steps(StepKind.ALLOC, Operand.IFMAP, Level.GLB, np.array([group]), np.array([claim]),
-                                  np.array([0]))]
-            glb_addr = 0
-            for i, words in enumerate(ins):
-                steps.append(transfers(Operand.IFMAP, Level.DRAM, Level.GLB, np.array([group]), np.array([words]),
-                                       np.array([addr.ifmap[i] + offsets[i][t]]), np.array([glb_addr])))
-                glb_addr += words
-            compute = empty_steps(1)
-            compute["kind"] = StepKind.COMPUTE
-            compute["group"] = group
-            compute["ops"] = ops
-            compute["active_pes"] = min(pes, max(1, ops))
-            steps.append(compute)
-            steps.append(transfers(Operand.OFMAP, Level.GLB, Level.DRAM, np.array([group]), np.array([out]),
-                                   np.array([glb_addr]), np.array([addr.ofmap + offsets[-2][t]])))
-            steps.append(buffer_steps(StepKind.FREE, Operand.IFMAP, Level.GLB, np.array([group]),
-                                      np.array([claim]), np.array([0])))
-            group += 1
-            yield np.concatenate(steps)
+    for image in range(batch):
+        group = image * n + np.arange(n)
+        s = empty_steps(n * (k + 6)).reshape(n, k + 6)
+        col = _Columns(s)
+        col.buffer(0, StepKind.ALLOC, Operand.IFMAP, group, claim, 0)
+        for i in range(k):
+            col.transfer(1 + i, Operand.IFMAP, Level.DRAM, Level.GLB, group, ins[i],
+                         addr.ifmap[i] + image * addr.ifmap_image_words[i] + in_off[i], glb_in[i])
+        col.transfer(k + 1, Operand.IFMAP, Level.GLB, Level.RF, group, in_total, 0, 0)
+        compute = s[:, k + 2]
+        compute["kind"] = StepKind.COMPUTE
+        compute["group"] = group
+        compute["ops"] = ops
+        compute["active_pes"] = np.clip(ops, 1, pes)
+        col.transfer(k + 3, Operand.OFMAP, Level.RF, Level.GLB, group, out, 0, in_total)
+        col.transfer(k + 4, Operand.OFMAP, Level.GLB, Level.DRAM, group, out, in_total,
+                     addr.ofmap + image * addr.ofmap_image_words + out_off)
+        col.buffer(k + 5, StepKind.FREE, Operand.IFMAP, group, claim, 0)
+        yield s.reshape(-1)
 
 
 NO_STEPS = frozenset({LayerKind.INPUT, LayerKind.OUTPUT, LayerKind.PASSTHROUGH})
@@ -360,12 +490,13 @@ def layer_schedule(layer: Layer, hw: Accelerator, addr: DramLayout, batch: int) 
         problem = conv_problem(layer)
         params = rs_params(layer, hw, batch)
         info = {"mapping": "row_stationary", **asdict(params), **asdict(problem)}
-        return LayerSchedule(layer, info, lambda: _conv_steps(layer, problem, params, addr))
+        info["filters_staged"] = filters_staged(hw, params, problem.S)
+        return LayerSchedule(layer, info, lambda: _conv_steps(problem, params, addr, hw, batch))
     return LayerSchedule(layer, {"mapping": "stream"}, lambda: _stream_steps(layer, hw, addr, batch))
 
 
 def rs_schedule(graph: Graph, hw: Accelerator, batch: int = 1) -> Schedule:
     """Map every layer of `graph` row-stationary, layer by layer, tensors in DRAM between layers."""
-    layout = dram_layout(graph)
+    layout = dram_layout(graph, batch)
     layers = tuple(layer_schedule(l, hw, layout[l.name], batch) for l in graph)
     return Schedule(graph.name, hw.name, "row_stationary", batch, layers)
