@@ -1,0 +1,67 @@
+"""The config's energy table: picojoules per word access at each level, per MAC, per PE-to-PE hop.
+
+Both sides of a cross-check price accesses with this one table (the analytic
+models their closed-form counts, the metrics the counts of a trace), so a
+difference between them is a difference in counts, never in prices. Levels
+are indexed as `hwsim.mapping.schedule.Level` (DRAM, L2, GLB, line buffer,
+RF) and accesses as Timeloop's (read, fill, update); writes into a level
+(fills and updates) cost its write energy.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from hwsim.hardware.schema import Accelerator
+
+LEVEL_NAMES = ("dram", "l2", "glb", "line_buffer", "rf")
+ACCESS_NAMES = ("read", "fill", "update")
+
+
+@dataclass(frozen=True)
+class EnergyTable:
+    """Energies of one accelerator, all in pJ."""
+
+    word_pj: np.ndarray  # [level, access]: one word read, filled or updated (0 for absent levels)
+    mac_pj: float  # one multiply-accumulate; a non-MAC operation (compare, add) is priced the same
+    inter_pe_pj: float  # one psum word forwarded to a neighbouring PE
+    clock_pj_per_mac: float  # clock network energy per MAC (CNNergy: P_clk / reference throughput)
+    other_fraction: float  # other control energy as a share of the on-chip total
+
+    def other_control_pj(self, on_chip_pj: float) -> float:
+        """CNNergy's other control: fraction f of the total, i.e. f/(1-f) of the rest of on-chip energy."""
+        return self.other_fraction / (1.0 - self.other_fraction) * on_chip_pj
+
+
+def _read_write(read_pj: float, write_pj: float) -> list[float]:
+    return [read_pj, write_pj, write_pj]
+
+
+def energy_table(hw: Accelerator) -> EnergyTable:
+    """The per-access energies `hw` states (no hidden defaults: absent levels cost nothing, never used)."""
+    dram_word_pj = hw.dram.energy_pj_per_bit * hw.precision_bits
+    rows = [
+        [dram_word_pj] * 3,
+        _read_write(hw.l2.read_energy_pj, hw.l2.write_energy_pj) if hw.l2 else [0.0] * 3,
+        _read_write(hw.glb.read_energy_pj, hw.glb.write_energy_pj),
+        _read_write(hw.line_buffer.read_energy_pj, hw.line_buffer.write_energy_pj) if hw.line_buffer
+        else [0.0] * 3,
+        [hw.pe_array.rf.access_energy_pj] * 3,
+    ]
+    clock = hw.control.clock_power_w / (hw.control.reference_throughput_gmacs * 1e9) * 1e12
+    return EnergyTable(np.array(rows, dtype=np.float64), hw.pe_array.mac_energy_pj, hw.noc.inter_pe_energy_pj,
+                       clock, hw.control.other_fraction)
+
+
+def with_glb_data_size(hw: Accelerator, data_bytes: int) -> Accelerator:
+    """`hw` whose GLB holds `data_bytes` of ifmaps and psums (CNNergy's "GLB size"; the filter partition
+    is kept beside it), its access energies scaled by the config's CACTI-like law
+    E(S) = E·(S / S_config)^energy_size_exponent."""
+    glb = hw.glb
+    scale = (data_bytes / glb.data_bytes) ** glb.energy_size_exponent
+    size_bytes = data_bytes + glb.filter_bytes
+    banks = glb.banks if size_bytes % glb.banks == 0 else 1
+    return replace(hw, glb=replace(glb, size_bytes=size_bytes, banks=banks, read_energy_pj=glb.read_energy_pj * scale,
+                                   write_energy_pj=glb.write_energy_pj * scale))
