@@ -19,9 +19,10 @@ def input_size_arg(text: str) -> tuple[int, int]:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
-def add_network_arguments(parser: argparse.ArgumentParser) -> None:
+def add_network_arguments(parser: argparse.ArgumentParser, required: bool = True) -> None:
     """NETWORK, --input and --allow-unknown: shared by every command that loads a network."""
-    parser.add_argument("network", help="zoo network name (see `hwsim zoo`) or path to an .onnx file")
+    parser.add_argument("network", nargs=None if required else "?", default=None,
+                        help="zoo network name (see `hwsim zoo`) or path to an .onnx file")
     parser.add_argument("--input", metavar="WxH", type=input_size_arg, default=None,
                         help="override the input resolution, e.g. 3840x2160")
     parser.add_argument("--allow-unknown", action="store_true",

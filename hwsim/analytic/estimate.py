@@ -1,0 +1,197 @@
+"""Energy and latency bounds from the integer-tiled counts: the fast answer `hwsim estimate` prints.
+
+Energy prices every access of `integer_tiled.LayerCounts` with the config's
+energy table (`hwsim.hardware.energy`). Zero gating (Eyeriss): when a
+fraction z of a layer's ifmap words are zero, a zero skips the MAC and its
+filter and psum RF accesses, but its ifmap RF read still happens (it is how
+the zero is detected): CNNergy's `e_RF·(3·NZ + NZ − IPE + MACs − NZ)`. Clock
+energy is CNNergy's P_clk per MAC at the reference throughput; other
+control is `other_fraction` of the on-chip total.
+
+Latency lower bound per layer: the largest of the compute cycles (each pass
+spread evenly over its active PEs, plus fill/drain) and each resource's
+transfer cycles (DRAM bytes / bandwidth, GLB words / (ports · words per
+port), NoC bus words · bits / width): whatever overlaps, a layer cannot
+finish sooner than its busiest resource.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import numpy as np
+
+from hwsim.analytic.integer_tiled import LayerCounts, layer_counts
+from hwsim.hardware.energy import LEVEL_NAMES, EnergyTable, energy_table
+from hwsim.hardware.schema import Accelerator
+from hwsim.mapping.row_stationary import WEIGHTED, conv_problem, rs_params
+from hwsim.mapping.schedule import Access, Level, Operand
+from hwsim.workload.ir import Graph, Layer, LayerKind
+
+COMPONENTS = ("mac", "rf", "inter_pe", "glb", "l2", "line_buffer", "dram", "clock", "control")
+OPERAND_NAMES = tuple(o.name.lower() for o in Operand)
+
+
+@dataclass(frozen=True)
+class LatencyBound:
+    """Cycles each resource needs for one layer; the layer takes at least the largest."""
+
+    compute_cycles: int  # passes on the PE array, fill/drain included
+    dram_cycles: int  # DRAM bytes / peak bandwidth
+    glb_cycles: int  # GLB word accesses / (ports · words per port)
+    noc_cycles: int  # the busiest of the ifmap, filter and psum buses
+    bound_cycles: int  # the maximum of the above
+    bottleneck: str  # which resource sets the bound
+    utilization: float  # MACs / (bound · PEs · MACs per cycle): how busy the array can be at best
+
+
+@dataclass(frozen=True)
+class LayerEstimate:
+    """One layer: mapping, counts, energy by component and by level × operand, latency bound."""
+
+    layer: Layer
+    mapping: dict[str, int | str]
+    counts: LayerCounts
+    ifmap_zero_fraction: float
+    energy_pj: dict[str, float]  # by COMPONENTS
+    level_operand_pj: np.ndarray  # [Level, Operand] energy of the accesses at each level
+    latency: LatencyBound
+
+    @property
+    def total_pj(self) -> float:
+        return sum(self.energy_pj.values())
+
+
+@dataclass(frozen=True)
+class NetworkEstimate:
+    """A whole network on one accelerator, for `batch` images."""
+
+    network: str
+    hardware: str
+    batch: int
+    clock_hz: float
+    layers: tuple[LayerEstimate, ...]
+
+    def total_pj(self, component: str | None = None) -> float:
+        if component is None:
+            return sum(l.total_pj for l in self.layers)
+        return sum(l.energy_pj[component] for l in self.layers)
+
+    @property
+    def cycles(self) -> int:
+        """Latency bound of the network run layer after layer."""
+        return sum(l.latency.bound_cycles for l in self.layers)
+
+
+def _add_rf_compute(by_level: np.ndarray, c: LayerCounts, table: EnergyTable, zeros: float) -> None:
+    """The MACs' RF accesses, zero-gated: only the ifmap read happens for a zero ifmap."""
+    rf_pj = table.word_pj[Level.RF, Access.READ]
+    dense = 1.0 - zeros
+    by_level[Level.RF, Operand.FILTER] += rf_pj * dense * c.rf_filter_reads
+    by_level[Level.RF, Operand.IFMAP] += rf_pj * c.rf_ifmap_reads
+    by_level[Level.RF, Operand.PSUM] += rf_pj * dense * (c.rf_psum_reads + c.rf_psum_writes)
+
+
+def layer_energy(c: LayerCounts, table: EnergyTable, zeros: float) -> tuple[dict[str, float], np.ndarray]:
+    """Energy by component and the [Level, Operand] energy of the transfers' accesses (pJ)."""
+    by_level = np.einsum("loa,la->lo", c.transfers.astype(np.float64), table.word_pj)
+    _add_rf_compute(by_level, c, table, zeros)
+    energy = {
+        "mac": table.mac_pj * ((1.0 - zeros) * c.macs + c.ops),
+        "rf": float(by_level[Level.RF].sum()),
+        "inter_pe": table.inter_pe_pj * c.inter_pe_words,
+        "glb": float(by_level[Level.GLB].sum()),
+        "l2": float(by_level[Level.L2].sum()),
+        "line_buffer": float(by_level[Level.LINE_BUFFER].sum()),
+        "dram": float(by_level[Level.DRAM].sum()),
+        "clock": table.clock_pj_per_mac * (c.macs + c.ops),
+    }
+    on_chip = sum(v for k, v in energy.items() if k != "dram")
+    energy["control"] = table.other_control_pj(on_chip)
+    return energy, by_level
+
+
+def latency_bound(c: LayerCounts, hw: Accelerator) -> LatencyBound:
+    """The per-resource cycles of one layer and their maximum (see module docstring)."""
+    t = c.transfers
+    dram_bytes = int(t[Level.DRAM].sum()) * hw.word_bytes
+    dram = math.ceil(dram_bytes / hw.dram.bandwidth_bytes_per_cycle)
+    glb = math.ceil(int(t[Level.GLB].sum()) / (hw.glb.ports * hw.glb.words_per_port))
+    bits = hw.precision_bits
+    buses = {
+        "ifmap": (int(t[Level.RF, Operand.IFMAP, Access.FILL]), hw.noc.ifmap_bus_bits),
+        "filter": (int(t[Level.RF, Operand.FILTER, Access.FILL]), hw.noc.filter_bus_bits),
+        "psum": (int(t[Level.RF, Operand.PSUM].sum() + t[Level.RF, Operand.OFMAP].sum()), hw.noc.psum_bus_bits),
+    }
+    noc = max(math.ceil(words * bits / width) for words, width in buses.values())
+    parts = {"compute": c.compute_cycles, "dram": dram, "glb": glb, "noc": noc}
+    bottleneck = max(parts, key=lambda k: parts[k])
+    bound = parts[bottleneck]
+    lanes = hw.pe_array.pes * hw.pe_array.macs_per_cycle
+    utilization = c.macs / (bound * lanes) if bound else 0.0
+    return LatencyBound(c.compute_cycles, dram, glb, noc, bound, bottleneck, utilization)
+
+
+def mapping_summary(layer: Layer, hw: Accelerator, batch: int) -> dict[str, int | str]:
+    """The mapping parameters a report shows (row-stationary tiles, or the streaming fallback)."""
+    if layer.kind not in WEIGHTED:
+        return {"mapping": "stream"}
+    m = rs_params(layer, hw, batch)
+    p_ = conv_problem(layer)
+    return {"mapping": "row_stationary", "rule": m.rule, "sets": m.sets, "q": m.q, "p": m.p, "chP": m.chP,
+            "fP": m.fP, "y_of": m.y_of, "y_oc": m.y_oc, "x_oc": m.x_oc, "n": m.n, "folds": m.folds,
+            "groups": p_.groups}
+
+
+def estimate_layer(layer: Layer, hw: Accelerator, batch: int, table: EnergyTable, zeros: float) -> LayerEstimate:
+    """Counts, energy and latency bound of one layer."""
+    counts = layer_counts(layer, hw, batch)
+    energy, by_level = layer_energy(counts, table, zeros)
+    return LayerEstimate(layer, mapping_summary(layer, hw, batch), counts, zeros, energy, by_level,
+                         latency_bound(counts, hw))
+
+
+def estimate_network(graph: Graph, hw: Accelerator, batch: int = 1,
+                     ifmap_zeros: Mapping[str, float] | None = None) -> NetworkEstimate:
+    """Every layer of `graph`; `ifmap_zeros` gives a layer's ifmap zero fraction (default dense)."""
+    table = energy_table(hw)
+    zeros = ifmap_zeros or {}
+    layers = tuple(estimate_layer(l, hw, batch, table, zeros.get(l.name, 0.0)) for l in graph
+                   if l.kind not in (LayerKind.INPUT, LayerKind.OUTPUT))
+    return NetworkEstimate(graph.name, hw.name, batch, hw.clock_hz, layers)
+
+
+def layer_record(e: LayerEstimate, hw: Accelerator) -> dict[str, object]:
+    """One layer as plain data (JSON): counts per level × operand × access, energy, latency."""
+    c = e.counts
+    accesses = c.accesses
+    return {
+        "name": e.layer.name,
+        "kind": str(e.layer.kind),
+        "mapping": e.mapping,
+        "macs": c.macs,
+        "ops": c.ops,
+        "passes": c.passes,
+        "ifmap_zero_fraction": e.ifmap_zero_fraction,
+        "accesses_words": {
+            LEVEL_NAMES[lv]: {OPERAND_NAMES[op]: {a.name.lower(): int(accesses[lv, op, a]) for a in Access}
+                              for op in range(len(Operand)) if accesses[lv, op].any()}
+            for lv in range(len(Level)) if accesses[lv].any()
+        },
+        "inter_pe_words": c.inter_pe_words,
+        "dram_bytes": int(c.transfers[Level.DRAM].sum()) * hw.word_bytes,
+        "energy_pj": e.energy_pj,
+        "energy_by_level_operand_pj": {
+            LEVEL_NAMES[lv]: {OPERAND_NAMES[op]: float(e.level_operand_pj[lv, op]) for op in range(len(Operand))
+                              if e.level_operand_pj[lv, op]}
+            for lv in range(len(Level)) if e.level_operand_pj[lv].any()
+        },
+        "total_energy_pj": e.total_pj,
+        "latency_cycles": {"compute": e.latency.compute_cycles, "dram": e.latency.dram_cycles,
+                           "glb": e.latency.glb_cycles, "noc": e.latency.noc_cycles,
+                           "bound": e.latency.bound_cycles},
+        "bottleneck": e.latency.bottleneck,
+        "utilization": e.latency.utilization,
+    }
