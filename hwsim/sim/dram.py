@@ -1,0 +1,298 @@
+"""Off-chip DRAM: independent channels that move whole bursts, with access latency,
+optional row buffers and read/write turnaround.
+
+Timing of one transaction, `read` or `write` of n bytes at byte address A,
+with C channels, burst size b and bandwidth W bytes/cycle over all channels:
+
+- It covers the aligned bursts k = ⌊A/b⌋ … ⌊(A+n−1)/b⌋. A partial first or
+  last burst still costs a whole burst slot, as in real DRAM; its record
+  counts only the words asked for.
+- Burst k goes to channel k mod C. Each channel is a simpy Resource
+  (capacity 1) that the transaction holds from its grant until its last burst
+  on that channel; channels serve their bursts in parallel.
+- On a channel a burst slot lasts T = b / (W/C) cycles (an exact fraction).
+  The i-th burst of the transaction on the channel (i = 0, 1, …) occupies the
+  data bus during
+
+      [t0 + Λ_i + ⌊i·T⌋,  t0 + Λ_i + ⌈(i+1)·T⌉)
+
+  where t0 is the cycle the channel starts and Λ_i the latency paid so far.
+  Without a row buffer Λ_i = latency_cycles, so N bursts on one channel end
+  at t0 + latency + ⌈N·T⌉ (rounding once, so long transfers see the exact
+  bandwidth).
+- Row buffer: burst k lies at channel-local byte ⌊k/C⌋·b, in row
+  ⌊⌊k/C⌋·b / row_bytes⌋. A burst in the channel's open row is a hit;
+  otherwise it is a miss and opens its row. The bursts of a transaction on
+  a channel form runs of one row each; a run starting with a hit pays
+  hit_latency, a run starting with a miss pays miss_latency (the bus idles
+  while the row opens), and Λ_i is the sum of those latencies up to burst
+  i's run. So N bursts in R rows end at t0 + ⌈N·T⌉ + L_first + (R−1)·miss.
+- Turnaround: a transaction in the other direction than the channel's
+  previous one starts at t0 = max(grant, previous end + turnaround_cycles);
+  otherwise t0 is the grant cycle.
+
+Addresses and sizes are given in bytes (word-aligned); records hold word
+addresses and word counts like every other component.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Generator
+from dataclasses import dataclass
+from functools import partial
+from typing import Any
+
+import numpy as np
+import simpy
+
+from hwsim.errors import HwsimError
+from hwsim.hardware import schema
+from hwsim.sim.timing import RECORD_DTYPE, Stat, StatInfo, check_count, collect_stats, empty_records, exact_rate
+
+READ = 0
+WRITE = 1
+
+_PLAN_CACHE_ENTRIES = 4096
+
+
+@dataclass(frozen=True)
+class _ChannelPart:
+    """The bursts of one transaction on one channel: rows first, first + C, … of the plan."""
+
+    channel: int
+    first: int  # index of the channel's first burst in the transaction (address order)
+    bursts: int
+    first_row: int  # relative to the plan's base row
+    last_row: int
+    runs: int  # row runs (each after the first opens a row)
+    end_cycles: int  # end of the last burst after t0, every run counted as a miss
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """A transaction's records relative to its base address and its channels' start cycles (t0 = 0,
+    every run a miss), in address order, and the per-channel facts needed when a channel is granted."""
+
+    template: np.ndarray  # int64 (⌈n/C⌉, C, 4): the RECORD_DTYPE fields of burst j at [j // C, j % C]
+    bursts: int
+    parts: tuple[_ChannelPart, ...]
+
+
+@dataclass
+class _Join:
+    """Counts the channels of a transaction still busy; `done` fires when none is."""
+
+    pending: int
+    done: simpy.Event
+
+
+@dataclass
+class _ChannelState:
+    """What a channel remembers between transactions."""
+
+    open_row: int = -1
+    last_direction: int = -1
+    last_end_cycle: int = 0
+
+
+class Dram:
+    """Off-chip DRAM with `cfg.channels` channels; `read`/`write` are simpy processes."""
+
+    STATS = (
+        StatInfo("read_transactions", "count", "read transactions requested"),
+        StatInfo("write_transactions", "count", "write transactions requested"),
+        StatInfo("bytes_read", "bytes", "bytes asked for by reads"),
+        StatInfo("bytes_written", "bytes", "bytes asked for by writes"),
+        StatInfo("bursts", "count", "burst slots used (partial bursts count whole)"),
+        StatInfo("busy_channel_cycles", "channel-cycles", "cycles channels were held, latency included"),
+        StatInfo("queue_stall_cycles", "channel-cycles", "cycles transactions waited for a busy channel"),
+        StatInfo("turnaround_stall_cycles", "channel-cycles", "idle cycles inserted by read/write turnaround"),
+        StatInfo("row_hit_bursts", "count", "bursts to the open row"),
+        StatInfo("row_miss_bursts", "count", "bursts that opened a row"),
+    )
+
+    def __init__(self, env: simpy.Environment, cfg: schema.Dram, word_bytes: int, name: str = "dram") -> None:
+        if cfg.burst_bytes % word_bytes:
+            raise HwsimError(f"{name}.burst: {cfg.burst_bytes} B is not a whole number of "
+                             f"{word_bytes}-byte words; use a multiple of {word_bytes} B")
+        self.env = env
+        self.cfg = cfg
+        self.name = name
+        self.word_bytes = word_bytes
+        self._channels = [simpy.Resource(env, capacity=1) for _ in range(cfg.channels)]
+        self._state = [_ChannelState() for _ in range(cfg.channels)]
+        channel_rate = exact_rate(cfg.bandwidth_bytes_per_cycle, f"{name}.bandwidth") / cfg.channels
+        # burst slot T = burst_bytes / channel_rate = _slot_numerator / _slot_denominator cycles
+        self._slot_numerator = cfg.burst_bytes * channel_rate.denominator
+        self._slot_denominator = channel_rate.numerator
+        rb = cfg.row_buffer
+        self._row_bytes = rb.row_bytes if rb else 0
+        self._miss_latency_cycles = rb.miss_latency_cycles if rb else cfg.latency_cycles
+        self._hit_saving_cycles = rb.miss_latency_cycles - rb.hit_latency_cycles if rb else 0
+        # shifting an address by this many bytes keeps channels and row boundaries in place
+        self._period_bytes = cfg.channels * (math.lcm(cfg.burst_bytes, rb.row_bytes) if rb else cfg.burst_bytes)
+        self._plans: dict[tuple[int, int], _Plan] = {}
+        self.read_transactions = 0
+        self.write_transactions = 0
+        self.bytes_read = 0
+        self.bytes_written = 0
+        self.bursts = 0
+        self.busy_channel_cycles = 0
+        self.queue_stall_cycles = 0
+        self.turnaround_stall_cycles = 0
+        self.row_hit_bursts = 0
+        self.row_miss_bursts = 0
+
+    @property
+    def burst_slot_cycles(self) -> float:
+        """Cycles one burst occupies a channel's data bus (may be fractional)."""
+        return self._slot_numerator / self._slot_denominator
+
+    def read(self, address_bytes: int, nbytes: int) -> Generator[simpy.Event, Any, np.ndarray]:
+        """Process reading `nbytes` at `address_bytes`; returns one record per burst, in address order."""
+        self._check(address_bytes, nbytes)
+        self.read_transactions += 1
+        self.bytes_read += nbytes
+        return self._transfer(READ, address_bytes, nbytes)
+
+    def write(self, address_bytes: int, nbytes: int) -> Generator[simpy.Event, Any, np.ndarray]:
+        """Process writing `nbytes` at `address_bytes`; returns one record per burst, in address order."""
+        self._check(address_bytes, nbytes)
+        self.write_transactions += 1
+        self.bytes_written += nbytes
+        return self._transfer(WRITE, address_bytes, nbytes)
+
+    def stats(self, prefix: str = "") -> dict[str, Stat]:
+        """The statistics with units and descriptions."""
+        return collect_stats(self, self.STATS, prefix)
+
+    def _check(self, address_bytes: int, nbytes: int) -> None:
+        check_count(address_bytes, "address", self.name)
+        check_count(nbytes, "size", self.name)
+        if address_bytes % self.word_bytes or nbytes % self.word_bytes:
+            raise HwsimError(f"{self.name}: access of {nbytes} B at byte {address_bytes} is not aligned to "
+                             f"{self.word_bytes}-byte words")
+
+    def _transfer(self, direction: int, address_bytes: int, nbytes: int) -> Generator[simpy.Event, Any, np.ndarray]:
+        if nbytes == 0:
+            return empty_records()
+        base, offset = divmod(address_bytes, self._period_bytes)
+        plan = self._plan(offset, nbytes)
+        row_shift = base * (self._period_bytes // self.cfg.channels // self._row_bytes) if self._row_bytes else 0
+        shifts = [0] * self.cfg.channels  # start cycle of each lane (burst j is in lane j mod C)
+        requested_cycle = int(self.env.now)
+        self.bursts += plan.bursts
+        channels = self._channels
+        if all(not channels[p.channel].users and not channels[p.channel].queue for p in plan.parts):
+            # every channel is free and nobody waits (a release may be in flight): serve them now and
+            # wait for the one that finishes last
+            last_end_cycle, releases = -1, []
+            for part in plan.parts:
+                request = channels[part.channel].request()
+                release = self._serve(part, direction, row_shift, request, requested_cycle, shifts, None, request)
+                end_cycle = self._state[part.channel].last_end_cycle
+                if end_cycle >= last_end_cycle:  # on a tie the later timeout, so all releases precede the resume
+                    last_end_cycle = end_cycle
+                    releases.append(release)
+            yield releases[-1]
+            return self._records(plan, shifts, base)
+        join = _Join(len(plan.parts), self.env.event())
+        for part in plan.parts:
+            request = channels[part.channel].request()
+            serve = partial(self._serve, part, direction, row_shift, request, requested_cycle, shifts, join)
+            if request.triggered:
+                serve(request)
+            else:
+                request.callbacks.append(serve)  # type: ignore[arg-type]  # its result is not needed
+        yield join.done
+        return self._records(plan, shifts, base)
+
+    def _records(self, plan: _Plan, shifts: list[int], base: int) -> np.ndarray:
+        """The plan's records moved to the lanes' start cycles and the transaction's base address."""
+        base_words = base * (self._period_bytes // self.word_bytes)
+        offsets = np.array([[shift, shift, base_words, 0] for shift in shifts], dtype=np.int64)
+        return (plan.template + offsets).reshape(-1, 4)[:plan.bursts].view(RECORD_DTYPE).reshape(-1)
+
+    def _serve(self, part: _ChannelPart, direction: int, row_shift: int,
+               request: simpy.resources.resource.Request, requested_cycle: int, shifts: list[int],
+               join: _Join | None, _granted: simpy.Event) -> simpy.Event:
+        """The channel is granted: time its bursts, update its state and schedule its release."""
+        now = int(self.env.now)
+        state = self._state[part.channel]
+        t0 = now
+        if state.last_direction not in (-1, direction):
+            t0 = max(now, state.last_end_cycle + self.cfg.turnaround_cycles)
+        shift = t0
+        if self._row_bytes:
+            misses = part.runs
+            if part.first_row + row_shift == state.open_row:
+                shift -= self._hit_saving_cycles
+                misses -= 1
+            self.row_miss_bursts += misses
+            self.row_hit_bursts += part.bursts - misses
+            state.open_row = part.last_row + row_shift
+        shifts[part.first] = shift
+        end_cycle = part.end_cycles + shift
+        state.last_direction = direction
+        state.last_end_cycle = end_cycle
+        self.turnaround_stall_cycles += t0 - now
+        self.queue_stall_cycles += now - requested_cycle
+        self.busy_channel_cycles += end_cycle - now
+        release = self.env.timeout(end_cycle - now)
+        release.callbacks.append(partial(self._finish, part.channel, request, join))
+        return release
+
+    def _finish(self, channel: int, request: simpy.resources.resource.Request, join: _Join | None,
+                _timeout: simpy.Event) -> None:
+        """The channel's last burst is done: release it and, if it was the last busy one, end the join."""
+        self._channels[channel].release(request)
+        if join is not None:
+            join.pending -= 1
+            if join.pending == 0:
+                join.done.succeed()
+
+    def _plan(self, offset_bytes: int, nbytes: int) -> _Plan:
+        """The cached relative timing of a transfer of `nbytes` at `offset_bytes` into the address period."""
+        key = (offset_bytes, nbytes)
+        plan = self._plans.get(key)
+        if plan is None:
+            if len(self._plans) >= _PLAN_CACHE_ENTRIES:
+                self._plans.clear()
+            plan = self._plans[key] = self._make_plan(offset_bytes, nbytes)
+        return plan
+
+    def _make_plan(self, address_bytes: int, nbytes: int) -> _Plan:
+        burst, channels = self.cfg.burst_bytes, self.cfg.channels
+        first = address_bytes // burst
+        k = np.arange(first, (address_bytes + nbytes - 1) // burst + 1, dtype=np.int64)
+        lo_bytes = np.maximum(k * burst, address_bytes)
+        hi_bytes = np.minimum((k + 1) * burst, address_bytes + nbytes)
+        to_channel_major = np.argsort(k % channels, kind="stable")
+        k = k[to_channel_major]
+        pos = (k - first) // channels  # position of the burst among the transaction's bursts on its channel
+        row = (k // channels) * burst // self._row_bytes if self._row_bytes else np.zeros_like(k)
+        new_run = pos == 0
+        new_run[1:] |= row[1:] != row[:-1]
+        latency = np.where(new_run, self._miss_latency_cycles, 0)
+        paid = np.cumsum(latency)
+        heads = np.flatnonzero(pos == 0)
+        counts = np.diff(np.append(heads, len(k)))
+        paid -= np.repeat(paid[heads] - latency[heads], counts)
+        num, den = self._slot_numerator, self._slot_denominator
+        rel_start = paid + (pos * num) // den
+        rel_end = paid - (-(pos + 1) * num // den)
+        parts = []
+        for lo, hi in zip(heads.tolist(), (heads + counts).tolist()):
+            parts.append(_ChannelPart(channel=int(k[lo] % channels), first=int(k[lo] - first), bursts=hi - lo,
+                                      first_row=int(row[lo]), last_row=int(row[hi - 1]),
+                                      runs=int(new_run[lo:hi].sum()), end_cycles=int(rel_end[hi - 1])))
+        n = len(k)
+        template = np.zeros((-(-n // channels) * channels, 4), dtype=np.int64)
+        template[to_channel_major, 0] = rel_start
+        template[to_channel_major, 1] = rel_end
+        template[:n, 2] = lo_bytes // self.word_bytes
+        template[:n, 3] = (hi_bytes - lo_bytes) // self.word_bytes
+        lanes = template.reshape(-1, channels, 4)
+        lanes.flags.writeable = False
+        return _Plan(template=lanes, bursts=n, parts=tuple(parts))

@@ -1,0 +1,375 @@
+"""Timing of the simpy hardware components against formulas derived by hand in each test."""
+
+from __future__ import annotations
+
+from collections.abc import Generator
+from typing import Any
+
+import numpy as np
+import pytest
+import simpy
+
+from hwsim.errors import HwsimError
+from hwsim.hardware import schema
+from hwsim.sim import NO_ADDRESS, RECORD_DTYPE, Dram, LineBuffer, Noc, PeArray, Sram
+
+WORD_BYTES = 2
+
+
+def dram_cfg(channels: int = 1, bandwidth: float = 8.0, latency: int = 10, turnaround: int = 0,
+             row_buffer: schema.RowBuffer | None = None) -> schema.Dram:
+    return schema.Dram(channels=channels, bandwidth_bytes_per_cycle=bandwidth, latency_cycles=latency,
+                       burst_bytes=64, turnaround_cycles=turnaround, energy_pj_per_bit=1.0, row_buffer=row_buffer,
+                       source="test")
+
+
+def glb_cfg(ports: int = 2, banks: int = 4, filter_bytes: int = 0) -> schema.Glb:
+    return schema.Glb(size_bytes=4096, filter_bytes=filter_bytes, banks=banks, ports=ports, words_per_port=4,
+                      read_energy_pj=1.0, write_energy_pj=1.0, source="test")
+
+
+def run(env: simpy.Environment, *gens: Generator[simpy.Event, Any, np.ndarray],
+        at_cycles: tuple[int, ...] = ()) -> list[np.ndarray]:
+    """Start each process (the i-th at cycle at_cycles[i], default 0), run to the end, return their records."""
+    def delayed(gen: Generator[simpy.Event, Any, np.ndarray], cycle: int) -> Generator[simpy.Event, Any, np.ndarray]:
+        yield env.timeout(cycle)
+        return (yield env.process(gen))
+
+    starts = at_cycles or (0,) * len(gens)
+    procs = [env.process(delayed(g, c)) for g, c in zip(gens, starts)]
+    env.run()
+    return [np.asarray(p.value) for p in procs]
+
+
+# --- DRAM ---------------------------------------------------------------------------------------
+
+
+def test_dram_one_channel_pipelined_bursts() -> None:
+    env = simpy.Environment()
+    dram = Dram(env, dram_cfg(), WORD_BYTES)
+    (rec,) = run(env, dram.read(0, 512))
+    # 8 bursts of 64 B at 8 B/cycle with latency 10: burst i ends at 10 + 8(i+1); the last at 10 + 8·8 = 74
+    assert rec.dtype == RECORD_DTYPE
+    assert rec["end_cycle"].tolist() == [10 + 8 * (i + 1) for i in range(8)]
+    assert rec["start_cycle"].tolist() == [10 + 8 * i for i in range(8)]
+    assert rec["address"].tolist() == [32 * i for i in range(8)]  # word addresses (64 B = 32 words)
+    assert rec["words"].tolist() == [32] * 8
+    assert env.now == 74
+    assert dram.bursts == 8 and dram.bytes_read == 512 and dram.busy_channel_cycles == 74
+
+
+def test_dram_partial_bursts_cost_a_whole_slot() -> None:
+    env = simpy.Environment()
+    dram = Dram(env, dram_cfg(), WORD_BYTES)
+    (rec,) = run(env, dram.read(32, 100))
+    # bytes 32..131 touch bursts 0 (32 B), 1 (64 B), 2 (4 B): three whole slots, 10 + 3·8 = 34
+    assert rec["end_cycle"][-1] == 34
+    assert rec["words"].tolist() == [16, 32, 2]
+    assert rec["address"].tolist() == [16, 32, 64]
+
+
+def test_dram_channels_interleave_by_burst() -> None:
+    env = simpy.Environment()
+    dram = Dram(env, dram_cfg(channels=2, bandwidth=16.0), WORD_BYTES)
+    (rec,) = run(env, dram.read(0, 512))
+    # 8 bursts, burst k on channel k mod 2: 4 per channel at 16/2 = 8 B/cycle, so both end at 10 + 4·8 = 42
+    assert rec["end_cycle"].tolist() == [10 + 8 * (k // 2 + 1) for k in range(8)]
+    assert env.now == 42
+
+
+def test_dram_fractional_bandwidth_rounds_once() -> None:
+    env = simpy.Environment()
+    dram = Dram(env, dram_cfg(bandwidth=3.0), WORD_BYTES)
+    (rec,) = run(env, dram.read(0, 192))
+    # T = 64/3 cycles: burst i ends at 10 + ⌈(i+1)·64/3⌉ = 32, 53, 74 and starts at 10 + ⌊i·64/3⌋
+    assert rec["end_cycle"].tolist() == [32, 53, 74]
+    assert rec["start_cycle"].tolist() == [10, 31, 52]
+
+
+def test_dram_lpddr4_rate_is_exact() -> None:
+    env = simpy.Environment()
+    dram = Dram(env, dram_cfg(channels=2, bandwidth=12.8e9 / 500e6, latency=40), 1)
+    (rec,) = run(env, dram.read(0, 64 * 1000))
+    # 25.6 B/cycle over 2 channels: T = 64 / 12.8 = 5 cycles; 500 bursts per channel end at 40 + 2500
+    assert dram.burst_slot_cycles == 5.0
+    assert env.now == 40 + 500 * 5
+    assert rec["end_cycle"].max() == 2540
+
+
+def test_dram_row_buffer_hits_and_misses() -> None:
+    rb = schema.RowBuffer(row_bytes=256, hit_latency_cycles=4, miss_latency_cycles=12)
+    env = simpy.Environment()
+    dram = Dram(env, dram_cfg(row_buffer=rb), WORD_BYTES)
+    first, again, across = run(env, dram.read(0, 256), dram.read(0, 256), dram.read(0, 512))
+    # first: row 0 closed → miss: 12 + 4·8 = 44
+    assert first["end_cycle"][-1] == 44
+    # again: row 0 open → hit: 44 + 4 + 32 = 80
+    assert again["end_cycle"][-1] == 80
+    # across rows 0 (open, hit 4) and 1 (miss 12): 80 + 4 + 4·8 + 12 + 4·8 = 160
+    assert across["end_cycle"].tolist() == [80 + 4 + 8 * (i + 1) for i in range(4)] + \
+        [80 + 4 + 12 + 8 * (i + 1) for i in range(4, 8)]
+    assert dram.row_miss_bursts == 2 and dram.row_hit_bursts == 16 - 2
+
+
+def test_dram_row_buffer_far_addresses() -> None:
+    rb = schema.RowBuffer(row_bytes=256, hit_latency_cycles=4, miss_latency_cycles=12)
+    env = simpy.Environment()
+    dram = Dram(env, dram_cfg(channels=2, bandwidth=16.0, row_buffer=rb), WORD_BYTES)
+    # channel-local rows are 256 B: burst k is in row ⌊⌊k/2⌋·64/256⌋; byte 8192 is burst 128, row 16
+    a, b, c = run(env, dram.read(0, 64), dram.read(8192, 64), dram.read(8192 + 128, 64))
+    assert a["end_cycle"][0] == 12 + 8  # miss on channel 0
+    assert b["end_cycle"][0] == 20 + 12 + 8  # row 16 on channel 0: miss
+    assert c["end_cycle"][0] == 40 + 4 + 8  # burst 130, channel 0, row 16 still open: hit
+
+
+def test_dram_turnaround() -> None:
+    env = simpy.Environment()
+    dram = Dram(env, dram_cfg(turnaround=5), WORD_BYTES)
+    w, r, r2, late = run(env, dram.write(0, 64), dram.read(0, 64), dram.read(64, 64), dram.write(0, 64),
+                         at_cycles=(0, 0, 0, 200))
+    # write: 10 + 8 = 18; read after write: starts 18 + 5, ends 23 + 18 = 41; read after read: 41 + 18 = 59
+    assert w["end_cycle"][0] == 18
+    assert r["end_cycle"][0] == 41
+    assert r2["end_cycle"][0] == 59
+    # a write long after the last read (gap ≥ turnaround) pays nothing: 200 + 18
+    assert late["end_cycle"][0] == 218
+    assert dram.turnaround_stall_cycles == 5
+
+
+def test_dram_two_requesters_share_a_channel() -> None:
+    env = simpy.Environment()
+    dram = Dram(env, dram_cfg(), WORD_BYTES)
+    a, b = run(env, dram.read(0, 512), dram.read(4096, 512))
+    # each alone takes 74 cycles; on one channel they finish at 74 and 74 + 74 = 148
+    assert a["end_cycle"][-1] == 74
+    assert b["end_cycle"][-1] == 148
+    assert dram.queue_stall_cycles == 74
+
+
+def test_dram_request_arriving_at_a_release_queues_behind_the_waiter() -> None:
+    env = simpy.Environment()
+    dram = Dram(env, dram_cfg(), WORD_BYTES)
+
+    def late() -> Generator[simpy.Event, Any, np.ndarray]:
+        # waits in two steps so it wakes at cycle 74 between a's release and b's grant
+        yield env.timeout(1)
+        yield env.timeout(73)
+        return (yield env.process(dram.read(8192, 512)))
+
+    c_proc = env.process(late())
+    a, b = run(env, dram.read(0, 512), dram.read(4096, 512))
+    # c arrives the cycle a releases the channel, with b already waiting: first come, first served
+    assert [r["end_cycle"][-1] for r in (a, b, np.asarray(c_proc.value))] == [74, 148, 222]
+
+
+def test_dram_different_channels_run_in_parallel() -> None:
+    env = simpy.Environment()
+    dram = Dram(env, dram_cfg(channels=2, bandwidth=16.0), WORD_BYTES)
+    a, b = run(env, dram.read(0, 64), dram.read(64, 64))  # bursts 0 and 1: channels 0 and 1
+    assert a["end_cycle"][0] == b["end_cycle"][0] == 10 + 8
+
+
+def test_dram_waits_only_for_the_busy_channel() -> None:
+    env = simpy.Environment()
+    dram = Dram(env, dram_cfg(channels=2, bandwidth=16.0), WORD_BYTES)
+    a, b = run(env, dram.read(0, 64), dram.read(0, 128))
+    # b's burst 1 takes the free channel 1 at once (10 + 8 = 18); its burst 0 waits for a on channel 0
+    # until 18 and ends at 18 + 10 + 8 = 36
+    assert a["end_cycle"].tolist() == [18]
+    assert b["end_cycle"].tolist() == [36, 18]
+    assert dram.queue_stall_cycles == 18
+
+
+def test_dram_bad_accesses() -> None:
+    dram = Dram(simpy.Environment(), dram_cfg(), WORD_BYTES)
+    with pytest.raises(HwsimError, match="aligned"):
+        dram.read(1, 64)
+    with pytest.raises(HwsimError, match="size"):
+        dram.write(0, -64)
+    with pytest.raises(HwsimError, match="burst"):
+        Dram(simpy.Environment(), dram_cfg(), 3)
+
+
+# --- SRAM (GLB and L2) ---------------------------------------------------------------------------
+
+
+def test_glb_transfer_time() -> None:
+    env = simpy.Environment()
+    glb = Sram(env, glb_cfg(), WORD_BYTES)
+    (rec,) = run(env, glb.read(10, 65))
+    # 65 words at 4 words/cycle: ⌈65/4⌉ = 17 cycles
+    assert rec.tolist() == [(0, 17, 10, 65)]
+    assert glb.bank_words == 4096 // 4 // 2
+
+
+def test_glb_bank_conflict_serialises() -> None:
+    env = simpy.Environment()
+    glb = Sram(env, glb_cfg(ports=2), WORD_BYTES)
+    a, b = run(env, glb.read(0, 64), glb.write(100, 64))  # both in bank 0 (words 0..511)
+    # 64 words = 16 cycles each; same bank: 16 then 32, 16 cycles of bank-conflict stall
+    assert (a["end_cycle"][0], b["start_cycle"][0], b["end_cycle"][0]) == (16, 16, 32)
+    assert glb.bank_conflict_stall_cycles == 16 and glb.port_stall_cycles == 0
+
+
+def test_glb_parallel_banks_with_two_ports() -> None:
+    env = simpy.Environment()
+    glb = Sram(env, glb_cfg(ports=2), WORD_BYTES)
+    a, b = run(env, glb.read(0, 64), glb.read(512, 64))  # banks 0 and 1
+    assert a["end_cycle"][0] == b["end_cycle"][0] == 16
+    assert glb.bank_conflict_stall_cycles == 0
+
+
+def test_glb_one_port_serialises_different_banks() -> None:
+    env = simpy.Environment()
+    glb = Sram(env, glb_cfg(ports=1), WORD_BYTES)
+    a, b = run(env, glb.read(0, 64), glb.read(512, 64))
+    # the sum of the two: 16 + 16 = 32
+    assert (a["end_cycle"][0], b["end_cycle"][0]) == (16, 32)
+    assert glb.port_stall_cycles == 16
+
+
+def test_glb_transfer_spanning_banks_blocks_both() -> None:
+    env = simpy.Environment()
+    glb = Sram(env, glb_cfg(ports=2), WORD_BYTES)
+    # words 500..539 span banks 0 and 1 (10 cycles); the next transfer in bank 1 waits for it
+    a, b = run(env, glb.read(500, 40), glb.read(600, 8))
+    assert (a["end_cycle"][0], b["start_cycle"][0], b["end_cycle"][0]) == (10, 10, 12)
+
+
+def test_l2_bandwidth_and_latency() -> None:
+    l2 = schema.L2(size_bytes=1 << 20, banks=8, bandwidth_bytes_per_cycle=64.0, latency_cycles=12,
+                   read_energy_pj=1.0, write_energy_pj=1.0, source="test")
+    env = simpy.Environment()
+    sram = Sram(env, l2, WORD_BYTES, "l2")
+    a, b = run(env, sram.read(0, 100), sram.read(1 << 18, 100))
+    # 64 B/cycle = 32 words/cycle: ⌈100/32⌉ + 12 = 16 cycles; one port, so the second ends at 32
+    assert (a["end_cycle"][0], b["end_cycle"][0]) == (16, 32)
+
+
+def test_glb_allocation_blocks_until_free() -> None:
+    env = simpy.Environment()
+    glb = Sram(env, glb_cfg(filter_bytes=1024), WORD_BYTES)
+    assert glb.spaces["data"].capacity_words == 1536 and glb.spaces["filter"].capacity_words == 512
+    granted: list[int] = []
+
+    def owner() -> Generator[simpy.Event, Any, None]:
+        yield glb.allocate(1000)
+        yield env.timeout(50)
+        yield glb.free(600)
+
+    def fetcher() -> Generator[simpy.Event, Any, None]:
+        yield env.timeout(1)
+        yield glb.allocate(1000)  # 1000 + 1000 > 1536: waits for the free at cycle 50
+        granted.append(int(env.now))
+
+    def filters() -> Generator[simpy.Event, Any, None]:
+        yield glb.allocate(512, "filter")  # its own partition: not blocked by the data
+        granted.append(int(env.now))
+
+    env.process(owner())
+    env.process(fetcher())
+    env.process(filters())
+    env.run()
+    assert granted == [0, 50]
+    space = glb.spaces["data"]
+    assert space.occupancy_words == 1400 and space.peak_words == 1400
+    assert space.allocate_stall_cycles == 49
+    assert space.occupancy_records().tolist() == [(0, 0), (0, 1000), (50, 400), (50, 1400)]
+
+
+def test_sram_impossible_sizes() -> None:
+    env = simpy.Environment()
+    glb = Sram(env, glb_cfg(filter_bytes=1024), WORD_BYTES, "glb")
+    with pytest.raises(HwsimError, match=r"glb data partition.*2000 words"):
+        glb.allocate(2000)
+    with pytest.raises(HwsimError, match="glb filter partition"):
+        glb.allocate(513, "filter")
+    with pytest.raises(HwsimError, match="past the end"):
+        glb.read(2000, 100)
+    with pytest.raises(HwsimError, match="only 0"):
+        glb.free(1)
+    with pytest.raises(HwsimError, match="banks"):
+        Sram(env, schema.Glb(size_bytes=1000, banks=3, words_per_port=1, read_energy_pj=1.0,
+                             write_energy_pj=1.0, source="test"), WORD_BYTES)
+
+
+# --- NoC -----------------------------------------------------------------------------------------
+
+
+def test_noc_bus_time_and_contention() -> None:
+    cfg = schema.Noc(ifmap_bus_bits=64, filter_bus_bits=64, psum_bus_bits=32, inter_pe_energy_pj=1.0,
+                     source="test")
+    env = simpy.Environment()
+    noc = Noc(env, cfg, WORD_BYTES)
+    ifmap, filt, ifmap2, psum = run(env, noc.transfer("ifmap", 10), noc.transfer("filter", 10),
+                                    noc.transfer("ifmap", 10), noc.transfer("psum", 10))
+    # 10 words of 16 bit on 64 bits: ⌈160/64⌉ = 3 cycles; on the 32-bit psum bus ⌈160/32⌉ = 5
+    assert ifmap.tolist() == [(0, 3, NO_ADDRESS, 10)]
+    assert filt["end_cycle"][0] == 3  # another bus: in parallel
+    assert ifmap2["end_cycle"][0] == 6  # same bus: 3 + 3
+    assert psum["end_cycle"][0] == 5
+    assert noc.buses["ifmap"].busy_cycles == 6 and noc.buses["ifmap"].words == 20
+    with pytest.raises(HwsimError, match="unknown bus"):
+        noc.transfer("weights", 1)
+
+
+# --- PE array ------------------------------------------------------------------------------------
+
+
+def pe_cfg() -> schema.PeArray:
+    rf = schema.RegisterFiles(filter_words=224, ifmap_words=12, psum_words=24, access_energy_pj=1.0)
+    return schema.PeArray(rows=12, cols=14, macs_per_cycle=1, fill_drain_cycles=5, mac_energy_pj=1.0, rf=rf,
+                          source="test")
+
+
+def test_pe_array_pass_time_with_fill_drain() -> None:
+    env = simpy.Environment()
+    pe = PeArray(env, pe_cfg(), WORD_BYTES)
+    a, b = run(env, pe.compute(1000, 20, 100), pe.compute(168 * 10, 0, 168))
+    # ⌈(1000 + 20) / 100⌉ + 5 = 16; the second pass waits: 16 + 10 + 5 = 31
+    assert a.tolist() == [(0, 16, NO_ADDRESS, 1020)]
+    assert (b["start_cycle"][0], b["end_cycle"][0]) == (16, 31)
+    assert pe.busy_cycles == 31 and pe.idle_cycles == 0
+    assert pe.utilization == pytest.approx((1000 + 1680) / (31 * 168))
+    env.run(until=100)
+    assert pe.idle_cycles == 69
+
+
+def test_pe_array_impossible_passes() -> None:
+    pe = PeArray(simpy.Environment(), pe_cfg(), WORD_BYTES)
+    with pytest.raises(HwsimError, match="169 PEs"):
+        pe.compute(10, 0, 169)
+    with pytest.raises(HwsimError, match="0 PEs"):
+        pe.compute(10, 0, 0)
+    with pytest.raises(HwsimError, match="macs"):
+        pe.compute(-1, 0, 1)
+
+
+# --- line buffer ---------------------------------------------------------------------------------
+
+
+def test_line_buffer_port_and_space() -> None:
+    cfg = schema.LineBuffer(size_bytes=4096, words_per_port=64, read_energy_pj=1.0, write_energy_pj=1.0,
+                            source="test")
+    env = simpy.Environment()
+    lb = LineBuffer(env, cfg, WORD_BYTES)
+    granted: list[int] = []
+
+    def rows() -> Generator[simpy.Event, Any, None]:
+        yield lb.allocate(2000)
+        yield env.process(lb.write(2000))  # ⌈2000/64⌉ = 32 cycles
+        yield lb.free(1000)
+
+    def next_rows() -> Generator[simpy.Event, Any, None]:
+        yield lb.allocate(1000)  # 2000 + 1000 > 2048 words: waits for the free at 32
+        granted.append(int(env.now))
+
+    env.process(rows())
+    env.process(next_rows())
+    w, r = run(env, lb.write(100), lb.read(64), at_cycles=(1, 1))
+    # the port is shared: 100 words take ⌈100/64⌉ = 2 cycles behind the 32, the read 1 more
+    assert (w["end_cycle"][0], r["end_cycle"][0]) == (34, 35)
+    assert granted == [32]
+    assert lb.space.peak_words == 2000
+    with pytest.raises(HwsimError, match="line_buffer.*4096 words"):
+        lb.allocate(4096)
