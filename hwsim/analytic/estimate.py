@@ -24,13 +24,12 @@ from dataclasses import dataclass
 import numpy as np
 
 from hwsim.analytic.integer_tiled import LayerCounts, layer_counts
-from hwsim.hardware.energy import LEVEL_NAMES, EnergyTable, energy_table
+from hwsim.hardware.energy import COMPONENTS, LEVEL_NAMES, EnergyTable, energy_table
 from hwsim.hardware.schema import Accelerator
 from hwsim.mapping.row_stationary import WEIGHTED, conv_problem, rs_params
 from hwsim.mapping.schedule import Access, Level, Operand
 from hwsim.workload.ir import Graph, Layer, LayerKind
 
-COMPONENTS = ("mac", "rf", "inter_pe", "glb", "l2", "line_buffer", "dram", "clock", "control")
 OPERAND_NAMES = tuple(o.name.lower() for o in Operand)
 
 
@@ -85,32 +84,9 @@ class NetworkEstimate:
         return sum(l.latency.bound_cycles for l in self.layers)
 
 
-def _add_rf_compute(by_level: np.ndarray, c: LayerCounts, table: EnergyTable, zeros: float) -> None:
-    """The MACs' RF accesses, zero-gated: only the ifmap read happens for a zero ifmap."""
-    rf_pj = table.word_pj[Level.RF, Access.READ]
-    dense = 1.0 - zeros
-    by_level[Level.RF, Operand.FILTER] += rf_pj * dense * c.rf_filter_reads
-    by_level[Level.RF, Operand.IFMAP] += rf_pj * c.rf_ifmap_reads
-    by_level[Level.RF, Operand.PSUM] += rf_pj * dense * (c.rf_psum_reads + c.rf_psum_writes)
-
-
 def layer_energy(c: LayerCounts, table: EnergyTable, zeros: float) -> tuple[dict[str, float], np.ndarray]:
-    """Energy by component and the [Level, Operand] energy of the transfers' accesses (pJ)."""
-    by_level = np.einsum("loa,la->lo", c.transfers.astype(np.float64), table.word_pj)
-    _add_rf_compute(by_level, c, table, zeros)
-    energy = {
-        "mac": table.mac_pj * ((1.0 - zeros) * c.macs + c.ops),
-        "rf": float(by_level[Level.RF].sum()),
-        "inter_pe": table.inter_pe_pj * c.inter_pe_words,
-        "glb": float(by_level[Level.GLB].sum()),
-        "l2": float(by_level[Level.L2].sum()),
-        "line_buffer": float(by_level[Level.LINE_BUFFER].sum()),
-        "dram": float(by_level[Level.DRAM].sum()),
-        "clock": table.clock_pj_per_mac * (c.macs + c.ops),
-    }
-    on_chip = sum(v for k, v in energy.items() if k != "dram")
-    energy["control"] = table.other_control_pj(on_chip)
-    return energy, by_level
+    """Energy by component and the [Level, Operand] energy of one layer's counts (pJ)."""
+    return table.price(c.transfers, c.compute, zeros)
 
 
 def latency_bound(c: LayerCounts, hw: Accelerator) -> LatencyBound:

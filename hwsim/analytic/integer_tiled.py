@@ -27,6 +27,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from hwsim.hardware.energy import ComputeCounts
 from hwsim.hardware.schema import Accelerator
 from hwsim.mapping.row_stationary import (
     NO_STEPS,
@@ -64,6 +65,12 @@ class LayerCounts:
     inter_pe_words: int  # psum words forwarded PE to PE
     passes: int  # processing passes on the PE array
     compute_cycles: int  # Σ over passes of ceil((MACs + ops) / (active PEs · MACs per cycle)) + fill/drain
+
+    @property
+    def compute(self) -> ComputeCounts:
+        """The passes' work in the energy table's terms."""
+        return ComputeCounts(self.macs, self.ops, self.rf_filter_reads, self.rf_ifmap_reads, self.rf_psum_reads,
+                             self.rf_psum_writes, self.inter_pe_words)
 
     @property
     def accesses(self) -> np.ndarray:

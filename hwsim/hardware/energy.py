@@ -18,6 +18,22 @@ from hwsim.hardware.schema import Accelerator
 
 LEVEL_NAMES = ("dram", "l2", "glb", "line_buffer", "rf")
 ACCESS_NAMES = ("read", "fill", "update")
+OPERAND_COUNT = 4  # ifmap, filter, psum, ofmap (`hwsim.mapping.schedule.Operand`)
+RF, IFMAP, FILTER, PSUM = 4, 0, 1, 2
+COMPONENTS = ("mac", "rf", "inter_pe", "glb", "l2", "line_buffer", "dram", "clock", "control")
+
+
+@dataclass(frozen=True)
+class ComputeCounts:
+    """What the passes of a layer did on the PE array (dense counts, before zero gating)."""
+
+    macs: int  # multiply-accumulates
+    ops: int  # non-MAC operations
+    rf_filter_reads: int  # filter words the MACs read from RFs
+    rf_ifmap_reads: int  # ifmap words the MACs read from RFs
+    rf_psum_reads: int  # psum words the MACs read from RFs
+    rf_psum_writes: int  # psum words the MACs wrote to RFs
+    inter_pe_words: int  # psum words forwarded PE to PE
 
 
 @dataclass(frozen=True)
@@ -33,6 +49,31 @@ class EnergyTable:
     def other_control_pj(self, on_chip_pj: float) -> float:
         """CNNergy's other control: fraction f of the total, i.e. f/(1-f) of the rest of on-chip energy."""
         return self.other_fraction / (1.0 - self.other_fraction) * on_chip_pj
+
+    def price(self, transfers: np.ndarray, compute: ComputeCounts, ifmap_zeros: float) -> tuple[dict[str, float],
+                                                                                               np.ndarray]:
+        """Energy by component and by [level, operand] of one layer (pJ).
+
+        `transfers[level, operand, access]` are the words the layer's transfers
+        read, filled and updated. Zero gating (Eyeriss): for the `ifmap_zeros`
+        fraction of MACs whose ifmap is zero, the MAC and its filter and psum
+        RF accesses are skipped; the ifmap RF read still happens (it is how
+        the zero is detected) — CNNergy's e_RF·(3·NZ + NZ − IPE + MACs − NZ).
+        """
+        by_level = np.einsum("loa,la->lo", transfers.astype(np.float64), self.word_pj)
+        rf_pj, dense = self.word_pj[RF, 0], 1.0 - ifmap_zeros
+        by_level[RF, FILTER] += rf_pj * dense * compute.rf_filter_reads
+        by_level[RF, IFMAP] += rf_pj * compute.rf_ifmap_reads
+        by_level[RF, PSUM] += rf_pj * dense * (compute.rf_psum_reads + compute.rf_psum_writes)
+        energy = {
+            "mac": self.mac_pj * (dense * compute.macs + compute.ops),
+            "rf": float(by_level[RF].sum()),
+            "inter_pe": self.inter_pe_pj * compute.inter_pe_words,
+            **{name: float(by_level[i].sum()) for i, name in enumerate(LEVEL_NAMES) if name != "rf"},
+            "clock": self.clock_pj_per_mac * (compute.macs + compute.ops),
+        }
+        energy["control"] = self.other_control_pj(sum(v for k, v in energy.items() if k != "dram"))
+        return {name: energy[name] for name in COMPONENTS}, by_level
 
 
 def _read_write(read_pj: float, write_pj: float) -> list[float]:

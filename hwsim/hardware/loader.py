@@ -15,6 +15,7 @@ import sys
 import typing
 from dataclasses import dataclass
 from pathlib import Path
+from collections.abc import Mapping
 from typing import Any, Iterator
 
 import yaml
@@ -233,4 +234,16 @@ def to_dict(acc: Any) -> dict[str, Any]:
     return dataclasses.asdict(acc)
 
 
-__all__ = ["load_config", "resolve_config", "shipped_configs", "describe", "to_dict"]
+def from_dict(data: Mapping[str, Any], cls: type = Accelerator) -> Any:
+    """The inverse of `to_dict` (a trace rebuilds the accelerator it was simulated on)."""
+    hints = typing.get_type_hints(cls)
+    values: dict[str, Any] = {}
+    for f in dataclasses.fields(cls):
+        if f.name in data:
+            section = _section_type(hints[f.name])
+            value = data[f.name]
+            values[f.name] = from_dict(value, section) if section is not None and value is not None else value
+    return cls(**values)
+
+
+__all__ = ["load_config", "resolve_config", "shipped_configs", "describe", "to_dict", "from_dict"]

@@ -1,0 +1,100 @@
+"""Compare the integer-tiled analytic model with the metrics derived from a simulation trace.
+
+Per layer: the words read / filled / updated at every level for every
+operand and the PE array's work (MACs, ops, RF accesses of the MACs, PE-to-PE
+hops) must be equal; the energy equal within `ENERGY_RTOL` (both price the
+same counts with the same table, so only rounding may differ); the simulated
+latency must be at or above the analytic lower bound.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+
+from hwsim.analytic.estimate import NetworkEstimate
+from hwsim.hardware.energy import ACCESS_NAMES, LEVEL_NAMES, ComputeCounts
+from hwsim.metrics.derive import TraceMetrics
+
+ENERGY_RTOL = 1e-9
+OPERAND_NAMES = ("ifmap", "filter", "psum", "ofmap")
+
+
+@dataclass(frozen=True)
+class CountRow:
+    """One compared count: a level × operand × access, or a PE-array quantity (level 'pe')."""
+
+    layer: str
+    level: str
+    operand: str
+    access: str
+    analytic: int
+    simulated: int
+
+    @property
+    def ok(self) -> bool:
+        return self.analytic == self.simulated
+
+
+@dataclass(frozen=True)
+class LayerCheck:
+    """A layer's counts, energy and latency, analytic beside simulated."""
+
+    name: str
+    counts: tuple[CountRow, ...]
+    analytic_pj: float
+    simulated_pj: float
+    bound_cycles: int
+    simulated_cycles: int
+
+    @property
+    def energy_ok(self) -> bool:
+        return abs(self.simulated_pj - self.analytic_pj) <= ENERGY_RTOL * max(abs(self.analytic_pj), 1e-30)
+
+    @property
+    def latency_ok(self) -> bool:
+        return self.simulated_cycles >= self.bound_cycles
+
+    @property
+    def ok(self) -> bool:
+        return self.energy_ok and self.latency_ok and all(r.ok for r in self.counts)
+
+
+@dataclass(frozen=True)
+class CheckReport:
+    network: str
+    hardware: str
+    layers: tuple[LayerCheck, ...]
+
+    @property
+    def ok(self) -> bool:
+        return all(l.ok for l in self.layers)
+
+    @property
+    def mismatches(self) -> list[CountRow]:
+        return [r for l in self.layers for r in l.counts if not r.ok]
+
+
+def _count_rows(name: str, analytic: object, simulated: object) -> list[CountRow]:
+    a_t, s_t = analytic.transfers, simulated.transfers  # type: ignore[attr-defined]
+    rows = [CountRow(name, LEVEL_NAMES[lv], OPERAND_NAMES[op], ACCESS_NAMES[ac], int(a_t[lv, op, ac]),
+                     int(s_t[lv, op, ac]))
+            for lv in range(len(LEVEL_NAMES)) for op in range(len(OPERAND_NAMES)) for ac in range(len(ACCESS_NAMES))
+            if a_t[lv, op, ac] or s_t[lv, op, ac]]
+    a_c: ComputeCounts = analytic.compute  # type: ignore[attr-defined]
+    s_c: ComputeCounts = simulated.compute  # type: ignore[attr-defined]
+    rows += [CountRow(name, "pe", f.name, "", getattr(a_c, f.name), getattr(s_c, f.name)) for f in fields(a_c)
+             if getattr(a_c, f.name) or getattr(s_c, f.name)]
+    return rows
+
+
+def compare(estimate: NetworkEstimate, metrics: TraceMetrics) -> CheckReport:
+    """Every layer of the estimate against the same layer in the trace."""
+    by_name = {l.name: l for l in metrics.layers}
+    checks = []
+    for e in estimate.layers:
+        m = by_name.get(e.layer.name)
+        if m is None:
+            raise KeyError(f"layer {e.layer.name!r} is not in the trace")
+        checks.append(LayerCheck(e.layer.name, tuple(_count_rows(e.layer.name, e.counts, m)), e.total_pj,
+                                 sum(m.energy_pj.values()), e.latency.bound_cycles, m.cycles))
+    return CheckReport(estimate.network, estimate.hardware, tuple(checks))

@@ -1,0 +1,131 @@
+"""Derive per-layer statistics from a trace file, never from the simulator's counters.
+
+Counts per layer × level × operand × access come from summing the `words`
+of the records at each memory level (op read / fill / update); the PE
+array's work from the `pe` records (see `hwsim.sim.executor` for the record
+conventions). Energy prices those counts with the energy table of the
+accelerator stored in the trace. Latency of a layer is the span of its
+records; utilization is its MACs over that span times the array's peak.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+import numpy as np
+
+from hwsim.hardware.energy import LEVEL_NAMES, ComputeCounts, energy_table
+from hwsim.hardware.loader import from_dict
+from hwsim.hardware.schema import Accelerator
+from hwsim.trace.reader import Trace
+from hwsim.trace.schema import OPERANDS, OPS
+
+ACCESS_OF_OP = {OPS.index("read"): 0, OPS.index("fill"): 1, OPS.index("update"): 2}  # -> energy table access
+DATA_OPERANDS = 4  # ifmap, filter, psum, ofmap
+OTHER = OPERANDS.index("other")
+READ, WRITE, FILL, UPDATE = (OPS.index(n) for n in ("read", "write", "fill", "update"))
+
+
+@dataclass(frozen=True)
+class LayerMetrics:
+    """One layer as its records tell it."""
+
+    name: str
+    transfers: np.ndarray  # [level, operand, access] words (levels as hwsim.hardware.energy.LEVEL_NAMES)
+    compute: ComputeCounts
+    passes: int  # pe records of MACs or ops
+    start_cycle: int  # first record's start (-1: no records)
+    end_cycle: int  # last record's end
+    energy_pj: dict[str, float]
+    level_operand_pj: np.ndarray  # [level, operand]
+    utilization: float  # MACs / (span · PEs · MACs per cycle)
+
+    @property
+    def cycles(self) -> int:
+        return max(0, self.end_cycle - self.start_cycle)
+
+
+@dataclass(frozen=True)
+class TraceMetrics:
+    """All layers of a trace, with the accelerator it ran on."""
+
+    network: str
+    hardware: Accelerator
+    batch: int
+    layers: tuple[LayerMetrics, ...]
+
+    def layer(self, name: str) -> LayerMetrics:
+        return next(l for l in self.layers if l.name == name)
+
+    @property
+    def cycles(self) -> int:
+        return max((l.end_cycle for l in self.layers), default=0)
+
+
+def _accumulate(trace: Trace, n_layers: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Words per [layer, level, operand, access], pe counts per [layer, op, operand], and per-layer spans."""
+    counts = np.zeros((n_layers, len(LEVEL_NAMES), DATA_OPERANDS, 3), dtype=np.int64)
+    pe = np.zeros((n_layers, len(OPS), len(OPERANDS)), dtype=np.int64)
+    first = np.full(n_layers, np.iinfo(np.int64).max, dtype=np.int64)
+    last = np.full(n_layers, -1, dtype=np.int64)
+    access = np.full(len(OPS), -1, dtype=np.int64)
+    for op, a in ACCESS_OF_OP.items():
+        access[op] = a
+    for level in trace.levels:
+        for block in trace.records(level):
+            layer = block["layer"]
+            np.minimum.at(first, layer, block["start_cycle"])
+            np.maximum.at(last, layer, block["end_cycle"])
+            if level == "pe":
+                np.add.at(pe, (layer, block["op"], block["operand"]), block["words"])
+            elif level in LEVEL_NAMES:
+                a = access[block["op"]]
+                keep = a >= 0
+                np.add.at(counts, (layer[keep], LEVEL_NAMES.index(level), block["operand"][keep], a[keep]),
+                          block["words"][keep])
+    return counts, pe, first, last
+
+
+def derive(trace: Trace) -> TraceMetrics:
+    """Per-layer counts, energy, latency and utilization of the trace."""
+    hw = from_dict(json.loads(trace.attrs["hardware_json"]))
+    zeros = json.loads(trace.attrs.get("ifmap_zero_fraction_json", "{}"))
+    table = energy_table(hw)
+    names = list(trace.layers)
+    counts, pe, first, last = _accumulate(trace, len(names))
+    ifmap, filt, psum = OPERANDS.index("ifmap"), OPERANDS.index("filter"), OPERANDS.index("psum")
+    lanes = hw.pe_array.pes * hw.pe_array.macs_per_cycle
+    layers = []
+    for i, name in enumerate(names):
+        p = pe[i]
+        compute = ComputeCounts(int(p[UPDATE, OTHER]), int(p[WRITE, OTHER]), int(p[READ, filt]), int(p[READ, ifmap]),
+                                int(p[READ, psum]), int(p[UPDATE, psum]), int(p[FILL, psum]))
+        energy, by_level = table.price(counts[i], compute, float(zeros.get(name, 0.0)))
+        start = int(first[i]) if last[i] >= 0 else -1
+        end = int(last[i]) if last[i] >= 0 else -1
+        span = max(0, end - start)
+        layers.append(LayerMetrics(name, counts[i], compute, 0, start, end, energy, by_level,
+                                   compute.macs / (span * lanes) if span else 0.0))
+    return TraceMetrics(str(trace.attrs.get("network", "")), hw, int(trace.attrs.get("batch", 1)), tuple(layers))
+
+
+def bandwidth(trace: Trace, level: str, bin_cycles: int) -> tuple[np.ndarray, np.ndarray]:
+    """Words per bin of `bin_cycles` at `level` (each record's words spread evenly over its cycles):
+    (bin start cycles, words per bin). Streams the records, so memory stays bounded."""
+    total = np.zeros(0, dtype=np.float64)
+    for block in trace.records(level):
+        start, end = block["start_cycle"], np.maximum(block["end_cycle"], block["start_cycle"] + 1)
+        need = int(end.max() // bin_cycles) + 1 if len(block) else 0
+        if need > len(total):
+            total = np.pad(total, (0, need - len(total)))
+        rate = block["words"] / (end - start)
+        # A record contributes rate·overlap to each bin it touches; most touch one or two bins.
+        b0, b1 = start // bin_cycles, (end - 1) // bin_cycles
+        for k in range(int((b1 - b0).max()) + 1 if len(block) else 0):
+            b = b0 + k
+            live = b <= b1
+            lo = np.maximum(start, b * bin_cycles)
+            hi = np.minimum(end, (b + 1) * bin_cycles)
+            np.add.at(total, b[live], (rate * (hi - lo))[live])
+    return np.arange(len(total)) * bin_cycles, total

@@ -1,0 +1,81 @@
+"""HDF5's shuffle + deflate chunk format, done in numpy and zlib so worker threads can share the work.
+
+HDF5 runs its filters in the calling thread with the GIL held: through h5py,
+shuffle + LZF writes about 2.5 million records/s and shuffle + deflate about
+4 million, on one core. zlib releases the GIL, so the writer shuffles each
+chunk itself, has worker threads deflate it and stores the result with
+`write_direct_chunk`; the reader fetches chunks with `read_direct_chunk` and
+decodes them in worker threads. The bytes are exactly those of HDF5's own
+filters: any HDF5 tool reads the file.
+"""
+
+from __future__ import annotations
+
+import os
+import zlib
+
+import h5py
+import numpy as np
+
+DEFLATE_LEVEL = 1  # shuffled records are mostly runs of equal bytes: level 1 already gives 6x to 150x
+_TILE_ROWS = 512  # rows (or columns) transposed at a time: keeps both sides of the copy in cache
+_SHUFFLE_SKIPPED, _DEFLATE_SKIPPED = 1, 2  # filter_mask bits of the shuffle, deflate pipeline
+
+
+def worker_threads() -> int:
+    """Threads that encode or decode chunks: one per core, at most four."""
+    return max(1, min(4, os.cpu_count() or 1))
+
+
+def opaque(block: np.ndarray) -> np.ndarray:
+    """`block` seen as fixed-size byte strings: numpy copies, masks and joins packed records field by field,
+    five times slower than whole rows."""
+    return block.view(np.dtype((np.void, block.dtype.itemsize)))
+
+
+def is_shuffle_deflate(dataset: h5py.Dataset) -> bool:
+    """Whether the dataset's filter pipeline is exactly shuffle then deflate (the one this module speaks)."""
+    dcpl = dataset.id.get_create_plist()
+    filters = [dcpl.get_filter(i)[0] for i in range(dcpl.get_nfilters())]
+    return filters == [h5py.h5z.FILTER_SHUFFLE, h5py.h5z.FILTER_DEFLATE]
+
+
+def _transpose_bytes(rows: np.ndarray) -> np.ndarray:
+    """A 2-D uint8 array transposed in tiles along its long side (numpy's plain transpose copy is 3x slower)."""
+    n_rows, n_cols = rows.shape
+    out = np.empty((n_cols, n_rows), dtype=np.uint8)
+    if n_rows >= n_cols:
+        for r in range(0, n_rows, _TILE_ROWS):
+            out[:, r:r + _TILE_ROWS] = rows[r:r + _TILE_ROWS].T
+    else:
+        for c in range(0, n_cols, _TILE_ROWS):
+            out[c:c + _TILE_ROWS] = rows[:, c:c + _TILE_ROWS].T
+    return out
+
+
+def shuffle_chunk(block: np.ndarray, chunk_records: int) -> np.ndarray:
+    """HDF5's shuffle of one full chunk: `block` zero-padded to `chunk_records` rows, byte k of every row together.
+
+    Runs in the writer's own thread: its Python-level tile loop in a worker
+    would fight the simulator for the GIL on every tile.
+    """
+    if len(block) < chunk_records:
+        padded = np.zeros(chunk_records, dtype=block.dtype)
+        opaque(padded)[:len(block)] = opaque(block)
+        block = padded
+    return _transpose_bytes(np.ascontiguousarray(block).view(np.uint8).reshape(chunk_records, block.dtype.itemsize))
+
+
+def deflate(shuffled: np.ndarray) -> bytes:
+    """HDF5's deflate of a shuffled chunk: one long zlib call that releases the GIL, for worker threads."""
+    compressor = zlib.compressobj(DEFLATE_LEVEL)
+    return compressor.compress(shuffled.data) + compressor.flush()
+
+
+def decode_chunk(filter_mask: int, data: bytes, dtype: np.dtype, chunk_records: int) -> np.ndarray:
+    """The `chunk_records` records of a chunk stored as shuffle + deflate (skipped filters honoured)."""
+    raw = data if filter_mask & _DEFLATE_SKIPPED else zlib.decompressobj().decompress(data)  # releases the GIL
+    flat = np.frombuffer(raw, dtype=np.uint8)
+    if filter_mask & _SHUFFLE_SKIPPED:
+        return flat.view(dtype).copy()
+    return _transpose_bytes(flat.reshape(dtype.itemsize, chunk_records)).view(dtype).reshape(chunk_records)

@@ -1,0 +1,235 @@
+"""Reading a trace: open checks, name tables, and streaming queries that stay in bounded memory.
+
+Queries read whole chunks (decoded by worker threads when the file uses the
+shuffle + deflate pipeline the writer produces), filter them with numpy and
+yield blocks of at most `chunk_records` records. A layer query reads only
+the rows between that layer's first and last record, found in `index/<level>`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from types import TracebackType
+from typing import Any
+
+import h5py
+import numpy as np
+
+from hwsim.trace._codec import decode_chunk, is_shuffle_deflate, opaque, worker_threads
+from hwsim.trace.schema import OCCUPANCY_DTYPE, RECORD_DTYPE, TRACE_VERSION, TraceError
+
+Code = str | int  # a name from a trace's table, or its index
+Window = tuple[int, int]  # cycles [start, end)
+_CHUNK_CACHE_BYTES = 32 << 20  # HDF5's own chunk cache, used by files that are not shuffle + deflate
+_LISTED_NAMES = 20  # names spelled out in an error message before "... (N in all)"
+
+
+def open(path: str | os.PathLike[str], allow_incomplete: bool = False) -> Trace:  # hwsim.trace.open, by design
+    """Open a complete trace written by `TraceWriter` (an interrupted one only with `allow_incomplete`)."""
+    path = os.fspath(path)
+    if not os.path.isfile(path):
+        raise TraceError(f"trace {path} does not exist; check the path or run the simulation that writes it")
+    if path.endswith(".partial") and not allow_incomplete:
+        raise TraceError(f"{path} is the temporary file of a trace that was never completed: the run was "
+                         f"interrupted; re-run the simulation")
+    try:
+        file = h5py.File(path, "r", rdcc_nbytes=_CHUNK_CACHE_BYTES)
+    except OSError as exc:
+        raise TraceError(f"trace {path} is not a readable HDF5 file ({exc}); pass a .h5 trace written by hwsim") \
+            from None
+    try:
+        return Trace(path, file, allow_incomplete)
+    except BaseException:
+        file.close()
+        raise
+
+
+class Trace:
+    """An open trace: its attributes, name tables and record queries. Close it (or use `with`)."""
+
+    def __init__(self, path: str, file: h5py.File, allow_incomplete: bool) -> None:
+        self.path = path
+        self._file = file
+        self.attrs: dict[str, Any] = {key: _python_value(value) for key, value in file.attrs.items()}
+        version = self.attrs.get("hwsim_trace_version")
+        if version is None:
+            raise TraceError(f"{path} is an HDF5 file but not an hwsim trace (no hwsim_trace_version attribute); "
+                             f"pass a trace written by hwsim")
+        if self.attrs.get("complete") is not True and not allow_incomplete:
+            raise TraceError(f"trace {path} is incomplete (no complete=True attribute): the run was interrupted; "
+                             f"re-run the simulation")
+        if version > TRACE_VERSION:
+            raise TraceError(f"trace {path} has format version {version} but this hwsim reads up to "
+                             f"{TRACE_VERSION}; upgrade hwsim")
+        self.levels: tuple[str, ...] = tuple(self.attrs["levels"])
+        self.ops: tuple[str, ...] = tuple(self.attrs["ops"])
+        self.operands: tuple[str, ...] = tuple(self.attrs["operands"])
+        self.units: dict[str, str] = json.loads(self.attrs["units"])
+        self.layers: tuple[str, ...] = tuple(_python_value(file["names/layers"][()]))
+        self.buffers: tuple[str, ...] = tuple(_python_value(file["names/buffers"][()]))
+        self._direct: dict[str, bool] = {}  # dataset name -> decoded by worker threads
+        expected = {f"/levels/{level}": RECORD_DTYPE for level in self.levels} | {"/occupancy": OCCUPANCY_DTYPE}
+        for name, dtype in expected.items():
+            if name not in file or file[name].dtype != dtype:
+                raise TraceError(f"trace {path}: dataset {name} is missing or not of the hwsim record type; "
+                                 f"re-run the simulation with this hwsim")
+            self._direct[name] = is_shuffle_deflate(file[name])
+        self._pool = ThreadPoolExecutor(worker_threads(), "hwsim-trace-read")
+
+    def __enter__(self) -> Trace:
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Release the file and the decoding threads. Safe to call twice."""
+        self._pool.shutdown()
+        if self._file.id.valid:
+            self._file.close()
+
+    def n_records(self, level: str) -> int:
+        """How many access records `level` holds."""
+        return len(self._level_dataset(level))
+
+    def records(self, level: str, layer: Code | None = None, operand: Code | None = None, op: Code | None = None,
+                window_cycles: Window | None = None, chunk_records: int = 1 << 20) -> Iterator[np.ndarray]:
+        """Stream `level`'s records in file order, as RECORD_DTYPE blocks of at most `chunk_records`.
+
+        Filters combine: `layer` (name or id), `operand` and `op` (names or
+        codes), and `window_cycles=(c0, c1)`, which keeps records overlapping
+        [c0, c1) (start_cycle < c1 and end_cycle > c0). Arguments are checked
+        here, before the first block is read.
+        """
+        dataset = self._level_dataset(level)
+        layer_id = None if layer is None else self._code(layer, self.layers, "layer")
+        operand_code = None if operand is None else self._code(operand, self.operands, "operand")
+        op_code = None if op is None else self._code(op, self.ops, "op")
+        c0, c1 = self._window(window_cycles)
+        _check_chunk_records(self.path, chunk_records)
+        first_row, end_row = 0, len(dataset)
+        if layer_id is not None and f"index/{level}" in self._file:
+            first_row, end_row = (int(row) for row in self._file[f"index/{level}"][layer_id])
+
+        def keep(block: np.ndarray) -> np.ndarray:
+            mask = np.ones(len(block), dtype=bool)
+            for column, code in (("layer", layer_id), ("operand", operand_code), ("op", op_code)):
+                if code is not None:
+                    mask &= block[column] == code
+            if window_cycles is not None:
+                mask &= (block["start_cycle"] < c1) & (block["end_cycle"] > c0)
+            return mask
+
+        filtered = any(f is not None for f in (layer_id, operand_code, op_code, window_cycles))
+        return self._scan(dataset, first_row, end_row, chunk_records, keep if filtered else None)
+
+    def select(self, level: str, layer: Code | None = None, operand: Code | None = None, op: Code | None = None,
+               window_cycles: Window | None = None, chunk_records: int = 1 << 20) -> np.ndarray:
+        """`records(...)` as one array: for queries whose answer fits in memory."""
+        return _joined(self.records(level, layer, operand, op, window_cycles, chunk_records), RECORD_DTYPE)
+
+    def occupancy(self, buffer: Code | None = None, window_cycles: Window | None = None) -> np.ndarray:
+        """Occupancy events in file order, of one buffer (name or id) and/or with c0 <= cycle < c1.
+
+        Each event's `bytes` is the occupancy after it; the occupancy at c0 is
+        the last event before c0, which a window leaves out.
+        """
+        buffer_id = None if buffer is None else self._code(buffer, self.buffers, "buffer")
+        c0, c1 = self._window(window_cycles)
+
+        def keep(block: np.ndarray) -> np.ndarray:
+            mask = np.ones(len(block), dtype=bool)
+            if buffer_id is not None:
+                mask &= block["buffer"] == buffer_id
+            if window_cycles is not None:
+                mask &= (block["cycle"] >= c0) & (block["cycle"] < c1)
+            return mask
+
+        self._require_open()
+        dataset = self._file["occupancy"]
+        return _joined(self._scan(dataset, 0, len(dataset), 1 << 20, keep), OCCUPANCY_DTYPE)
+
+    def _level_dataset(self, level: str) -> h5py.Dataset:
+        self._require_open()
+        if level not in self.levels:
+            raise TraceError(f"trace {self.path} has no level {level!r}; levels in this trace: "
+                             f"{', '.join(self.levels)}")
+        return self._file[f"levels/{level}"]
+
+    def _require_open(self) -> None:
+        if not self._file.id.valid:
+            raise TraceError(f"trace {self.path} was closed; open it again with hwsim.trace.open")
+
+    def _code(self, value: Code, names: tuple[str, ...], what: str) -> int:
+        """The index of `value` in `names`, given as a name or as an index."""
+        if isinstance(value, str) and value in names:
+            return names.index(value)
+        if isinstance(value, (int, np.integer)) and not isinstance(value, bool) and 0 <= value < len(names):
+            return int(value)
+        listed = ", ".join(names[:_LISTED_NAMES]) + (f", ... ({len(names)} in all)" if len(names) > _LISTED_NAMES
+                                                     else "")
+        raise TraceError(f"trace {self.path} has no {what} {value!r}; give a name or index 0..{len(names) - 1} "
+                         f"of: {listed}")
+
+    def _window(self, window_cycles: Window | None) -> Window:
+        if window_cycles is None:
+            return 0, 0
+        c0, c1 = window_cycles
+        if not c0 <= c1:
+            raise TraceError(f"trace {self.path}: window_cycles {window_cycles} must be (start, end) with "
+                             f"start <= end")
+        return int(c0), int(c1)
+
+    def _scan(self, dataset: h5py.Dataset, first_row: int, end_row: int, chunk_records: int,
+              keep: Callable[[np.ndarray], np.ndarray] | None) -> Iterator[np.ndarray]:
+        """Rows [first_row, end_row) read whole chunks at a time, filtered, in blocks of <= chunk_records."""
+        chunk_len = dataset.chunks[0] if dataset.chunks else chunk_records
+        per_read = max(1, chunk_records // chunk_len)
+        end_chunk = -(-end_row // chunk_len)
+        for k0 in range(first_row // chunk_len, end_chunk, per_read):
+            k1 = min(k0 + per_read, end_chunk)
+            rows = self._read_chunks(dataset, k0, k1, chunk_len)
+            lo, hi = max(first_row - k0 * chunk_len, 0), min(end_row, k1 * chunk_len) - k0 * chunk_len
+            for start in range(lo, hi, chunk_records):
+                block = rows[start:min(start + chunk_records, hi)]
+                if keep is not None:
+                    block = opaque(block)[keep(block)].view(block.dtype)
+                if len(block):
+                    yield block
+
+    def _read_chunks(self, dataset: h5py.Dataset, k0: int, k1: int, chunk_len: int) -> np.ndarray:
+        """The rows of chunks k0..k1-1 (the last one cut at the dataset's end)."""
+        end_row = min(k1 * chunk_len, len(dataset))
+        if not self._direct[dataset.name]:
+            return dataset[k0 * chunk_len:end_row]
+        dtype = RECORD_DTYPE if dataset.name.startswith("/levels/") else OCCUPANCY_DTYPE  # checked at open
+        raw = [dataset.id.read_direct_chunk((k * chunk_len,)) for k in range(k0, k1)]
+        parts = list(self._pool.map(lambda r: decode_chunk(r[0], r[1], dtype, chunk_len), raw))
+        rows = parts[0] if len(parts) == 1 else np.concatenate([opaque(p) for p in parts]).view(dtype)
+        return rows[:end_row - k0 * chunk_len]
+
+
+def _joined(blocks: Iterator[np.ndarray], dtype: np.dtype) -> np.ndarray:
+    """All `blocks` in one array (empty if none)."""
+    parts = [opaque(block) for block in blocks]
+    return np.concatenate(parts).view(dtype) if parts else np.zeros(0, dtype)
+
+
+def _check_chunk_records(path: str, chunk_records: int) -> None:
+    if not isinstance(chunk_records, int) or chunk_records < 1:
+        raise TraceError(f"trace {path}: chunk_records must be a positive int, got {chunk_records!r}")
+
+
+def _python_value(value: object) -> Any:
+    """An attribute or name table as plain Python: str, int, float, bool or a list of them."""
+    if isinstance(value, bytes):
+        return value.decode()
+    if isinstance(value, np.ndarray):
+        return [_python_value(v) for v in value.tolist()]
+    if isinstance(value, np.generic):
+        return value.item()
+    return value

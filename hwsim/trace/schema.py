@@ -1,0 +1,65 @@
+"""What a trace file holds: record layouts, the code tables and units every reader and writer agree on.
+
+A trace has one dataset of `RECORD_DTYPE` per memory level, one dataset of
+`OCCUPANCY_DTYPE` events, and tables that turn the small integer codes of the
+records back into names (Timeloop's access vocabulary for `op`). A record
+covers the cycles [start_cycle, end_cycle).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from hwsim.errors import HwsimError
+
+TRACE_VERSION = 1  # bumped when a reader of the old layout would misread the new one
+
+TRACE_LEVELS = ("dram", "l2", "glb", "line_buffer", "noc", "rf", "pe")  # one dataset per level; pe: per-pass work
+OPS = ("read", "write", "fill", "update")  # record `op` code = index
+OPERANDS = ("ifmap", "filter", "psum", "ofmap", "other")  # record `operand` code = index
+
+RECORD_DTYPE = np.dtype([
+    ("start_cycle", np.int64),  # first cycle of the access
+    ("end_cycle", np.int64),  # one past its last cycle
+    ("op", np.uint8),  # index into OPS
+    ("operand", np.uint8),  # index into OPERANDS
+    ("layer", np.int32),  # index into the file's layer table
+    ("step", np.int64),  # schedule step within the layer
+    ("address", np.int64),  # first word address
+    ("words", np.int64),  # words moved; noc/rf per-pass records: access count
+])
+
+OCCUPANCY_DTYPE = np.dtype([
+    ("buffer", np.uint8),  # index into the file's buffer table
+    ("cycle", np.int64),  # when the allocation or free happened
+    ("bytes", np.int64),  # occupancy after the event
+    ("layer", np.int32),  # index into the file's layer table
+])
+
+UNITS = {
+    "start_cycle": "cycles",
+    "end_cycle": "cycles (exclusive)",
+    "op": "code: index into attribute ops",
+    "operand": "code: index into attribute operands",
+    "layer": "index into names/layers",
+    "step": "schedule step index within the layer",
+    "address": "words",
+    "words": "words (noc and rf per-pass records: accesses)",
+    "buffer": "index into names/buffers",
+    "cycle": "cycles",
+    "bytes": "bytes",
+}
+
+
+class TraceError(HwsimError):
+    """A trace file is missing, malformed or incomplete, or a query names something the trace lacks."""
+
+
+def empty_records(n: int) -> np.ndarray:
+    """A zeroed block of `n` access records, to fill column by column."""
+    return np.zeros(n, dtype=RECORD_DTYPE)
+
+
+def empty_occupancy(n: int) -> np.ndarray:
+    """A zeroed block of `n` occupancy events."""
+    return np.zeros(n, dtype=OCCUPANCY_DTYPE)
