@@ -373,3 +373,135 @@ def test_line_buffer_port_and_space() -> None:
     assert lb.space.peak_words == 2000
     with pytest.raises(HwsimError, match="line_buffer.*4096 words"):
         lb.allocate(4096)
+
+
+# --- reservations --------------------------------------------------------------------------------
+
+# (cycle, method name, args) of overlapping requests per component; same-cycle requests in list order
+RESERVE_CASES: dict[str, list[tuple[int, str, tuple[Any, ...]]]] = {
+    "dram": [(0, "read", (0, 512)), (0, "write", (64, 256)), (3, "read", (8192, 128)), (3, "read", (0, 64)),
+             (40, "write", (4096, 1000)), (74, "read", (256, 0)), (75, "read", (128, 2048)), (400, "read", (0, 64))],
+    "glb": [(0, "read", (0, 64)), (0, "write", (100, 64)), (0, "read", (512, 64)), (2, "write", (500, 40)),
+            (2, "read", (1024, 200)), (10, "read", (600, 8)), (10, "write", (0, 0)), (60, "read", (1500, 48))],
+    "noc": [(0, "transfer", ("ifmap", 10)), (0, "transfer", ("ifmap", 30)), (1, "transfer", ("psum", 10)),
+            (1, "transfer", ("ifmap", 0)), (5, "transfer", ("filter", 7)), (20, "transfer", ("ifmap", 4))],
+    "pe": [(0, "compute", (1000, 20, 100)), (0, "compute", (1680, 0, 168)), (7, "compute", (5, 5, 1)),
+           (80, "compute", (168, 0, 168))],
+    "line_buffer": [(0, "write", (2000,)), (1, "read", (100, 7)), (1, "write", (64,)), (50, "read", (0,)),
+                    (60, "read", (640,))],
+}
+
+PROCESS_TO_RESERVE = {"read": "reserve_read", "write": "reserve_write", "transfer": "reserve", "compute": "reserve"}
+
+
+def make_component(kind: str, env: simpy.Environment) -> Any:
+    rb = schema.RowBuffer(row_bytes=256, hit_latency_cycles=4, miss_latency_cycles=12)
+    lb = schema.LineBuffer(size_bytes=4096, words_per_port=64, read_energy_pj=1.0, write_energy_pj=1.0,
+                           source="test")
+    noc = schema.Noc(ifmap_bus_bits=64, filter_bus_bits=64, psum_bus_bits=32, inter_pe_energy_pj=1.0,
+                     source="test")
+    return {"dram": lambda: Dram(env, dram_cfg(channels=2, bandwidth=16.0, turnaround=5, row_buffer=rb), WORD_BYTES),
+            "glb": lambda: Sram(env, glb_cfg(ports=2), WORD_BYTES),
+            "noc": lambda: Noc(env, noc, WORD_BYTES),
+            "pe": lambda: PeArray(env, pe_cfg(), WORD_BYTES),
+            "line_buffer": lambda: LineBuffer(env, lb, WORD_BYTES)}[kind]()
+
+
+def stats_of(component: Any) -> dict[str, float]:
+    return {name: stat.value for name, stat in component.stats().items()}
+
+
+@pytest.mark.parametrize("kind", sorted(RESERVE_CASES))
+def test_reservations_match_processes(kind: str) -> None:
+    requests = RESERVE_CASES[kind]
+    env = simpy.Environment()
+    comp = make_component(kind, env)
+    by_process = run(env, *(getattr(comp, method)(*args) for _, method, args in requests),
+                     at_cycles=tuple(cycle for cycle, _, _ in requests))
+    process_stats, process_end = stats_of(comp), env.now
+
+    env = simpy.Environment()
+    comp = make_component(kind, env)
+    by_reservation: list[np.ndarray] = []
+    ends: list[int] = []
+
+    def driver() -> Generator[simpy.Event, Any, None]:
+        for cycle, method, args in requests:
+            if cycle > env.now:
+                yield env.timeout(cycle - env.now)
+            by_reservation.append(getattr(comp, PROCESS_TO_RESERVE[method])(*args))
+            ends.append(comp.reserved_end_cycle)
+
+    env.process(driver())
+    env.run()
+    assert [r.tolist() for r in by_reservation] == [r.tolist() for r in by_process]
+    for (cycle, _, _), records, end in zip(requests, by_reservation, ends):
+        assert end == (records["end_cycle"].max() if len(records) else cycle)
+    env.run(until=max(ends))  # the statistics are those of the same run, which reservations do not advance
+    assert env.now == process_end
+    assert stats_of(comp) == process_stats
+
+
+def test_dram_same_cycle_reservations_add_up_without_events() -> None:
+    env = simpy.Environment()
+    dram = Dram(env, dram_cfg(), WORD_BYTES)
+    a = dram.reserve_read(0, 512)
+    b = dram.reserve_read(4096, 512)
+    # both requested at cycle 0 on the one channel: each takes 74 cycles, so they end at 74 and 74 + 74
+    assert (a["end_cycle"][-1], b["start_cycle"][0], b["end_cycle"][-1]) == (74, 74 + 10, 148)
+    assert dram.reserved_end_cycle == 148 and dram.queue_stall_cycles == 74
+    assert env.peek() == float("inf")  # nothing was scheduled: a reservation costs no simpy event
+
+
+def test_reservation_starts_when_the_bank_is_free() -> None:
+    env = simpy.Environment()
+    glb = Sram(env, glb_cfg(ports=2), WORD_BYTES)
+    glb.reserve_write(0, 64)  # bank 0 busy until cycle 16
+    env.run(until=5)
+    rec = glb.reserve_read(100, 8)  # requested at 5, bank 0 still busy: starts at 16, ends 16 + 2
+    assert rec.tolist() == [(16, 18, 100, 8)]
+    assert glb.bank_conflict_stall_cycles == 11 and glb.port_stall_cycles == 0
+    # the other port was free all along and stays free for a transfer on another bank requested now
+    assert glb.reserve_read(512, 8).tolist() == [(5, 7, 512, 8)]
+
+
+def test_sram_port_wait_after_the_banks() -> None:
+    env = simpy.Environment()
+    glb = Sram(env, glb_cfg(ports=1), WORD_BYTES)
+    glb.reserve_read(0, 64)  # bank 0 and the port until 16
+    glb.reserve_read(512, 64)  # bank 1 free, the port until 32: port stall 16
+    rec = glb.reserve_read(0, 8)  # bank 0 free at 16, the port at 32: 16 bank-conflict + 16 port stall
+    assert rec.tolist() == [(32, 34, 0, 8)]
+    assert glb.bank_conflict_stall_cycles == 16 and glb.port_stall_cycles == 16 + 16
+
+
+def test_pe_array_idle_counts_reserved_passes() -> None:
+    env = simpy.Environment()
+    pe = PeArray(env, pe_cfg(), WORD_BYTES)
+    pe.reserve(1000, 20, 100)  # cycles 0..16
+    assert pe.idle_cycles == 0 and pe.busy_cycles == 16
+    env.run(until=30)
+    assert pe.reserve(1680, 0, 168).tolist() == [(30, 45, NO_ADDRESS, 1680)]
+    assert pe.idle_cycles == 14
+
+
+def test_transfer_as_one_event() -> None:
+    env = simpy.Environment()
+    dram = Dram(env, dram_cfg(), WORD_BYTES)
+    glb = Sram(env, glb_cfg(), WORD_BYTES)
+    done: list[tuple[int, list[Any], list[Any]]] = []
+
+    def transfer() -> Generator[simpy.Event, Any, None]:
+        # DRAM → GLB: the data streams from one into the other, so both are reserved at once
+        src = dram.reserve_read(0, 256)
+        dst = glb.reserve_write(0, 128)
+        yield env.timeout(max(dram.reserved_end_cycle, glb.reserved_end_cycle) - env.now)
+        done.append((int(env.now), src["end_cycle"].tolist(), dst.tolist()))
+
+    env.process(transfer())
+    env.run()
+    assert done == [(42, [18, 26, 34, 42], [(0, 32, 0, 128)])]
+    with pytest.raises(HwsimError, match="aligned"):
+        dram.reserve_read(1, 64)
+    with pytest.raises(HwsimError, match="past the end"):
+        glb.reserve_write(2000, 100)

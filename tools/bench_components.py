@@ -1,10 +1,18 @@
 """Speed of the simpy components: transactions per wall second and simulated bytes per wall second.
 
-Runs 100k DRAM reads of 4 KiB tiles (consecutive addresses; two LPDDR4
-channels with row buffers, from `depthfirst-edge`) and 100k PE-array passes,
-each from one requester through `env.process`, and prints the best of a few
-repeats beside the speed of bare simpy (one timeout per event) on the same
-machine, and the simpy events one transaction costs.
+On `depthfirst-edge` (two LPDDR4 channels with row buffers), one requester runs
+100k transactions of each pattern, each both ways:
+
+- *process*: through the component's process (`env.process(dram.read(…))`),
+  one simpy process per transaction, as a caller that waits for it alone;
+- *reserve*: `reserve_…` then one `env.timeout` to its end, no process.
+
+The patterns: DRAM reads of consecutive 4 KiB tiles, PE-array passes, and a
+DRAM → GLB tile transfer (the data streams from one into the other, so it
+ends when both do): the process way starts a process on each and waits for
+`all_of` them, the reserve way reserves on both and waits with one timeout.
+Prints the best of a few repeats beside the speed of bare simpy (one timeout
+per event) on the same machine, and the simpy events one transaction costs.
 Usage: python tools/bench_components.py [--count N] [--repeat R] [--config NAME]
 """
 
@@ -19,7 +27,7 @@ import simpy
 from simpy.events import NORMAL, EventPriority
 
 from hwsim.hardware import Accelerator, load_config
-from hwsim.sim import Dram, PeArray
+from hwsim.sim import Dram, PeArray, Sram
 
 TILE_BYTES = 4096
 SAMPLE = 1000  # transactions of the event-counting run
@@ -46,27 +54,59 @@ def bare_timeouts(env: simpy.Environment, count: int) -> Generator[simpy.Event, 
     return count
 
 
-def dram_reads(hw: Accelerator) -> Job:
+def dram_reads(hw: Accelerator, reserve: bool) -> Job:
     """Reads of consecutive 4 KiB tiles; the process returns the burst records produced."""
     def job(env: simpy.Environment, count: int) -> Generator[simpy.Event, Any, int]:
         dram = Dram(env, hw.dram, hw.word_bytes)
         records = 0
         for i in range(count):
-            block = yield env.process(dram.read(i * TILE_BYTES, TILE_BYTES))
+            if reserve:
+                block = dram.reserve_read(i * TILE_BYTES, TILE_BYTES)
+                yield env.timeout(dram.reserved_end_cycle - env.now)
+            else:
+                block = yield env.process(dram.read(i * TILE_BYTES, TILE_BYTES))
             records += len(block)
         return records
     return job
 
 
-def pe_passes(hw: Accelerator) -> Job:
+def pe_passes(hw: Accelerator, reserve: bool) -> Job:
     """Passes of a 3x3 conv row (9·56 MACs per PE) on the whole array; returns the MACs done."""
     def job(env: simpy.Environment, count: int) -> Generator[simpy.Event, Any, int]:
         pe = PeArray(env, hw.pe_array, hw.word_bytes)
         macs = 0
         for _ in range(count):
-            block = yield env.process(pe.compute(9 * 56 * pe.cfg.pes, 0, pe.cfg.pes))
+            if reserve:
+                block = pe.reserve(9 * 56 * pe.cfg.pes, 0, pe.cfg.pes)
+                yield env.timeout(pe.reserved_end_cycle - env.now)
+            else:
+                block = yield env.process(pe.compute(9 * 56 * pe.cfg.pes, 0, pe.cfg.pes))
             macs += int(block["words"][0])
         return macs
+    return job
+
+
+def tile_transfers(hw: Accelerator, reserve: bool) -> Job:
+    """DRAM → GLB transfers of consecutive 4 KiB tiles (GLB addresses wrap); returns the records produced."""
+    def job(env: simpy.Environment, count: int) -> Generator[simpy.Event, Any, int]:
+        dram = Dram(env, hw.dram, hw.word_bytes)
+        glb = Sram(env, hw.glb, hw.word_bytes)
+        tile_words = TILE_BYTES // hw.word_bytes
+        slots = glb.size_words // tile_words
+        records = 0
+        for i in range(count):
+            glb_address = (i % slots) * tile_words
+            if reserve:
+                src = dram.reserve_read(i * TILE_BYTES, TILE_BYTES)
+                dst = glb.reserve_write(glb_address, tile_words)
+                yield env.timeout(max(dram.reserved_end_cycle, glb.reserved_end_cycle) - env.now)
+            else:
+                read = env.process(dram.read(i * TILE_BYTES, TILE_BYTES))
+                write = env.process(glb.write(glb_address, tile_words))
+                done = yield read & write
+                src, dst = done[read], done[write]
+            records += len(src) + len(dst)
+        return records
     return job
 
 
@@ -99,16 +139,30 @@ def main() -> None:
     hw = load_config(args.config)
 
     seconds, _, _ = best_run(bare_timeouts, args.count, args.repeat)
-    print(f"{'bare simpy timeouts':24s} {args.count / seconds:10,.0f} events/s (this machine's simpy speed)")
-    seconds, records, cycles = best_run(dram_reads(hw), args.count, args.repeat)
-    print(f"{'DRAM 4 KiB tile reads':24s} {args.count / seconds:10,.0f} transactions/s, "
-          f"{args.count * TILE_BYTES / seconds / 1e6:,.1f} MB/s simulated, "
-          f"{events_per_transaction(dram_reads(hw)):.1f} events and {records / args.count:.0f} burst records "
-          f"per read; {args.count:,} reads = {cycles:,} cycles in {seconds:.2f} s")
-    seconds, macs, cycles = best_run(pe_passes(hw), args.count, args.repeat)
-    print(f"{'PE-array passes':24s} {args.count / seconds:10,.0f} transactions/s, "
-          f"{macs / seconds / 1e9:,.2f} GMAC/s simulated, {events_per_transaction(pe_passes(hw)):.1f} events "
-          f"per pass; {args.count:,} passes = {cycles:,} cycles in {seconds:.2f} s")
+    print(f"{'bare simpy timeouts':36s} {args.count / seconds:10,.0f} events/s (this machine's simpy speed)")
+    for reserve in (False, True):
+        way = "reserve" if reserve else "process"
+        job = dram_reads(hw, reserve)
+        seconds, records, cycles = best_run(job, args.count, args.repeat)
+        print(f"{'DRAM 4 KiB tile reads, ' + way:36s} {args.count / seconds:10,.0f} transactions/s, "
+              f"{args.count * TILE_BYTES / seconds / 1e6:,.1f} MB/s simulated, "
+              f"{events_per_transaction(job):.1f} events and {records / args.count:.0f} burst records "
+              f"per read; {args.count:,} reads = {cycles:,} cycles in {seconds:.2f} s")
+    for reserve in (False, True):
+        way = "reserve" if reserve else "process"
+        job = pe_passes(hw, reserve)
+        seconds, macs, cycles = best_run(job, args.count, args.repeat)
+        print(f"{'PE-array passes, ' + way:36s} {args.count / seconds:10,.0f} transactions/s, "
+              f"{macs / seconds / 1e9:,.2f} GMAC/s simulated, {events_per_transaction(job):.1f} events "
+              f"per pass; {args.count:,} passes = {cycles:,} cycles in {seconds:.2f} s")
+    for reserve in (False, True):
+        way = "reserve, 1 timeout" if reserve else "2 processes + all_of"
+        job = tile_transfers(hw, reserve)
+        seconds, records, cycles = best_run(job, args.count, args.repeat)
+        print(f"{'DRAM→GLB tiles, ' + way:36s} {args.count / seconds:10,.0f} transactions/s, "
+              f"{args.count * TILE_BYTES / seconds / 1e6:,.1f} MB/s simulated, "
+              f"{events_per_transaction(job):.1f} events and {records / args.count:.0f} records per "
+              f"transfer; {args.count:,} transfers = {cycles:,} cycles in {seconds:.2f} s")
 
 
 if __name__ == "__main__":

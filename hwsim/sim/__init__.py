@@ -1,8 +1,15 @@
 """The simpy model of the accelerator: one module per hardware component.
 
-Each component is built from `(env, cfg, word_bytes)`; its transactions are
-simpy processes that time a whole transfer or pass with a few events and
-return the exact per-burst or per-transfer records as one `RECORD_DTYPE` block.
+Each component is built from `(env, cfg, word_bytes)`. Its resources keep the
+cycle they are next free, and a transaction reserves them when it is
+requested (`reserve_read`, `reserve_write`, `reserve`): first come, first
+served, with the exact per-burst or per-transfer records returned at once as
+one `RECORD_DTYPE` block and no simpy event; the component's
+`reserved_end_cycle` is when it ends. A caller moving data through several
+components reserves on each and waits once for the latest end. The process
+methods (`read`, `write`, `transfer`, `compute`) reserve when they start and
+wait with one timeout. Buffer space (`Space`) is a simpy Container:
+allocating blocks while the buffer is full.
 """
 
 from hwsim.sim.dram import Dram

@@ -7,9 +7,16 @@ with C channels, burst size b and bandwidth W bytes/cycle over all channels:
 - It covers the aligned bursts k = ⌊A/b⌋ … ⌊(A+n−1)/b⌋. A partial first or
   last burst still costs a whole burst slot, as in real DRAM; its record
   counts only the words asked for.
-- Burst k goes to channel k mod C. Each channel is a simpy Resource
-  (capacity 1) that the transaction holds from its grant until its last burst
-  on that channel; channels serve their bursts in parallel.
+- Burst k goes to channel k mod C. Each channel keeps the cycle it is next
+  free (the end of its last transaction). A transaction reserves its
+  channels when it is requested: on each it is granted at
+  g = max(request cycle, channel free) and holds the channel until its last
+  burst there. Reserving in request order is first come, first served per
+  channel, like a queue, but costs no simpy events, so a whole transaction
+  is one timeout (`read`/`write`) or none (`reserve_read`/`reserve_write`,
+  which let a caller wait for several components at once). Channels serve
+  their bursts in parallel. State and statistics are updated when the
+  transaction is reserved.
 - On a channel a burst slot lasts T = b / (W/C) cycles (an exact fraction).
   The i-th burst of the transaction on the channel (i = 0, 1, …) occupies the
   data bus during
@@ -28,8 +35,8 @@ with C channels, burst size b and bandwidth W bytes/cycle over all channels:
   while the row opens), and Λ_i is the sum of those latencies up to burst
   i's run. So N bursts in R rows end at t0 + ⌈N·T⌉ + L_first + (R−1)·miss.
 - Turnaround: a transaction in the other direction than the channel's
-  previous one starts at t0 = max(grant, previous end + turnaround_cycles);
-  otherwise t0 is the grant cycle.
+  previous one starts at t0 = max(g, previous end + turnaround_cycles);
+  otherwise t0 = g.
 
 Addresses and sizes are given in bytes (word-aligned); records hold word
 addresses and word counts like every other component.
@@ -40,7 +47,6 @@ from __future__ import annotations
 import math
 from collections.abc import Generator
 from dataclasses import dataclass
-from functools import partial
 from typing import Any
 
 import numpy as np
@@ -48,7 +54,16 @@ import simpy
 
 from hwsim.errors import HwsimError
 from hwsim.hardware import schema
-from hwsim.sim.timing import RECORD_DTYPE, Stat, StatInfo, check_count, collect_stats, empty_records, exact_rate
+from hwsim.sim.timing import (
+    RECORD_DTYPE,
+    Stat,
+    StatInfo,
+    check_count,
+    collect_stats,
+    empty_records,
+    exact_rate,
+    wait_for_reservation,
+)
 
 READ = 0
 WRITE = 1
@@ -72,32 +87,28 @@ class _ChannelPart:
 @dataclass(frozen=True)
 class _Plan:
     """A transaction's records relative to its base address and its channels' start cycles (t0 = 0,
-    every run a miss), in address order, and the per-channel facts needed when a channel is granted."""
+    every run a miss), in address order, and the per-channel facts needed to reserve each channel."""
 
     template: np.ndarray  # int64 (⌈n/C⌉, C, 4): the RECORD_DTYPE fields of burst j at [j // C, j % C]
     bursts: int
     parts: tuple[_ChannelPart, ...]
 
 
-@dataclass
-class _Join:
-    """Counts the channels of a transaction still busy; `done` fires when none is."""
-
-    pending: int
-    done: simpy.Event
-
-
-@dataclass
-class _ChannelState:
+@dataclass(slots=True)
+class _Channel:
     """What a channel remembers between transactions."""
 
+    free_at_cycle: int = 0  # end of its last transaction (also what turnaround counts from)
     open_row: int = -1
     last_direction: int = -1
-    last_end_cycle: int = 0
 
 
 class Dram:
-    """Off-chip DRAM with `cfg.channels` channels; `read`/`write` are simpy processes."""
+    """Off-chip DRAM with `cfg.channels` channels.
+
+    `reserve_read`/`reserve_write` time and reserve a transaction at once;
+    `read`/`write` are simpy processes doing the same and waiting until it ends.
+    """
 
     STATS = (
         StatInfo("read_transactions", "count", "read transactions requested"),
@@ -120,8 +131,7 @@ class Dram:
         self.cfg = cfg
         self.name = name
         self.word_bytes = word_bytes
-        self._channels = [simpy.Resource(env, capacity=1) for _ in range(cfg.channels)]
-        self._state = [_ChannelState() for _ in range(cfg.channels)]
+        self._channels = [_Channel() for _ in range(cfg.channels)]
         channel_rate = exact_rate(cfg.bandwidth_bytes_per_cycle, f"{name}.bandwidth") / cfg.channels
         # burst slot T = burst_bytes / channel_rate = _slot_numerator / _slot_denominator cycles
         self._slot_numerator = cfg.burst_bytes * channel_rate.denominator
@@ -133,6 +143,7 @@ class Dram:
         # shifting an address by this many bytes keeps channels and row boundaries in place
         self._period_bytes = cfg.channels * (math.lcm(cfg.burst_bytes, rb.row_bytes) if rb else cfg.burst_bytes)
         self._plans: dict[tuple[int, int], _Plan] = {}
+        self.reserved_end_cycle = 0  # cycle the latest reservation ends (its request cycle if empty)
         self.read_transactions = 0
         self.write_transactions = 0
         self.bytes_read = 0
@@ -149,19 +160,29 @@ class Dram:
         """Cycles one burst occupies a channel's data bus (may be fractional)."""
         return self._slot_numerator / self._slot_denominator
 
-    def read(self, address_bytes: int, nbytes: int) -> Generator[simpy.Event, Any, np.ndarray]:
-        """Process reading `nbytes` at `address_bytes`; returns one record per burst, in address order."""
+    def reserve_read(self, address_bytes: int, nbytes: int) -> np.ndarray:
+        """Reserve a read of `nbytes` at `address_bytes` requested now; one record per burst, in address
+        order. Yields no event: the read ends at `reserved_end_cycle`."""
         self._check(address_bytes, nbytes)
-        self.read_transactions += 1
-        self.bytes_read += nbytes
-        return self._transfer(READ, address_bytes, nbytes)
+        return self._reserve(READ, address_bytes, nbytes)
+
+    def reserve_write(self, address_bytes: int, nbytes: int) -> np.ndarray:
+        """Reserve a write of `nbytes` at `address_bytes` requested now; one record per burst, in address
+        order. Yields no event: the write ends at `reserved_end_cycle`."""
+        self._check(address_bytes, nbytes)
+        return self._reserve(WRITE, address_bytes, nbytes)
+
+    def read(self, address_bytes: int, nbytes: int) -> Generator[simpy.Event, Any, np.ndarray]:
+        """Process reading `nbytes` at `address_bytes` (reserved when it starts); returns `reserve_read`'s
+        records once the read ends."""
+        self._check(address_bytes, nbytes)
+        return wait_for_reservation(self.env, self, self._reserve, READ, address_bytes, nbytes)
 
     def write(self, address_bytes: int, nbytes: int) -> Generator[simpy.Event, Any, np.ndarray]:
-        """Process writing `nbytes` at `address_bytes`; returns one record per burst, in address order."""
+        """Process writing `nbytes` at `address_bytes` (reserved when it starts); returns `reserve_write`'s
+        records once the write ends."""
         self._check(address_bytes, nbytes)
-        self.write_transactions += 1
-        self.bytes_written += nbytes
-        return self._transfer(WRITE, address_bytes, nbytes)
+        return wait_for_reservation(self.env, self, self._reserve, WRITE, address_bytes, nbytes)
 
     def stats(self, prefix: str = "") -> dict[str, Stat]:
         """The statistics with units and descriptions."""
@@ -174,38 +195,50 @@ class Dram:
             raise HwsimError(f"{self.name}: access of {nbytes} B at byte {address_bytes} is not aligned to "
                              f"{self.word_bytes}-byte words")
 
-    def _transfer(self, direction: int, address_bytes: int, nbytes: int) -> Generator[simpy.Event, Any, np.ndarray]:
+    def _reserve(self, direction: int, address_bytes: int, nbytes: int) -> np.ndarray:
+        """Time a checked transaction requested now on every channel it uses and reserve them."""
+        now = int(self.env.now)
+        if direction == READ:
+            self.read_transactions += 1
+            self.bytes_read += nbytes
+        else:
+            self.write_transactions += 1
+            self.bytes_written += nbytes
         if nbytes == 0:
+            self.reserved_end_cycle = now
             return empty_records()
         base, offset = divmod(address_bytes, self._period_bytes)
         plan = self._plan(offset, nbytes)
         row_shift = base * (self._period_bytes // self.cfg.channels // self._row_bytes) if self._row_bytes else 0
         shifts = [0] * self.cfg.channels  # start cycle of each lane (burst j is in lane j mod C)
-        requested_cycle = int(self.env.now)
         self.bursts += plan.bursts
-        channels = self._channels
-        if all(not channels[p.channel].users and not channels[p.channel].queue for p in plan.parts):
-            # every channel is free and nobody waits (a release may be in flight): serve them now and
-            # wait for the one that finishes last
-            last_end_cycle, releases = -1, []
-            for part in plan.parts:
-                request = channels[part.channel].request()
-                release = self._serve(part, direction, row_shift, request, requested_cycle, shifts, None, request)
-                end_cycle = self._state[part.channel].last_end_cycle
-                if end_cycle >= last_end_cycle:  # on a tie the later timeout, so all releases precede the resume
-                    last_end_cycle = end_cycle
-                    releases.append(release)
-            yield releases[-1]
-            return self._records(plan, shifts, base)
-        join = _Join(len(plan.parts), self.env.event())
+        turnaround_cycles = self.cfg.turnaround_cycles
+        last_end_cycle = now
         for part in plan.parts:
-            request = channels[part.channel].request()
-            serve = partial(self._serve, part, direction, row_shift, request, requested_cycle, shifts, join)
-            if request.triggered:
-                serve(request)
-            else:
-                request.callbacks.append(serve)  # type: ignore[arg-type]  # its result is not needed
-        yield join.done
+            channel = self._channels[part.channel]
+            free_at_cycle = channel.free_at_cycle
+            granted = max(now, free_at_cycle)
+            t0 = granted
+            if channel.last_direction not in (-1, direction):
+                t0 = max(granted, free_at_cycle + turnaround_cycles)
+            shift = t0
+            if self._row_bytes:
+                misses = part.runs
+                if part.first_row + row_shift == channel.open_row:
+                    shift -= self._hit_saving_cycles
+                    misses -= 1
+                self.row_miss_bursts += misses
+                self.row_hit_bursts += part.bursts - misses
+                channel.open_row = part.last_row + row_shift
+            shifts[part.first] = shift
+            end_cycle = part.end_cycles + shift
+            channel.free_at_cycle = end_cycle
+            channel.last_direction = direction
+            self.queue_stall_cycles += granted - now
+            self.turnaround_stall_cycles += t0 - granted
+            self.busy_channel_cycles += end_cycle - granted
+            last_end_cycle = max(last_end_cycle, end_cycle)
+        self.reserved_end_cycle = last_end_cycle
         return self._records(plan, shifts, base)
 
     def _records(self, plan: _Plan, shifts: list[int], base: int) -> np.ndarray:
@@ -213,44 +246,6 @@ class Dram:
         base_words = base * (self._period_bytes // self.word_bytes)
         offsets = np.array([[shift, shift, base_words, 0] for shift in shifts], dtype=np.int64)
         return (plan.template + offsets).reshape(-1, 4)[:plan.bursts].view(RECORD_DTYPE).reshape(-1)
-
-    def _serve(self, part: _ChannelPart, direction: int, row_shift: int,
-               request: simpy.resources.resource.Request, requested_cycle: int, shifts: list[int],
-               join: _Join | None, _granted: simpy.Event) -> simpy.Event:
-        """The channel is granted: time its bursts, update its state and schedule its release."""
-        now = int(self.env.now)
-        state = self._state[part.channel]
-        t0 = now
-        if state.last_direction not in (-1, direction):
-            t0 = max(now, state.last_end_cycle + self.cfg.turnaround_cycles)
-        shift = t0
-        if self._row_bytes:
-            misses = part.runs
-            if part.first_row + row_shift == state.open_row:
-                shift -= self._hit_saving_cycles
-                misses -= 1
-            self.row_miss_bursts += misses
-            self.row_hit_bursts += part.bursts - misses
-            state.open_row = part.last_row + row_shift
-        shifts[part.first] = shift
-        end_cycle = part.end_cycles + shift
-        state.last_direction = direction
-        state.last_end_cycle = end_cycle
-        self.turnaround_stall_cycles += t0 - now
-        self.queue_stall_cycles += now - requested_cycle
-        self.busy_channel_cycles += end_cycle - now
-        release = self.env.timeout(end_cycle - now)
-        release.callbacks.append(partial(self._finish, part.channel, request, join))
-        return release
-
-    def _finish(self, channel: int, request: simpy.resources.resource.Request, join: _Join | None,
-                _timeout: simpy.Event) -> None:
-        """The channel's last burst is done: release it and, if it was the last busy one, end the join."""
-        self._channels[channel].release(request)
-        if join is not None:
-            join.pending -= 1
-            if join.pending == 0:
-                join.done.succeed()
 
     def _plan(self, offset_bytes: int, nbytes: int) -> _Plan:
         """The cached relative timing of a transfer of `nbytes` at `offset_bytes` into the address period."""

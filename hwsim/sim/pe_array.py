@@ -7,6 +7,12 @@ element-wise add) takes one MAC slot. It lasts
     cycles = ⌈(M + P) / (A · macs_per_cycle)⌉ + fill_drain_cycles.
 
 Utilisation over a run is MACs / (busy cycles · PEs · macs_per_cycle).
+
+The array runs one pass at a time and keeps the cycle it is next free. A
+pass reserves it when it is requested and starts at max(request cycle,
+array free): first come, first served like a queue, but with no simpy
+events (`reserve`), or one timeout (`compute`, a process). Statistics count
+a pass when it is reserved.
 """
 
 from __future__ import annotations
@@ -19,11 +25,21 @@ import simpy
 
 from hwsim.errors import HwsimError
 from hwsim.hardware import schema
-from hwsim.sim.timing import NO_ADDRESS, Stat, StatInfo, ceil_div, check_count, collect_stats, hold, one_record
+from hwsim.sim.timing import (
+    NO_ADDRESS,
+    Stat,
+    StatInfo,
+    ceil_div,
+    check_count,
+    collect_stats,
+    one_record,
+    wait_for_reservation,
+)
 
 
 class PeArray:
-    """The processing-element array as a simpy Resource of capacity 1; `compute` is a process."""
+    """The processing-element array: `reserve` times and reserves a pass at once, `compute` is a simpy
+    process doing the same and waiting until it ends."""
 
     STATS = (
         StatInfo("passes", "count", "processing passes run"),
@@ -41,7 +57,8 @@ class PeArray:
         self.cfg = cfg
         self.name = name
         self.word_bytes = word_bytes
-        self._array = simpy.Resource(env, capacity=1)
+        self.free_at_cycle = 0  # end of the last pass reserved
+        self.reserved_end_cycle = 0  # cycle the latest reservation ends
         self.passes = 0
         self.macs = 0
         self.ops = 0
@@ -50,8 +67,12 @@ class PeArray:
 
     @property
     def idle_cycles(self) -> int:
-        """Cycles so far in which no pass ran."""
-        return int(self.env.now) - self.busy_cycles
+        """Cycles so far in which no pass ran or is reserved to run.
+
+        Passes reserved beyond now run back to back up to `free_at_cycle`, so
+        this is max(now, free_at_cycle) − busy_cycles.
+        """
+        return max(int(self.env.now), self.free_at_cycle) - self.busy_cycles
 
     @property
     def utilization(self) -> float:
@@ -64,10 +85,15 @@ class PeArray:
         self._check(macs, ops, active_pes)
         return ceil_div(macs + ops, active_pes * self.cfg.macs_per_cycle) + self.cfg.fill_drain_cycles
 
+    def reserve(self, macs: int, ops: int, active_pes: int) -> np.ndarray:
+        """Reserve the array for one pass requested now; returns a one-record block with
+        words = macs + ops. Yields no event: the pass ends at `reserved_end_cycle`."""
+        return self._reserve(macs, ops, self.pass_cycles(macs, ops, active_pes))
+
     def compute(self, macs: int, ops: int, active_pes: int) -> Generator[simpy.Event, Any, np.ndarray]:
-        """Process running one pass; returns a one-record block with words = macs + ops."""
+        """Process running one pass (reserved when it starts); returns `reserve`'s record once it ends."""
         duration_cycles = self.pass_cycles(macs, ops, active_pes)
-        return self._compute(macs, ops, duration_cycles)
+        return wait_for_reservation(self.env, self, self._reserve, macs, ops, duration_cycles)
 
     def stats(self, prefix: str = "") -> dict[str, Stat]:
         """The statistics with units and descriptions."""
@@ -80,12 +106,13 @@ class PeArray:
             raise HwsimError(f"{self.name}: a pass on {active_pes} PEs is impossible; the array has "
                              f"{self.cfg.rows}x{self.cfg.cols} = {self.cfg.pes} PEs")
 
-    def _compute(self, macs: int, ops: int, duration_cycles: int) -> Generator[simpy.Event, Any, np.ndarray]:
-        requested_cycle = int(self.env.now)
-        start_cycle = yield from hold(self.env, self._array, duration_cycles)
+    def _reserve(self, macs: int, ops: int, duration_cycles: int) -> np.ndarray:
+        now = int(self.env.now)
+        start_cycle = max(now, self.free_at_cycle)
+        self.free_at_cycle = self.reserved_end_cycle = start_cycle + duration_cycles
         self.passes += 1
         self.macs += macs
         self.ops += ops
         self.busy_cycles += duration_cycles
-        self.queue_stall_cycles += start_cycle - requested_cycle
+        self.queue_stall_cycles += start_cycle - now
         return one_record(start_cycle, start_cycle + duration_cycles, NO_ADDRESS, macs + ops)

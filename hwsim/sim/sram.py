@@ -5,18 +5,31 @@ Timing of one transfer of W words at word address A:
 
 - It touches banks ⌊A/bank_words⌋ … ⌊(A+W−1)/bank_words⌋, where
   bank_words = size_bytes / banks / word_bytes.
-- It first claims every bank it touches (all at once, served in request
-  order), then one port, and holds them all for
+- It needs every bank it touches and one port, and holds them all for
   D = ⌈W / words_per_cycle⌉ + latency_cycles cycles.
   GLB: words_per_cycle = words_per_port, latency 0, `ports` ports.
   L2: one port, words_per_cycle = bandwidth_bytes_per_cycle / word_bytes
   (an exact fraction), latency = latency_cycles.
-- So two transfers on the same bank serialise (the wait is counted as
-  bank-conflict stall cycles), transfers on different banks run in parallel
-  while ports are free, and beyond that they queue for a port.
+- Every bank and port keeps the cycle it is next free. A transfer requested
+  at cycle r reserves them at once (no simpy event): with
+  banks_ready = max(r, latest free cycle of its banks) it starts at
+  S = max(banks_ready, earliest free cycle of the ports), on the port free
+  latest by S (so ports free earlier stay free for later requests), and
+  sets its banks and port free at S + D. Requests are thus served first
+  come, first served in the order they are made.
+- So two transfers on the same bank serialise, transfers on different banks
+  run in parallel while ports are free, and beyond that they queue for a
+  port. Stall statistics split the wait S − r as before, banks first:
+  bank-conflict stall = banks_ready − r (waiting for a bank in use), port
+  stall = S − banks_ready (then waiting for a port).
+- A transfer waiting for a bank keeps its place in the port order: the port
+  it reserves from S is not lent to later requests in the cycles before S,
+  even to one whose banks are free then. With one port (Eyeriss) transfers
+  simply use the port in request order.
+- State and statistics are updated when a transfer is reserved.
 
 Space is accounted separately from addresses: a `Space` (simpy Container)
-per partition. The GLB has a data partition (`data_bytes`, ifmaps and psums)
+per partition, whose allocations block while it is full. The GLB has a data partition (`data_bytes`, ifmaps and psums)
 and a filter partition (`filter_bytes`); the L2 has only data.
 """
 
@@ -41,13 +54,16 @@ from hwsim.sim.timing import (
     empty_records,
     exact_rate,
     one_record,
+    wait_for_reservation,
 )
 
 PARTITIONS = ("data", "filter")
 
 
 class Sram:
-    """A banked, multi-port SRAM built from a `Glb` or `L2` config; `read`/`write` are simpy processes."""
+    """A banked, multi-port SRAM built from a `Glb` or `L2` config. `reserve_read`/`reserve_write` time
+    and reserve a transfer at once; `read`/`write` are simpy processes doing the same and waiting until
+    it ends."""
 
     STATS = (
         StatInfo("read_transfers", "count", "read transfers requested"),
@@ -79,8 +95,9 @@ class Sram:
             data_bytes, filter_bytes = cfg.size_bytes, 0
         self.words_per_cycle = rate
         self.latency_cycles = latency
-        self._ports = simpy.Resource(env, capacity=ports)
-        self._banks = [simpy.Resource(env, capacity=1) for _ in range(cfg.banks)]
+        self._port_free_at = [0] * ports  # cycle each port is next free
+        self._bank_free_at = [0] * cfg.banks  # cycle each bank is next free
+        self.reserved_end_cycle = 0  # cycle the latest reservation ends (its request cycle if empty)
         self.spaces = {"data": Space(env, data_bytes // word_bytes, f"{name} data partition"),
                        "filter": Space(env, filter_bytes // word_bytes, f"{name} filter partition")}
         self.read_transfers = 0
@@ -95,19 +112,29 @@ class Sram:
         """Cycles a transfer of `words` holds its port and banks: ⌈W / words_per_cycle⌉ + latency."""
         return cycles_at_rate(words, self.words_per_cycle) + self.latency_cycles
 
-    def read(self, address_words: int, words: int) -> Generator[simpy.Event, Any, np.ndarray]:
-        """Process reading `words` from `address_words`; returns a one-record block."""
+    def reserve_read(self, address_words: int, words: int) -> np.ndarray:
+        """Reserve a read of `words` from `address_words` requested now; returns a one-record block.
+        Yields no event: the read ends at `reserved_end_cycle`."""
         self._check(address_words, words)
-        self.read_transfers += 1
-        self.words_read += words
-        return self._transfer(address_words, words)
+        return self._reserve(True, address_words, words)
+
+    def reserve_write(self, address_words: int, words: int) -> np.ndarray:
+        """Reserve a write of `words` at `address_words` requested now; returns a one-record block.
+        Yields no event: the write ends at `reserved_end_cycle`."""
+        self._check(address_words, words)
+        return self._reserve(False, address_words, words)
+
+    def read(self, address_words: int, words: int) -> Generator[simpy.Event, Any, np.ndarray]:
+        """Process reading `words` from `address_words` (reserved when it starts); returns `reserve_read`'s
+        record once the read ends."""
+        self._check(address_words, words)
+        return wait_for_reservation(self.env, self, self._reserve, True, address_words, words)
 
     def write(self, address_words: int, words: int) -> Generator[simpy.Event, Any, np.ndarray]:
-        """Process writing `words` at `address_words`; returns a one-record block."""
+        """Process writing `words` at `address_words` (reserved when it starts); returns `reserve_write`'s
+        record once the write ends."""
         self._check(address_words, words)
-        self.write_transfers += 1
-        self.words_written += words
-        return self._transfer(address_words, words)
+        return wait_for_reservation(self.env, self, self._reserve, False, address_words, words)
 
     def allocate(self, words: int, partition: str = "data") -> simpy.Event:
         """Event firing once `words` of the partition are claimed (waits while it is full)."""
@@ -137,26 +164,35 @@ class Sram:
             raise HwsimError(f"{self.name}: access of {words} words at word {address_words} runs past the end "
                              f"of the {self.size_words}-word buffer")
 
-    def _transfer(self, address_words: int, words: int) -> Generator[simpy.Event, Any, np.ndarray]:
+    def _reserve(self, is_read: bool, address_words: int, words: int) -> np.ndarray:
+        """Time a checked transfer requested now and reserve its banks and a port."""
+        now = int(self.env.now)
+        if is_read:
+            self.read_transfers += 1
+            self.words_read += words
+        else:
+            self.write_transfers += 1
+            self.words_written += words
         if words == 0:
+            self.reserved_end_cycle = now
             return empty_records()
-        requested_cycle = int(self.env.now)
-        banks = self._banks[address_words // self.bank_words:(address_words + words - 1) // self.bank_words + 1]
-        bank_requests = [bank.request() for bank in banks]
-        waiting = [r for r in bank_requests if not r.triggered]
-        if waiting:
-            yield waiting[0] if len(waiting) == 1 else self.env.all_of(waiting)
-        banks_cycle = int(self.env.now)
-        port_request = self._ports.request()
-        if not port_request.triggered:
-            yield port_request
-        start_cycle = int(self.env.now)
+        first_bank = address_words // self.bank_words
+        last_bank = (address_words + words - 1) // self.bank_words
+        bank_free_at = self._bank_free_at
+        banks_ready = max(now, bank_free_at[first_bank] if first_bank == last_bank
+                          else max(bank_free_at[first_bank:last_bank + 1]))
+        ports = self._port_free_at
+        start_cycle = max(banks_ready, min(ports))
+        port, port_free_at = 0, -1  # the port free latest by the start: earlier free ones stay for others
+        for i, free_at in enumerate(ports):
+            if port_free_at < free_at <= start_cycle:
+                port, port_free_at = i, free_at
         duration_cycles = self.transfer_cycles(words)
-        yield self.env.timeout(duration_cycles)
-        self._ports.release(port_request)
-        for bank, request in zip(banks, bank_requests):
-            bank.release(request)
-        self.bank_conflict_stall_cycles += banks_cycle - requested_cycle
-        self.port_stall_cycles += start_cycle - banks_cycle
+        end_cycle = start_cycle + duration_cycles
+        ports[port] = end_cycle
+        bank_free_at[first_bank:last_bank + 1] = [end_cycle] * (last_bank + 1 - first_bank)
+        self.reserved_end_cycle = end_cycle
+        self.bank_conflict_stall_cycles += banks_ready - now
+        self.port_stall_cycles += start_cycle - banks_ready
         self.busy_port_cycles += duration_cycles
-        return one_record(start_cycle, start_cycle + duration_cycles, address_words, words)
+        return one_record(start_cycle, end_cycle, address_words, words)

@@ -1,17 +1,25 @@
 """Helpers the simulator components share: the access-record block, exact rate arithmetic,
-holding a resource for a whole transaction, buffer space with occupancy, and statistics.
+waiting for a reservation, buffer space with occupancy, and statistics.
 
-All times are integer cycles of the core clock. A component times a whole
-transaction with a handful of simpy events and writes its per-burst (or
-per-transfer) records as one numpy block of `RECORD_DTYPE`.
+All times are integer cycles of the core clock. A component's resources
+(channels, banks, ports, buses, the PE array) each keep the cycle they are
+next free. A transaction reserves them synchronously when it is requested
+(`reserve…` methods): its exact timing follows from that state, the state
+and the statistics are updated at once, and its per-burst (or per-transfer)
+records come back as one numpy block of `RECORD_DTYPE`. Reserving in request
+order serves each resource first come, first served, and costs no simpy
+event; a caller that moves data through several components reserves on each
+and waits for the latest end with a single `env.timeout`. The process
+methods (`read`, `write`, `transfer`, `compute`) are that one timeout
+wrapped around one reservation (`wait_for_reservation`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Generator
+from collections.abc import Callable, Generator
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 import simpy
@@ -65,20 +73,24 @@ def check_count(value: int, what: str, owner: str) -> None:
         raise HwsimError(f"{owner}: {what} must be a non-negative whole number, got {value}")
 
 
-def hold(env: simpy.Environment, resource: simpy.Resource,
-         duration_cycles: int) -> Generator[simpy.Event, Any, int]:
-    """Hold one slot of `resource` for `duration_cycles`; returns the cycle the slot was granted.
+class Reserving(Protocol):
+    """A component with a reservation API: it remembers where its latest reservation ends."""
 
-    Used with `yield from` inside a component's process: a request granted at
-    once is not yielded, so an uncontended transaction costs three events.
+    reserved_end_cycle: int
+
+
+def wait_for_reservation(env: simpy.Environment, component: Reserving, reserve: Callable[..., np.ndarray],
+                         *args: Any) -> Generator[simpy.Event, Any, np.ndarray]:
+    """Process body: `reserve(*args)` on `component` when the process starts, then wait until it ends.
+
+    `component.reserved_end_cycle` is the end of its latest reservation; one
+    timeout covers the whole transaction, none if it ends at once.
     """
-    request = resource.request()
-    if not request.triggered:
-        yield request
-    start_cycle = int(env.now)
-    yield env.timeout(duration_cycles)
-    resource.release(request)
-    return start_cycle
+    records = reserve(*args)
+    delay = component.reserved_end_cycle - int(env.now)
+    if delay > 0:
+        yield env.timeout(delay)
+    return records
 
 
 @dataclass(frozen=True)

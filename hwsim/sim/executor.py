@@ -1,0 +1,360 @@
+"""The executor: walks a `Schedule` on the simpy components and emits every access as trace records.
+
+Each layer runs after the previous one (tensors pass through DRAM). Inside a
+layer the steps form groups (one processing pass each: its loads, its
+COMPUTE, its stores) and three processes share them, in group order:
+
+- the *prefetcher* performs a group's loads into on-chip buffers (ALLOC,
+  DRAM → GLB): it runs ahead of the array as far as buffer space allows, so
+  DRAM traffic overlaps compute (double buffering whenever two tiles fit);
+- the *array* loads a tile's filters into the RFs once the previous pass is
+  done with them, then runs the pass while its ifmap and psum words stream
+  in from the GLB over the NoC (a pass ends when its compute and its
+  streams are done); a pass that reads psums back first waits until every
+  earlier pass stored its psums;
+- the *storer* performs the steps after a COMPUTE (psums RF → GLB, ofmaps
+  GLB → DRAM, FREE), overlapping the next passes.
+
+A transfer occupies its source and destination at once (data streams from
+one into the other) and ends when both are done. Records (see
+`hwsim.trace.schema`; op codes are Timeloop's access kinds): DRAM one per
+burst, GLB / L2 one per transfer, NoC one per bus transfer (op write), RF one
+per transfer (fill, or read for psums going out), and per pass at level `pe`:
+the MACs (operand other, op update, address = active PEs), non-MAC ops
+(other, write), the MACs' RF reads per operand (read), psum RF writes
+(psum, update) and psum words forwarded PE to PE (psum, fill).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Generator, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import simpy
+
+from hwsim.hardware.schema import Accelerator
+from hwsim.mapping.schedule import Level, LayerSchedule, Operand, Schedule, StepKind
+from hwsim.sim.dram import Dram
+from hwsim.sim.noc import Noc
+from hwsim.sim.pe_array import PeArray
+from hwsim.sim.sram import Sram
+from hwsim.trace.schema import OCCUPANCY_DTYPE, OPERANDS, OPS, RECORD_DTYPE
+
+READ, WRITE, FILL, UPDATE = (OPS.index(name) for name in ("read", "write", "fill", "update"))
+OTHER = OPERANDS.index("other")
+SIM_LEVELS = ("dram", "l2", "glb", "line_buffer", "noc", "rf", "pe")
+LEVEL_NAME = {Level.DRAM: "dram", Level.L2: "l2", Level.GLB: "glb", Level.LINE_BUFFER: "line_buffer",
+              Level.RF: "rf"}
+BUS = {Operand.IFMAP: "ifmap", Operand.FILTER: "filter", Operand.PSUM: "psum", Operand.OFMAP: "psum"}
+
+# The fields of a step tuple (`STEP_DTYPE` order).
+KIND, OPERAND, SRC, DST, GROUP, WORDS, SRC_ADDR, DST_ADDR, ACTIVE, MACS, OPS_, RF_F, RF_I, RF_PR, RF_PW, IPE = range(16)
+
+
+@dataclass
+class Recorder:
+    """Collects records per level for one layer; `flush` hands them to the sink as numpy blocks."""
+
+    levels: frozenset[str]
+    layer: int = 0
+    rows: dict[str, list[tuple[int, ...]]] = field(default_factory=dict)
+
+    def wants(self, level: str) -> bool:
+        return level in self.levels
+
+    def block(self, level: str, comp: np.ndarray, op: int, operand: int, step: int) -> None:
+        """Component records (start, end, address, words) as trace records of one step."""
+        layer = self.layer
+        self.rows.setdefault(level, []).extend(
+            (start, end, op, operand, layer, step, address, words) for start, end, address, words in comp.tolist())
+
+    def row(self, level: str, start: int, end: int, op: int, operand: int, step: int, address: int,
+            words: int) -> None:
+        self.rows.setdefault(level, []).append((start, end, op, operand, self.layer, step, address, words))
+
+    def flush(self, sink: Callable[[str, np.ndarray], None]) -> None:
+        """Hand each level's records, in start-cycle order, to `sink` as one block."""
+        for level in SIM_LEVELS:
+            rows = self.rows.pop(level, [])
+            if rows:
+                block = np.array(rows, dtype=RECORD_DTYPE)
+                sink(level, block[np.argsort(block["start_cycle"], kind="stable")])
+
+
+@dataclass
+class Machine:
+    """The components of one accelerator in one simpy environment."""
+
+    env: simpy.Environment
+    hw: Accelerator
+    dram: Dram
+    glb: Sram
+    noc: Noc
+    pe: PeArray
+
+    @classmethod
+    def build(cls, hw: Accelerator) -> Machine:
+        env = simpy.Environment()
+        wb = hw.word_bytes
+        return cls(env, hw, Dram(env, hw.dram, wb), Sram(env, hw.glb, wb, "glb"), Noc(env, hw.noc, wb),
+                   PeArray(env, hw.pe_array, wb))
+
+
+@dataclass
+class LayerRun:
+    """What the simulation measured for one layer."""
+
+    name: str
+    start_cycle: int
+    end_cycle: int
+    steps: int
+    passes: int
+    compute_cycles: int  # cycles the array was busy with this layer's passes
+    rf_wait_cycles: int  # cycles passes waited for their filters to reach the RFs
+    load_wait_cycles: int  # cycles the array waited for prefetched data (DRAM bandwidth, buffer space)
+    psum_wait_cycles: int  # cycles passes waited for earlier passes' psums to be stored
+
+    @property
+    def cycles(self) -> int:
+        return self.end_cycle - self.start_cycle
+
+
+def _groups(layer: LayerSchedule) -> Iterator[tuple[int, list[tuple[Any, ...]], int]]:
+    """(first step index, step tuples, index of the COMPUTE within them) per pass, in order."""
+    offset = 0
+    pending: list[tuple[Any, ...]] = []
+    pending_start = 0
+    for block in layer.blocks():
+        steps = block.tolist()
+        groups = block["group"]
+        cuts = np.flatnonzero(np.diff(groups)) + 1
+        bounds = [0, *cuts.tolist(), len(steps)]
+        for a, b in zip(bounds[:-1], bounds[1:]):
+            part = steps[a:b]
+            if pending and pending[0][GROUP] == part[0][GROUP]:
+                pending.extend(part)
+                continue
+            if pending:
+                yield pending_start, pending, _compute_index(pending)
+            pending, pending_start = part, offset + a
+        offset += len(steps)
+    if pending:
+        yield pending_start, pending, _compute_index(pending)
+
+
+def _compute_index(steps: list[tuple[Any, ...]]) -> int:
+    for i, s in enumerate(steps):
+        if s[KIND] == StepKind.COMPUTE:
+            return i
+    return len(steps)
+
+
+class LayerExecutor:
+    """Runs one layer's groups through the prefetcher, the array and the storer."""
+
+    def __init__(self, m: Machine, layer: LayerSchedule, rec: Recorder) -> None:
+        self.m, self.layer, self.rec = m, layer, rec
+        env = m.env
+        self.to_array: simpy.Store = simpy.Store(env)
+        self.to_store: simpy.Store = simpy.Store(env)
+        self.stored_upto = -1  # index of the last group whose stores finished
+        self.stored_event = env.event()
+        self.passes = self.steps = 0
+        self.compute_cycles = self.rf_wait = self.load_wait = self.psum_wait = 0
+
+    def run(self) -> Generator[simpy.Event, Any, None]:
+        env = self.m.env
+        prefetch = env.process(self._prefetcher())
+        array = env.process(self._array())
+        store = env.process(self._storer())
+        yield prefetch & array & store
+
+    # -- the three processes --------------------------------------------------------------------------
+
+    def _prefetcher(self) -> Generator[simpy.Event, Any, None]:
+        index = 0
+        for first, steps, c in _groups(self.layer):
+            self.steps += len(steps)
+            near = []
+            for k in range(c):
+                s = steps[k]
+                if s[DST] == Level.RF:
+                    near.append(k)
+                else:
+                    yield from self._step(first + k, s)
+            yield self.to_array.put((index, first, steps, c, near, self.m.env.now))
+            index += 1
+        yield self.to_array.put(None)
+
+    def _array(self) -> Generator[simpy.Event, Any, None]:
+        env = self.m.env
+        while True:
+            wait_from = env.now
+            item = yield self.to_array.get()
+            if item is None:
+                yield self.to_store.put(None)
+                return
+            index, first, steps, c, near, _ = item
+            self.load_wait += env.now - wait_from
+            if any(steps[k][OPERAND] == Operand.PSUM for k in near):
+                wait_from = env.now
+                while self.stored_upto < index - 1:
+                    yield self.stored_event
+                self.psum_wait += env.now - wait_from
+            wait_from = env.now
+            end = env.now
+            for k in near:
+                if steps[k][OPERAND] == Operand.FILTER:  # filters must sit in the RFs before the pass starts
+                    yield from self._step(first + k, steps[k])
+            self.rf_wait += env.now - wait_from
+            end = env.now
+            for k in near:
+                if steps[k][OPERAND] != Operand.FILTER:
+                    end = max(end, self._reserve_transfer(first + k, steps[k]))
+            if c < len(steps):
+                end = max(end, self._reserve_compute(first + c, steps[c]))
+            if end > env.now:
+                yield env.timeout(end - env.now)
+            yield self.to_store.put((index, first, steps, c))
+
+    def _storer(self) -> Generator[simpy.Event, Any, None]:
+        while True:
+            item = yield self.to_store.get()
+            if item is None:
+                return
+            index, first, steps, c = item
+            for k in range(c + 1, len(steps)):
+                yield from self._step(first + k, steps[k])
+            self.stored_upto = index
+            event, self.stored_event = self.stored_event, self.m.env.event()
+            event.succeed()
+
+    # -- steps ----------------------------------------------------------------------------------------
+
+    def _step(self, index: int, s: tuple[Any, ...]) -> Generator[simpy.Event, Any, None]:
+        kind = s[KIND]
+        if kind == StepKind.TRANSFER:
+            yield from self._transfer(index, s)
+        elif kind == StepKind.ALLOC:
+            yield self.m.glb.allocate(s[WORDS], self._partition(s))
+        elif kind == StepKind.FREE:
+            yield self.m.glb.free(s[WORDS], self._partition(s))
+
+    def _partition(self, s: tuple[Any, ...]) -> str:
+        return "filter" if s[OPERAND] == Operand.FILTER else "data"
+
+    def _transfer(self, index: int, s: tuple[Any, ...]) -> Generator[simpy.Event, Any, None]:
+        end = self._reserve_transfer(index, s)
+        if end > self.m.env.now:
+            yield self.m.env.timeout(end - self.m.env.now)
+
+    def _reserve_transfer(self, index: int, s: tuple[Any, ...]) -> int:
+        """Reserve the source, destination and bus of a transfer from now; record it; return its end cycle."""
+        m, rec = self.m, self.rec
+        now = int(m.env.now)
+        operand, src, dst, words = s[OPERAND], s[SRC], s[DST], s[WORDS]
+        if words == 0:
+            return now
+        outward = dst < src and operand in (Operand.PSUM, Operand.OFMAP)
+        dst_op = UPDATE if outward else FILL
+        wb = m.hw.word_bytes
+        parts = []
+        end = now
+        if src == Level.DRAM:
+            parts.append(("dram", READ, m.dram.reserve_read(s[SRC_ADDR] * wb, words * wb)))
+            end = max(end, m.dram.reserved_end_cycle)
+        elif src == Level.GLB:
+            parts.append(("glb", READ, m.glb.reserve_read(s[SRC_ADDR], words)))
+            end = max(end, m.glb.reserved_end_cycle)
+        if dst == Level.DRAM:
+            parts.append(("dram", dst_op, m.dram.reserve_write(s[DST_ADDR] * wb, words * wb)))
+            end = max(end, m.dram.reserved_end_cycle)
+        elif dst == Level.GLB:
+            parts.append(("glb", dst_op, m.glb.reserve_write(s[DST_ADDR], words)))
+            end = max(end, m.glb.reserved_end_cycle)
+        if Level.RF in (src, dst):
+            parts.append(("noc", WRITE, m.noc.reserve(BUS[operand], words)))
+            end = max(end, m.noc.reserved_end_cycle)
+        for level, op, records in parts:
+            if rec.wants(level):
+                rec.block(level, records, op, operand, index)
+        if rec.wants("rf"):
+            if dst == Level.RF:
+                rec.row("rf", now, end, FILL, operand, index, s[DST_ADDR], words)
+            elif src == Level.RF:
+                rec.row("rf", now, end, READ, operand, index, s[SRC_ADDR], words)
+        return end
+
+    def _reserve_compute(self, index: int, s: tuple[Any, ...]) -> int:
+        """Reserve the PE array for a pass; record its work at level `pe`; return its end cycle."""
+        record = self.m.pe.reserve(s[MACS], s[OPS_], max(1, s[ACTIVE]))
+        start, end = int(record["start_cycle"][0]), int(record["end_cycle"][0])
+        self.passes += 1
+        self.compute_cycles += end - start
+        if self.rec.wants("pe"):
+            row = self.rec.row
+            for op, operand, count, address in (
+                (UPDATE, OTHER, s[MACS], s[ACTIVE]), (WRITE, OTHER, s[OPS_], s[ACTIVE]),
+                (READ, Operand.FILTER, s[RF_F], -1), (READ, Operand.IFMAP, s[RF_I], -1),
+                (READ, Operand.PSUM, s[RF_PR], -1), (UPDATE, Operand.PSUM, s[RF_PW], -1),
+                (FILL, Operand.PSUM, s[IPE], -1),
+            ):
+                if count:
+                    row("pe", start, end, op, int(operand), index, address, count)
+        return end
+
+
+@dataclass
+class SimResult:
+    """The simulated timing of a whole schedule (the trace holds the accesses)."""
+
+    network: str
+    hardware: str
+    batch: int
+    layers: list[LayerRun]
+
+    @property
+    def cycles(self) -> int:
+        return self.layers[-1].end_cycle if self.layers else 0
+
+
+def simulate(schedule: Schedule, hw: Accelerator, sink: Callable[[str, np.ndarray], None],
+             levels: frozenset[str] = frozenset(SIM_LEVELS),
+             progress: Callable[[int, LayerRun], None] | None = None,
+             occupancy_sink: Callable[[np.ndarray], None] | None = None) -> SimResult:
+    """Execute `schedule` layer after layer; every record of the chosen `levels` goes to `sink(level, block)`
+    and the GLB partitions' allocate/free events to `occupancy_sink` (buffers 0 = data, 1 = filter)."""
+    m = Machine.build(hw)
+    runs: list[LayerRun] = []
+    spaces = [m.glb.spaces[p] for p in ("data", "filter") if p in m.glb.spaces]
+    emitted = [0] * len(spaces)
+    for index, layer in enumerate(schedule.layers):
+        rec = Recorder(levels, index)
+        ex = LayerExecutor(m, layer, rec)
+        start = int(m.env.now)
+        m.env.run(m.env.process(ex.run()))
+        run = LayerRun(layer.layer.name, start, int(m.env.now), ex.steps, ex.passes, ex.compute_cycles, ex.rf_wait,
+                       ex.load_wait, ex.psum_wait)
+        rec.flush(sink)
+        if occupancy_sink is not None:
+            for b, space in enumerate(spaces):
+                log = space.occupancy_records()[emitted[b]:]
+                emitted[b] += len(log)
+                if len(log):
+                    occupancy_sink(occupancy_events(b, index, log, hw.word_bytes))
+        runs.append(run)
+        if progress:
+            progress(index, run)
+    return SimResult(schedule.network, schedule.hardware, schedule.batch, runs)
+
+
+def occupancy_events(buffer: int, layer: int, log: np.ndarray, word_bytes: int) -> np.ndarray:
+    """A `Space`'s (cycle, words_after) log as trace occupancy events in bytes."""
+    out = np.empty(len(log), dtype=OCCUPANCY_DTYPE)
+    out["buffer"] = buffer
+    out["cycle"] = log["cycle"]
+    out["bytes"] = log["words_after"] * word_bytes
+    out["layer"] = layer
+    return out

@@ -1,0 +1,43 @@
+"""Simulate a schedule into a trace file: the executor's records go straight to a `TraceWriter`."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from pathlib import Path
+
+import hwsim
+from hwsim.hardware.loader import to_dict
+from hwsim.hardware.schema import Accelerator
+from hwsim.mapping.schedule import Schedule
+from hwsim.sim.executor import SIM_LEVELS, LayerRun, SimResult, simulate
+from hwsim.trace.writer import TraceWriter
+
+BUFFERS = ("glb.data", "glb.filter")
+
+
+def trace_attrs(schedule: Schedule, hw: Accelerator, ifmap_zeros: Mapping[str, float]) -> dict[str, str | int | float]:
+    """What makes a trace self-describing: hardware, network, schedule parameters, version, units."""
+    return {
+        "network": schedule.network,
+        "hardware": hw.name,
+        "hardware_json": json.dumps(to_dict(hw)),
+        "mapper": schedule.mapper,
+        "batch": schedule.batch,
+        "schedule_json": json.dumps({ls.layer.name: ls.params for ls in schedule.layers}, default=str),
+        "ifmap_zero_fraction_json": json.dumps(dict(ifmap_zeros)),
+        "hwsim_version": hwsim.__version__,
+        "clock_hz": hw.clock_hz,
+        "word_bits": hw.precision_bits,
+    }
+
+
+def simulate_to_trace(schedule: Schedule, hw: Accelerator, path: str | Path, levels: frozenset[str] = frozenset(SIM_LEVELS),
+                      ifmap_zeros: Mapping[str, float] | None = None,
+                      progress: Callable[[int, LayerRun], None] | None = None) -> SimResult:
+    """Run `schedule` and write every record of `levels` to the trace at `path` (complete only on success)."""
+    names = [ls.layer.name for ls in schedule.layers]
+    attrs = trace_attrs(schedule, hw, ifmap_zeros or {})
+    with TraceWriter(path, [l for l in SIM_LEVELS if l in levels], names, BUFFERS, attrs) as writer:
+        result = simulate(schedule, hw, writer.append, levels, progress, writer.append_occupancy)
+    return result
