@@ -6,18 +6,29 @@ processing latency for the batch of 4. DRAM is also shown as it would be with Ey
 compression (CNNergy's factor) applied to our ifmap and ofmap words, to show how much of the
 difference compression explains. The faithful CNNergy on-chip energy and DRAM traffic (reference run,
 its batch per layer, scaled to 4 images) are shown too.
-Usage: python tools/validate_eyeriss.py
+With the simulator (default), the simulated processing latency and DRAM MB per layer, read from
+the trace of `hwsim simulate`, are printed beside silicon too.
+Usage: python tools/validate_eyeriss.py [--no-sim]
 """
 
 from __future__ import annotations
 
+import argparse
+import tempfile
+from dataclasses import replace
 from pathlib import Path
 
+import hwsim.trace
 from hwsim.analytic.cnnergy import cnnergy_network, read_layer_table, rlc_words_per_word
 from hwsim.analytic.estimate import estimate_network
 from hwsim.hardware import load_config
+from hwsim.hardware.schema import Accelerator
+from hwsim.mapping.row_stationary import rs_schedule
 from hwsim.mapping.schedule import Access, Level, Operand
+from hwsim.metrics import derive
+from hwsim.sim.run import simulate_to_trace
 from hwsim.workload import zoo
+from hwsim.workload.ir import Graph
 
 BATCH = 4
 # layer: (power mW, latency ms, processing ms, DRAM MB, ifmap zeros) from JSSC 2017 Table V.
@@ -38,7 +49,23 @@ def _verdict(ratio: float, tolerance: float) -> str:
     return "ok" if abs(ratio - 1) <= tolerance else "OUT"
 
 
+def simulated(graph: Graph, hw: Accelerator) -> dict[str, tuple[float, float]]:
+    """Simulate CONV1-5 (batch 4, DRAM and GLB traced): per layer (processing ms, DRAM MB) from the trace."""
+    schedule = rs_schedule(graph, hw, BATCH)
+    schedule = replace(schedule, layers=tuple(ls for ls in schedule.layers if ls.layer.name in SILICON))
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "alexnet.h5"
+        simulate_to_trace(schedule, hw, path, frozenset({"dram", "glb"}))
+        with hwsim.trace.open(path) as trace:
+            metrics = derive(trace)
+    return {l.name: (l.cycles / hw.clock_hz * 1e3, int(l.transfers[Level.DRAM].sum()) * hw.word_bytes / 1e6)
+            for l in metrics.layers}
+
+
 def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--no-sim", action="store_true", help="only the analytic columns")
+    args = parser.parse_args()
     hw = load_config("eyeriss-v1")
     graph = zoo.build("alexnet")
     zeros = {name: row[4] for name, row in SILICON.items()}
@@ -71,6 +98,15 @@ def main() -> None:
               f"{faithful_mj:8.3f} | {mb:8.2f} {rlc_mb:7.2f} {dram_mb:8.1f} {r_d:6.2f} {r_rlc:6.2f} "
               f"{_verdict(r_rlc, DRAM_TOLERANCE):3s} {faithful_mb:8.2f} | {ms:8.2f} {processing_ms:8.1f} {r_t:6.2f} "
               f"{_verdict(r_t, LATENCY_TOLERANCE):3s} {e.latency.bottleneck:>8s}")
+    if not args.no_sim:
+        print(f"\nsimulated (hwsim simulate, batch {BATCH}, DRAM+GLB traced): latency and DRAM from the trace")
+        print(f"{'layer':6s} | {'sim ms':>8s} {'silicon':>8s} {'ratio':>6s} {'':3s} | {'sim DRAM MB':>11s} "
+              f"{'silicon':>8s} {'ratio':>6s}")
+        for name, (ms, mb) in simulated(graph, hw).items():
+            processing_ms, dram_mb = SILICON[name][2], SILICON[name][3]
+            r_t = ms / processing_ms
+            print(f"{name:6s} | {ms:8.2f} {processing_ms:8.1f} {r_t:6.2f} {_verdict(r_t, LATENCY_TOLERANCE):3s} | "
+                  f"{mb:11.2f} {dram_mb:8.1f} {mb / dram_mb:6.2f}")
     print(f"tolerances: on-chip energy ±{ENERGY_TOLERANCE:.0%}, DRAM ±{DRAM_TOLERANCE:.0%} (judged on the "
           f"RLC column), latency ±{LATENCY_TOLERANCE:.0%}")
 

@@ -10,8 +10,8 @@ COMPUTE, its stores) and three processes share them, in group order:
 - the *array* loads a tile's filters into the RFs once the previous pass is
   done with them, then runs the pass while its ifmap and psum words stream
   in from the GLB over the NoC (a pass ends when its compute and its
-  streams are done); a pass that reads psums back first waits until every
-  earlier pass stored its psums;
+  streams are done); a pass that reads psums back first waits until the
+  pass that last wrote them (to the same GLB address) has stored them;
 - the *storer* performs the steps after a COMPUTE (psums RF → GLB, ofmaps
   GLB → DRAM, FREE), overlapping the next passes.
 
@@ -160,6 +160,7 @@ class LayerExecutor:
         self.to_array: simpy.Store = simpy.Store(env)
         self.to_store: simpy.Store = simpy.Store(env)
         self.stored_upto = -1  # index of the last group whose stores finished
+        self.psum_writer: dict[int, int] = {}  # GLB psum address -> the last group that stores psums there
         self.stored_event = env.event()
         self.passes = self.steps = 0
         self.compute_cycles = self.rf_wait = self.load_wait = self.psum_wait = 0
@@ -198,11 +199,16 @@ class LayerExecutor:
                 return
             index, first, steps, c, near, _ = item
             self.load_wait += env.now - wait_from
-            if any(steps[k][OPERAND] == Operand.PSUM for k in near):
+            writers = [self.psum_writer[steps[k][SRC_ADDR]] for k in near
+                       if steps[k][OPERAND] == Operand.PSUM and steps[k][SRC_ADDR] in self.psum_writer]
+            if writers:
                 wait_from = env.now
-                while self.stored_upto < index - 1:
+                while self.stored_upto < max(writers):
                     yield self.stored_event
                 self.psum_wait += env.now - wait_from
+            for k in range(c + 1, len(steps)):
+                if steps[k][OPERAND] == Operand.PSUM and steps[k][SRC] == Level.RF:
+                    self.psum_writer[steps[k][DST_ADDR]] = index
             wait_from = env.now
             end = env.now
             for k in near:
