@@ -132,6 +132,8 @@ def run_simulate(args: argparse.Namespace) -> int:
         peaks = _peaks(trace)
     doc = _report(metrics, result, path, hw)
     doc["peak_occupancy_bytes"] = peaks
+    doc["traced_levels"] = sorted(args.trace_levels)
+    doc["network_macs"] = loaded.graph.total_macs * args.batch  # the workload's MACs, traced or not
     if args.json:
         emit_json({**doc, "warnings": list(loaded.warnings)})
     else:

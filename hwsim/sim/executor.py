@@ -53,13 +53,22 @@ BUS = {Operand.IFMAP: "ifmap", Operand.FILTER: "filter", Operand.PSUM: "psum", O
 KIND, OPERAND, SRC, DST, GROUP, WORDS, SRC_ADDR, DST_ADDR, ACTIVE, MACS, OPS_, RF_F, RF_I, RF_PR, RF_PW, IPE = range(16)
 
 
+COLUMNS = ("start_cycle", "end_cycle", "op", "operand", "layer", "step", "address", "words")
+SMALL_BLOCK = 4  # component blocks up to this many records are kept as Python tuples
+
+
 @dataclass
 class Recorder:
-    """Collects records per level for one layer; `flush` hands them to the sink as numpy blocks."""
+    """Collects records per level for one layer; `flush` hands them to the sink as numpy blocks.
+
+    Single-record transactions (most of them) are kept as tuples and multi-burst ones as int64
+    [n, 8] arrays, so building a layer's records costs one conversion, not one per transaction.
+    """
 
     levels: frozenset[str]
     layer: int = 0
     rows: dict[str, list[tuple[int, ...]]] = field(default_factory=dict)
+    arrays: dict[str, list[np.ndarray]] = field(default_factory=dict)
 
     def wants(self, level: str) -> bool:
         return level in self.levels
@@ -67,8 +76,17 @@ class Recorder:
     def block(self, level: str, comp: np.ndarray, op: int, operand: int, step: int) -> None:
         """Component records (start, end, address, words) as trace records of one step."""
         layer = self.layer
-        self.rows.setdefault(level, []).extend(
-            (start, end, op, operand, layer, step, address, words) for start, end, address, words in comp.tolist())
+        if len(comp) <= SMALL_BLOCK:
+            self.rows.setdefault(level, []).extend(
+                (start, end, op, operand, layer, step, address, words) for start, end, address, words in comp.tolist())
+            return
+        out = np.empty((len(comp), len(COLUMNS)), dtype=np.int64)
+        out[:, 0] = comp["start_cycle"]
+        out[:, 1] = comp["end_cycle"]
+        out[:, 2:6] = (op, operand, layer, step)
+        out[:, 6] = comp["address"]
+        out[:, 7] = comp["words"]
+        self.arrays.setdefault(level, []).append(out)
 
     def row(self, level: str, start: int, end: int, op: int, operand: int, step: int, address: int,
             words: int) -> None:
@@ -77,10 +95,18 @@ class Recorder:
     def flush(self, sink: Callable[[str, np.ndarray], None]) -> None:
         """Hand each level's records, in start-cycle order, to `sink` as one block."""
         for level in SIM_LEVELS:
+            parts = self.arrays.pop(level, [])
             rows = self.rows.pop(level, [])
             if rows:
-                block = np.array(rows, dtype=RECORD_DTYPE)
-                sink(level, block[np.argsort(block["start_cycle"], kind="stable")])
+                parts.append(np.array(rows, dtype=np.int64))
+            if not parts:
+                continue
+            table = np.concatenate(parts) if len(parts) > 1 else parts[0]
+            table = table[np.argsort(table[:, 0], kind="stable")]
+            block = np.empty(len(table), dtype=RECORD_DTYPE)
+            for j, name in enumerate(COLUMNS):
+                block[name] = table[:, j]
+            sink(level, block)
 
 
 @dataclass
