@@ -55,6 +55,7 @@ KIND, OPERAND, SRC, DST, GROUP, WORDS, SRC_ADDR, DST_ADDR, ACTIVE, MACS, OPS_, R
 
 COLUMNS = ("start_cycle", "end_cycle", "op", "operand", "layer", "step", "address", "words")
 SMALL_BLOCK = 4  # component blocks up to this many records are kept as Python tuples
+FLUSH_RECORDS = 1 << 20  # records held before they are handed to the sink
 
 
 @dataclass
@@ -63,12 +64,16 @@ class Recorder:
 
     Single-record transactions (most of them) are kept as tuples and multi-burst ones as int64
     [n, 8] arrays, so building a layer's records costs one conversion, not one per transaction.
+    Every FLUSH_RECORDS records they go to the sink, sorted by start cycle within the slab, so
+    memory stays bounded on layers with tens of millions of records.
     """
 
     levels: frozenset[str]
+    sink: Callable[[str, np.ndarray], None]
     layer: int = 0
     rows: dict[str, list[tuple[int, ...]]] = field(default_factory=dict)
     arrays: dict[str, list[np.ndarray]] = field(default_factory=dict)
+    held: int = 0  # records (tuples + array rows) waiting for the next flush
 
     def wants(self, level: str) -> bool:
         return level in self.levels
@@ -76,6 +81,7 @@ class Recorder:
     def block(self, level: str, comp: np.ndarray, op: int, operand: int, step: int) -> None:
         """Component records (start, end, address, words) as trace records of one step."""
         layer = self.layer
+        self._count(len(comp))
         if len(comp) <= SMALL_BLOCK:
             self.rows.setdefault(level, []).extend(
                 (start, end, op, operand, layer, step, address, words) for start, end, address, words in comp.tolist())
@@ -90,10 +96,17 @@ class Recorder:
 
     def row(self, level: str, start: int, end: int, op: int, operand: int, step: int, address: int,
             words: int) -> None:
+        self._count(1)
         self.rows.setdefault(level, []).append((start, end, op, operand, self.layer, step, address, words))
 
-    def flush(self, sink: Callable[[str, np.ndarray], None]) -> None:
-        """Hand each level's records, in start-cycle order, to `sink` as one block."""
+    def _count(self, records: int) -> None:
+        self.held += records
+        if self.held >= FLUSH_RECORDS:
+            self.flush()
+
+    def flush(self) -> None:
+        """Hand each level's held records, in start-cycle order, to the sink as one block."""
+        self.held = 0
         for level in SIM_LEVELS:
             parts = self.arrays.pop(level, [])
             rows = self.rows.pop(level, [])
@@ -106,7 +119,7 @@ class Recorder:
             block = np.empty(len(table), dtype=RECORD_DTYPE)
             for j, name in enumerate(COLUMNS):
                 block[name] = table[:, j]
-            sink(level, block)
+            self.sink(level, block)
 
 
 @dataclass
@@ -363,13 +376,13 @@ def simulate(schedule: Schedule, hw: Accelerator, sink: Callable[[str, np.ndarra
     spaces = [m.glb.spaces[p] for p in ("data", "filter") if p in m.glb.spaces]
     emitted = [0] * len(spaces)
     for index, layer in enumerate(schedule.layers):
-        rec = Recorder(levels, index)
+        rec = Recorder(levels, sink, index)
         ex = LayerExecutor(m, layer, rec)
         start = int(m.env.now)
         m.env.run(m.env.process(ex.run()))
         run = LayerRun(layer.layer.name, start, int(m.env.now), ex.steps, ex.passes, ex.compute_cycles, ex.rf_wait,
                        ex.load_wait, ex.psum_wait)
-        rec.flush(sink)
+        rec.flush()
         if occupancy_sink is not None:
             for b, space in enumerate(spaces):
                 log = space.occupancy_records()[emitted[b]:]
