@@ -11,6 +11,8 @@ from pathlib import Path
 import pytest
 
 from hwsim.cli.main import main
+from hwsim.workload import zoo
+from hwsim.workload.ir import Graph
 
 REPO = Path(__file__).resolve().parents[1]
 CONFIGS = REPO / "configs"
@@ -56,3 +58,11 @@ def assert_one_line_error(result: CliResult, *fragments: str) -> None:
     assert "Traceback" not in result.err
     for fragment in fragments:
         assert fragment in lines[0], (fragment, lines[0])
+
+
+def small_zoo_graph(name: str) -> Graph:
+    """A zoo network at about 64 pixels on its short side (at least 32x32): every layer, fewer pixels."""
+    e = zoo.entry(name)
+    h, w = e.default_hw
+    scale = max(1, min(h, w) // 64)
+    return zoo.build(name, (max(32, h // scale), max(32, w // scale)))

@@ -11,6 +11,8 @@ from hwsim.mapping.row_stationary import rs_schedule
 from hwsim.mapping.schedule import Access, Level, Operand, StepKind
 from hwsim.workload import GraphBuilder, zoo
 
+from conftest import small_zoo_graph
+
 EYERISS = load_config("eyeriss-v1")
 R, F, U = Access.READ, Access.FILL, Access.UPDATE
 
@@ -114,16 +116,9 @@ def _from_steps(steps: np.ndarray, mpc: int, fill_drain: int) -> tuple[np.ndarra
     return table, scalars
 
 
-def _small(name: str):
-    e = zoo.entry(name)
-    h, w = e.default_hw
-    scale = max(1, min(h, w) // 64)
-    return zoo.build(name, (max(32, h // scale), max(32, w // scale)))
-
-
 @pytest.mark.parametrize("name", zoo.names())
 def test_closed_form_equals_the_step_stream(name: str) -> None:
-    graph = _small(name)
+    graph = small_zoo_graph(name)
     batch = 3 if name in ("alexnet", "resnet18", "mobilenetv2") else 1
     hw = EYERISS
     for ls in rs_schedule(graph, hw, batch).layers:

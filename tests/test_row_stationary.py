@@ -10,6 +10,8 @@ from hwsim.mapping.row_stationary import rs_params, rs_schedule
 from hwsim.mapping.schedule import Level, Operand, StepKind
 from hwsim.workload import GraphBuilder, LayerKind, zoo
 
+from conftest import small_zoo_graph
+
 EYERISS = load_config("eyeriss-v1")
 GLB_WORDS = 100 * 1024 // 2  # CNNergy's 100 KB ifmap+psum GLB in 16-bit words
 
@@ -43,16 +45,9 @@ def test_rule_1_and_4_for_few_channels() -> None:
     assert (m.q, m.chP, m.fP, m.rule) == (2, 2, 16, "1+4")
 
 
-def _small(name: str):
-    e = zoo.entry(name)
-    h, w = e.default_hw
-    scale = max(1, min(h, w) // 64)
-    return zoo.build(name, (max(32, h // scale), max(32, w // scale)))
-
-
 @pytest.mark.parametrize("name", zoo.names())
 def test_schedule_invariants_on_every_zoo_network(name: str) -> None:
-    graph = _small(name)
+    graph = small_zoo_graph(name)
     schedule = rs_schedule(graph, EYERISS)
     for ls in schedule.layers:
         steps = ls.steps()

@@ -38,6 +38,7 @@ from hwsim.mapping.schedule import (
     StepKind,
     buffer_steps,
     empty_steps,
+    set_transfers,
     transfers,
 )
 from hwsim.workload.ir import Graph, Layer, LayerKind
@@ -350,11 +351,11 @@ def _band_steps(p_: ConvProblem, m: RsParams, addr: DramLayout, hw: Accelerator,
                      ifmap_base + i * band_if)
     body = slice(head, head + 4 * P)
     passes = s[:, body].reshape(T, P, 4)
-    _set(passes[:, :, 0], Operand.IFMAP, Level.GLB, Level.RF, groups, cp[:, None] * pass_rows_in * band_cols,
+    set_transfers(passes[:, :, 0], Operand.IFMAP, Level.GLB, Level.RF, groups, cp[:, None] * pass_rows_in * band_cols,
          ifmap_base + image * band_if[:, None], 0)
-    _set(passes[:, :, 1], Operand.PSUM, Level.GLB, Level.RF, groups, psum, psum_addr, 0)
+    set_transfers(passes[:, :, 1], Operand.PSUM, Level.GLB, Level.RF, groups, psum, psum_addr, 0)
     keep[0, head + 1:head + 4 * P:4] = False  # the first tile starts its psums from zero
-    _set(passes[:, :, 3], Operand.PSUM, Level.RF, Level.GLB, groups, psum, 0, psum_addr)
+    set_transfers(passes[:, :, 3], Operand.PSUM, Level.RF, Level.GLB, groups, psum, 0, psum_addr)
     compute = passes[:, :, 2]
     macs = (fp * cp * rp * p_.S)[:, None] * (rows * width)[None, :]
     inter_pe = (rp * ceil_div_array(cp, m.q) - 1)[:, None] * psum[None, :]
@@ -390,19 +391,6 @@ def ceil_div_array(a: np.ndarray, b: int) -> np.ndarray:
     return -(-a // b)
 
 
-def _set(view: np.ndarray, operand: Operand, src: Level, dst: Level, group: np.ndarray | int,
-         words: np.ndarray | int, src_addr: np.ndarray | int, dst_addr: np.ndarray | int) -> None:
-    """Fill a (2-D) view of steps as TRANSFERs; arguments broadcast."""
-    view["kind"] = StepKind.TRANSFER
-    view["operand"] = operand
-    view["src"] = src
-    view["dst"] = dst
-    view["group"] = group
-    view["words"] = words
-    view["src_addr"] = src_addr
-    view["dst_addr"] = dst_addr
-
-
 @dataclass(frozen=True)
 class _Columns:
     """Writes one slot (column) of a [tiles, slots] step array."""
@@ -411,7 +399,7 @@ class _Columns:
 
     def transfer(self, j: int, operand: Operand, src: Level, dst: Level, group: np.ndarray,
                  words: np.ndarray | int, src_addr: np.ndarray | int, dst_addr: np.ndarray | int) -> None:
-        _set(self.steps[:, j], operand, src, dst, group, words, src_addr, dst_addr)
+        set_transfers(self.steps[:, j], operand, src, dst, group, words, src_addr, dst_addr)
 
     def buffer(self, j: int, kind: StepKind, operand: Operand, group: np.ndarray, words: np.ndarray | int,
                addr: np.ndarray | int) -> None:

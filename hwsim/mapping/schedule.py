@@ -99,18 +99,24 @@ def empty_steps(n: int) -> np.ndarray:
     return block
 
 
+def set_transfers(view: np.ndarray, operand: Operand, src: Level, dst: Level, group: np.ndarray | int,
+                  words: np.ndarray | int, src_addr: np.ndarray | int, dst_addr: np.ndarray | int) -> None:
+    """Fill a (possibly 2-D) view of steps as TRANSFERs; the arguments broadcast."""
+    view["kind"] = StepKind.TRANSFER
+    view["operand"] = operand
+    view["src"] = src
+    view["dst"] = dst
+    view["group"] = group
+    view["words"] = words
+    view["src_addr"] = src_addr
+    view["dst_addr"] = dst_addr
+
+
 def transfers(operand: Operand, src: Level, dst: Level, group: np.ndarray, words: np.ndarray,
               src_addr: np.ndarray, dst_addr: np.ndarray) -> np.ndarray:
     """A block of TRANSFER steps, one per element of the (equal-length) arrays."""
     block = empty_steps(len(words))
-    block["kind"] = StepKind.TRANSFER
-    block["operand"] = operand
-    block["src"] = src
-    block["dst"] = dst
-    block["group"] = group
-    block["words"] = words
-    block["src_addr"] = src_addr
-    block["dst_addr"] = dst_addr
+    set_transfers(block, operand, src, dst, group, words, src_addr, dst_addr)
     return block
 
 
