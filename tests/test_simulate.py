@@ -82,8 +82,10 @@ def test_same_inputs_give_identical_traces(tmp_path: Path) -> None:
 
 def test_interrupted_simulation_leaves_no_trace(tmp_path: Path) -> None:
     out = tmp_path / "vgg.h5"
+    # A shell's background jobs inherit SIGINT as ignored; give the child the default handling back.
     proc = subprocess.Popen([sys.executable, "-m", "hwsim.cli.main", "simulate", "vgg16", "--hw", "eyeriss-v1",
-                             "--out", str(out)], cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+                             "--out", str(out)], cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline and not any(tmp_path.iterdir()):
         time.sleep(0.1)  # wait until the temporary trace exists: the run is under way
