@@ -21,14 +21,14 @@ from hwsim.analytic.cnnergy import (
     cnnergy_network,
     read_layer_table,
 )
-from hwsim.analytic.estimate import COMPONENTS, NetworkEstimate, estimate_network, layer_record
+from hwsim.analytic.estimate import COMPONENTS, OPERAND_NAMES, NetworkEstimate, estimate_network, layer_record
 from hwsim.analytic.graph_adapter import DEFAULT_RELU_SPARSITY, SPARSITY_PRESETS, SparsityModel, adapt_graph
 from hwsim.cli.cmd_info import add_network_arguments
 from hwsim.cli.cmd_partition import AUTO, RELU, batch_arg, choose_sparsity, fraction_arg
 from hwsim.cli.output import console, emit_json, format_count, table
 from hwsim.errors import ConfigError, HwsimError, NetworkError
 from hwsim.hardware import load_config
-from hwsim.hardware.energy import with_glb_data_size
+from hwsim.hardware.energy import LEVEL_NAMES, with_glb_data_size
 from hwsim.hardware.schema import Accelerator
 from hwsim.hardware.units import BYTES, format_bytes as fmt_bytes, parse_quantity
 from hwsim.workload.ir import Graph
@@ -208,6 +208,16 @@ def print_rs(e: NetworkEstimate, hw: Accelerator) -> None:
                   _uj(en["dram"]), _uj(en["clock"] + en["control"]), _uj(l.total_pj),
                   fmt_bytes(int(l.counts.transfers[0].sum()) * hw.word_bytes))
     out.print(t)
+    by_level = sum(l.level_operand_pj for l in e.layers)
+    words = sum(l.counts.accesses for l in e.layers)
+    t2 = table("energy (µJ) and accesses (words: reads / fills / updates) by level and operand, all layers",
+               [("level", "left"), *[(name, "right") for name in OPERAND_NAMES]])
+    for lv, name in enumerate(LEVEL_NAMES):
+        if words[lv].any():
+            t2.add_row(name, *[f"{by_level[lv, op] / 1e6:.2f}  ({format_count(words[lv, op, 0])} / "
+                               f"{format_count(words[lv, op, 1])} / {format_count(words[lv, op, 2])})"
+                               for op in range(len(OPERAND_NAMES))])
+    out.print(t2)
     macs = sum(l.counts.macs for l in e.layers)
     seconds = e.cycles / e.clock_hz
     out.print(f"total {e.total_pj() / 1e9:.4g} mJ for {e.batch} image(s) ({e.total_pj() / 1e9 / e.batch:.4g} mJ "
