@@ -27,6 +27,7 @@ the MACs (operand other, op update, address = active PEs), non-MAC ops
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -160,6 +161,28 @@ class LayerRun:
         return self.end_cycle - self.start_cycle
 
 
+class Handoff:
+    """An in-order queue between two processes that costs a simpy event only when the taker must wait
+    (a simpy Store costs two per item); the executor hands over tens of thousands of passes per layer."""
+
+    def __init__(self, env: simpy.Environment) -> None:
+        self.env = env
+        self.items: deque[Any] = deque()
+        self.waiter: simpy.Event | None = None
+
+    def put(self, item: Any) -> None:
+        self.items.append(item)
+        if self.waiter is not None:
+            waiter, self.waiter = self.waiter, None
+            waiter.succeed()
+
+    def take(self) -> Generator[simpy.Event, Any, Any]:
+        while not self.items:
+            self.waiter = self.env.event()
+            yield self.waiter
+        return self.items.popleft()
+
+
 def _groups(layer: LayerSchedule) -> Iterator[tuple[int, list[tuple[Any, ...]], int]]:
     """(first step index, step tuples, index of the COMPUTE within them) per pass, in order."""
     offset = 0
@@ -196,8 +219,8 @@ class LayerExecutor:
     def __init__(self, m: Machine, layer: LayerSchedule, rec: Recorder) -> None:
         self.m, self.layer, self.rec = m, layer, rec
         env = m.env
-        self.to_array: simpy.Store = simpy.Store(env)
-        self.to_store: simpy.Store = simpy.Store(env)
+        self.to_array = Handoff(env)
+        self.to_store = Handoff(env)
         self.stored_upto = -1  # index of the last group whose stores finished
         self.psum_writer: dict[int, int] = {}  # GLB psum address -> the last group that stores psums there
         self.stored_event = env.event()
@@ -224,19 +247,19 @@ class LayerExecutor:
                     near.append(k)
                 else:
                     yield from self._step(first + k, s)
-            yield self.to_array.put((index, first, steps, c, near, self.m.env.now))
+            self.to_array.put((index, first, steps, c, near))
             index += 1
-        yield self.to_array.put(None)
+        self.to_array.put(None)
 
     def _array(self) -> Generator[simpy.Event, Any, None]:
         env = self.m.env
         while True:
             wait_from = env.now
-            item = yield self.to_array.get()
+            item = yield from self.to_array.take()
             if item is None:
-                yield self.to_store.put(None)
+                self.to_store.put(None)
                 return
-            index, first, steps, c, near, _ = item
+            index, first, steps, c, near = item
             self.load_wait += env.now - wait_from
             writers = [self.psum_writer[steps[k][SRC_ADDR]] for k in near
                        if steps[k][OPERAND] == Operand.PSUM and steps[k][SRC_ADDR] in self.psum_writer]
@@ -262,11 +285,11 @@ class LayerExecutor:
                 end = max(end, self._reserve_compute(first + c, steps[c]))
             if end > env.now:
                 yield env.timeout(end - env.now)
-            yield self.to_store.put((index, first, steps, c))
+            self.to_store.put((index, first, steps, c))
 
     def _storer(self) -> Generator[simpy.Event, Any, None]:
         while True:
-            item = yield self.to_store.get()
+            item = yield from self.to_store.take()
             if item is None:
                 return
             index, first, steps, c = item
@@ -285,7 +308,7 @@ class LayerExecutor:
         elif kind == StepKind.ALLOC:
             yield self.m.glb.allocate(s[WORDS], self._partition(s))
         elif kind == StepKind.FREE:
-            yield self.m.glb.free(s[WORDS], self._partition(s))
+            self.m.glb.free(s[WORDS], self._partition(s))  # never waits: no need to yield
 
     def _partition(self, s: tuple[Any, ...]) -> str:
         return "filter" if s[OPERAND] == Operand.FILTER else "data"
