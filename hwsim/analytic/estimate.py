@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from hwsim.analytic.integer_tiled import LayerCounts, layer_counts
-from hwsim.hardware.energy import COMPONENTS, LEVEL_NAMES, EnergyTable, energy_table
+from hwsim.hardware.energy import LEVEL_NAMES, EnergyTable, energy_table
 from hwsim.hardware.schema import Accelerator
 from hwsim.mapping.row_stationary import WEIGHTED, conv_problem, rs_params
 from hwsim.mapping.schedule import Access, Level, Operand
@@ -54,7 +54,7 @@ class LayerEstimate:
     mapping: dict[str, int | str]
     counts: LayerCounts
     ifmap_zero_fraction: float
-    energy_pj: dict[str, float]  # by COMPONENTS
+    energy_pj: dict[str, float]  # by hwsim.hardware.energy.COMPONENTS
     level_operand_pj: np.ndarray  # [Level, Operand] energy of the accesses at each level
     latency: LatencyBound
 
