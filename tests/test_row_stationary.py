@@ -14,6 +14,7 @@ from conftest import small_zoo_graph
 
 EYERISS = load_config("eyeriss-v1")
 GLB_WORDS = 100 * 1024 // 2  # CNNergy's 100 KB ifmap+psum GLB in 16-bit words
+FILTER_WORDS = 8 * 1024 // 2  # the 8 KB filter partition
 
 
 def test_alexnet_conv1_params_by_hand() -> None:
@@ -59,12 +60,14 @@ def test_schedule_invariants_on_every_zoo_network(name: str) -> None:
         if layer.kind in (LayerKind.INPUT, LayerKind.OUTPUT):
             assert len(steps) == 0
             continue
-        # Every allocation is freed, and the GLB never holds more than its data capacity.
-        alloc = steps["kind"] == StepKind.ALLOC
-        free = steps["kind"] == StepKind.FREE
-        delta = np.where(alloc, steps["words"], 0) - np.where(free, steps["words"], 0)
-        assert delta.sum() == 0, layer.name
-        assert np.cumsum(delta).max() <= GLB_WORDS, layer.name
+        # Every allocation is freed, and neither GLB partition ever holds more than its capacity.
+        for operands, capacity in (((Operand.IFMAP, Operand.PSUM), GLB_WORDS), ((Operand.FILTER,), FILTER_WORDS)):
+            mine = np.isin(steps["operand"], operands)
+            alloc = mine & (steps["kind"] == StepKind.ALLOC)
+            free = mine & (steps["kind"] == StepKind.FREE)
+            delta = np.where(alloc, steps["words"], 0) - np.where(free, steps["words"], 0)
+            assert delta.sum() == 0, layer.name
+            assert np.cumsum(delta).max(initial=0) <= capacity, layer.name
         # Each ofmap word reaches DRAM exactly once.
         out = steps[(steps["kind"] == StepKind.TRANSFER) & (steps["dst"] == Level.DRAM)]
         assert out["words"].sum() == layer.out_shape.elements, layer.name

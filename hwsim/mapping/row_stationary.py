@@ -328,34 +328,41 @@ def _band_steps(p_: ConvProblem, m: RsParams, addr: DramLayout, hw: Accelerator,
     first_group = group + np.arange(T) * P  # [T]
     groups = first_group[:, None] + np.arange(P)[None, :]  # [T, P]
 
-    head = 3 + n_img
-    slots = head + 4 * P + 1
+    head = 4 + n_img  # ALLOC filter, filter DRAM → GLB, filter → RF, ALLOC ifmap, ifmap loads
+    per_pass = 5  # ifmap GLB → RF, psum GLB → RF, COMPUTE, psum RF → GLB, FREE filter (first pass only)
+    slots = head + per_pass * P + 1
     s = empty_steps(T * slots).reshape(T, slots)
     keep = np.ones((T, slots), dtype=bool)
     col = _Columns(s)
     filt = fp * cp * rp * p_.S
     filt_dram = addr.filter + ((m0 * p_.C + c0) * p_.R + r0) * p_.S
-    col.transfer(0, Operand.FILTER, Level.DRAM, Level.GLB, first_group, filt, filt_dram, filter_base)
+    col.buffer(0, StepKind.ALLOC, Operand.FILTER, first_group, filt, filter_base)
+    col.transfer(1, Operand.FILTER, Level.DRAM, Level.GLB, first_group, filt, filt_dram, filter_base)
     if staged:
-        col.transfer(1, Operand.FILTER, Level.GLB, Level.RF, first_group, filt, filter_base, 0)
+        col.transfer(2, Operand.FILTER, Level.GLB, Level.RF, first_group, filt, filter_base, 0)
     else:
-        col.transfer(1, Operand.FILTER, Level.DRAM, Level.RF, first_group, filt, filt_dram, 0)
-        keep[:, 0] = False
-    col.buffer(2, StepKind.ALLOC, Operand.IFMAP, first_group, n_img * band_if, ifmap_base)
+        col.transfer(2, Operand.FILTER, Level.DRAM, Level.RF, first_group, filt, filt_dram, 0)
+        keep[:, :2] = False
+    col.buffer(3, StepKind.ALLOC, Operand.IFMAP, first_group, n_img * band_if, ifmap_base)
     row0 = max(0, y0 * p_.U - p_.pad_top)
     col0 = max(0, x0 * p_.V - p_.pad_left)
     for i in range(n_img):
         if_dram = (addr.ifmap[0] + (i0 + i) * addr.ifmap_image_words[0]
                    + (c0 * p_.H + row0) * p_.W + col0)
-        col.transfer(3 + i, Operand.IFMAP, Level.DRAM, Level.GLB, first_group, band_if, if_dram,
+        col.transfer(4 + i, Operand.IFMAP, Level.DRAM, Level.GLB, first_group, band_if, if_dram,
                      ifmap_base + i * band_if)
-    body = slice(head, head + 4 * P)
-    passes = s[:, body].reshape(T, P, 4)
+    end = head + per_pass * P
+    passes = s[:, head:end].reshape(T, P, per_pass)
     set_transfers(passes[:, :, 0], Operand.IFMAP, Level.GLB, Level.RF, groups, cp[:, None] * pass_rows_in * band_cols,
-         ifmap_base + image * band_if[:, None], 0)
+                  ifmap_base + image * band_if[:, None], 0)
     set_transfers(passes[:, :, 1], Operand.PSUM, Level.GLB, Level.RF, groups, psum, psum_addr, 0)
-    keep[0, head + 1:head + 4 * P:4] = False  # the first tile starts its psums from zero
+    keep[0, head + 1:end:per_pass] = False  # the first tile starts its psums from zero
     set_transfers(passes[:, :, 3], Operand.PSUM, Level.RF, Level.GLB, groups, psum, 0, psum_addr)
+    # The staged filters leave the GLB's filter partition once the tile's first pass has them in its RFs.
+    col.buffer(head + 4, StepKind.FREE, Operand.FILTER, first_group, filt, filter_base)
+    keep[:, head + 4 + per_pass:end:per_pass] = False
+    if not staged:
+        keep[:, head + 4] = False
     compute = passes[:, :, 2]
     macs = (fp * cp * rp * p_.S)[:, None] * (rows * width)[None, :]
     inter_pe = (rp * ceil_div_array(cp, m.q) - 1)[:, None] * psum[None, :]
