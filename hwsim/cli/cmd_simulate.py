@@ -88,6 +88,7 @@ def _report(metrics: TraceMetrics, result: SimResult, path: Path, hw: Accelerato
             "passes": run.passes, "compute_cycles": run.compute_cycles,
             "stall_cycles": {"load": run.load_wait_cycles, "rf_filter": run.rf_wait_cycles,
                              "psum": run.psum_wait_cycles},
+            "resource_stall_cycles": run.resource_stall_cycles,
             "macs": m.compute.macs, "utilization": m.utilization, "energy_pj": m.energy_pj,
             "dram_bytes": int(m.transfers[0].sum()) * hw.word_bytes,
         })
@@ -101,13 +102,16 @@ def _report(metrics: TraceMetrics, result: SimResult, path: Path, hw: Accelerato
 def _print_report(doc: dict[str, Any], peaks: dict[str, int]) -> None:
     t = table(f"{doc['network']} on {doc['hardware']}, batch {doc['batch']}: simulated (energy in µJ, from the trace)",
               [("layer", "left"), ("cycles", "right"), ("util", "right"), ("load stall", "right"),
-               ("filter stall", "right"), ("psum stall", "right"), ("MAC+RF", "right"), ("GLB", "right"),
+               ("filter stall", "right"), ("psum stall", "right"), ("queued: DRAM/GLB/NoC", "right"),
+               ("MAC+RF", "right"), ("GLB", "right"),
                ("DRAM", "right"), ("ctrl", "right"), ("total", "right"), ("DRAM bytes", "right")])
     for l in doc["layers"]:
         e = l["energy_pj"]
         t.add_row(l["name"], format_count(l["cycles"]), f"{l['utilization']:.0%}",
                   format_count(l["stall_cycles"]["load"]), format_count(l["stall_cycles"]["rf_filter"]),
-                  format_count(l["stall_cycles"]["psum"]), f"{(e['mac'] + e['rf'] + e['inter_pe']) / 1e6:.2f}",
+                  format_count(l["stall_cycles"]["psum"]),
+                  "/".join(format_count(l["resource_stall_cycles"][k]) for k in ("dram", "glb_port", "noc")),
+                  f"{(e['mac'] + e['rf'] + e['inter_pe']) / 1e6:.2f}",
                   f"{e['glb'] / 1e6:.2f}", f"{e['dram'] / 1e6:.2f}", f"{(e['clock'] + e['control']) / 1e6:.2f}",
                   f"{sum(e.values()) / 1e6:.2f}", format_bytes(l["dram_bytes"]))
     out = console()

@@ -134,6 +134,17 @@ class Machine:
     noc: Noc
     pe: PeArray
 
+    def stall_cycles(self) -> dict[str, int]:
+        """Cycles transactions have queued so far, by cause: DRAM channels (incl. read/write turnaround),
+        GLB ports and bank conflicts, NoC buses, GLB space (allocations waiting for frees)."""
+        return {
+            "dram": int(self.dram.queue_stall_cycles + self.dram.turnaround_stall_cycles),
+            "glb_port": int(self.glb.port_stall_cycles),
+            "glb_bank": int(self.glb.bank_conflict_stall_cycles),
+            "noc": int(sum(bus.queue_stall_cycles for bus in self.noc.buses.values())),
+            "glb_space": int(sum(space.allocate_stall_cycles for space in self.glb.spaces.values())),
+        }
+
     @classmethod
     def build(cls, hw: Accelerator) -> Machine:
         env = simpy.Environment()
@@ -155,6 +166,7 @@ class LayerRun:
     rf_wait_cycles: int  # cycles passes waited for their filters to reach the RFs
     load_wait_cycles: int  # cycles the array waited for prefetched data (DRAM bandwidth, buffer space)
     psum_wait_cycles: int  # cycles passes waited for earlier passes' psums to be stored
+    resource_stall_cycles: dict[str, int]  # cycles transactions queued for each resource during the layer
 
     @property
     def cycles(self) -> int:
@@ -402,9 +414,11 @@ def simulate(schedule: Schedule, hw: Accelerator, sink: Callable[[str, np.ndarra
         rec = Recorder(levels, sink, index)
         ex = LayerExecutor(m, layer, rec)
         start = int(m.env.now)
+        before = m.stall_cycles()
         m.env.run(m.env.process(ex.run()))
+        after = m.stall_cycles()
         run = LayerRun(layer.layer.name, start, int(m.env.now), ex.steps, ex.passes, ex.compute_cycles, ex.rf_wait,
-                       ex.load_wait, ex.psum_wait)
+                       ex.load_wait, ex.psum_wait, {k: after[k] - before[k] for k in after})
         rec.flush()
         if occupancy_sink is not None:
             for b, space in enumerate(spaces):
