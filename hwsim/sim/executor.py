@@ -249,18 +249,31 @@ class LayerExecutor:
     # -- the three processes --------------------------------------------------------------------------
 
     def _prefetcher(self) -> Generator[simpy.Event, Any, None]:
-        index = 0
-        for first, steps, c in _groups(self.layer):
+        """A group's loads into on-chip buffers are issued back to back, like a DMA engine with
+        outstanding requests (each resource still serves them in order); the group goes to the array
+        when the last one has landed. Only an allocation that does not fit makes it wait earlier."""
+        env = self.m.env
+        for index, (first, steps, c) in enumerate(_groups(self.layer)):
             self.steps += len(steps)
             near = []
+            end = int(env.now)
             for k in range(c):
                 s = steps[k]
+                kind = s[KIND]
                 if s[DST] == Level.RF:
                     near.append(k)
-                else:
-                    yield from self._step(first + k, s)
+                elif kind == StepKind.TRANSFER:
+                    end = max(end, self._reserve_transfer(first + k, s))
+                elif kind == StepKind.ALLOC:
+                    granted = self.m.glb.allocate(s[WORDS], self._partition(s))
+                    if not granted.triggered:
+                        yield granted
+                        end = max(end, int(env.now))
+                elif kind == StepKind.FREE:
+                    self.m.glb.free(s[WORDS], self._partition(s))
+            if end > env.now:
+                yield env.timeout(end - env.now)
             self.to_array.put((index, first, steps, c, near))
-            index += 1
         self.to_array.put(None)
 
     def _array(self) -> Generator[simpy.Event, Any, None]:
