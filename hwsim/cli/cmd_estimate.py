@@ -38,6 +38,7 @@ NONE = "none"
 SWEEP_KEYS = ("glb.size",)
 MAX_SWEEP_POINTS = 64
 NEAR_OPTIMUM = 0.02  # sizes within 2 % of the minimum energy are marked
+SIZE_QUANTUM_BYTES = 8
 
 
 # ----- arguments ------------------------------------------------------------------------------------
@@ -69,7 +70,9 @@ def sweep_arg(text: str) -> Sweep:
         if not points.isdigit() or not 2 <= int(points) <= MAX_SWEEP_POINTS:
             raise argparse.ArgumentTypeError(f"{text!r}: POINTS must be an integer from 2 to {MAX_SWEEP_POINTS}")
         n = int(points)
-        values = [round(low * (high / low) ** (k / (n - 1))) for k in range(n)]
+        # whole 8-byte lines, so every size is a whole number of words at any precision
+        values = [SIZE_QUANTUM_BYTES * round(low * (high / low) ** (k / (n - 1)) / SIZE_QUANTUM_BYTES)
+                  for k in range(n)]
     else:
         values = [low * 2**k for k in range(int(math.log2(high / low) + 1e-9) + 1)]
         if values[-1] != high:
