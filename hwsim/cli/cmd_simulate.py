@@ -82,6 +82,8 @@ def _report(metrics: TraceMetrics, result: SimResult, path: Path, hw: Accelerato
     by_name = {l.name: l for l in metrics.layers}
     layers = []
     for run in result.layers:
+        if run.steps == 0:  # graph inputs and outputs: nothing to run
+            continue
         m = by_name[run.name]
         layers.append({
             "name": run.name, "start_cycle": run.start_cycle, "end_cycle": run.end_cycle, "cycles": run.cycles,
