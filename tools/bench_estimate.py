@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from bench_info import wall_seconds
+from bench_info import print_timings
 
 TARGET_S = 1.0
 
@@ -33,13 +33,7 @@ def main() -> None:
             *hwsim, "estimate", "alexnet", "--hw", "eyeriss-8bit", "--model", "cnnergy", "--sweep",
             "glb.size=8KB..512KB", "--json"],
     }
-    print(f"{'command':58s} {'median s':>9s} {'x start-up':>10s} {'/ 1 s target':>12s}")
-    base = None
-    for label, cmd in cases.items():
-        t = wall_seconds(cmd, args.repeat)
-        base = base or t
-        print(f"{label:58s} {t:9.3f} {t / base:10.1f} {t / TARGET_S:12.2f}")
-
+    print_timings(cases, args.repeat, TARGET_S)
 
 if __name__ == "__main__":
     main()

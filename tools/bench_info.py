@@ -44,12 +44,18 @@ def main() -> None:
         "hwsim info light_densenet121.onnx --json": [*hwsim, "info",
                                                      os.path.join(LIGHT, "light_densenet121.onnx"), "--json"],
     }
+    print_timings(cases, args.repeat, TARGET_S)
+
+
+def print_timings(cases: dict[str, list[str]], repeat: int, target_s: float) -> None:
+    """Median wall time of each command, its ratio to the first (interpreter start-up) and to the target."""
+    width = max(len(label) for label in cases) + 2
+    print(f"{'command':{width}s} {'median s':>9s} {'x start-up':>10s} {f'/ {target_s:g} s target':>12s}")
     base = None
-    print(f"{'command':45s} {'median s':>9s} {'x start-up':>10s} {'/ 2 s target':>12s}")
     for label, cmd in cases.items():
-        t = wall_seconds(cmd, args.repeat)
+        t = wall_seconds(cmd, repeat)
         base = base or t
-        print(f"{label:45s} {t:9.3f} {t / base:10.1f} {t / TARGET_S:12.2f}")
+        print(f"{label:{width}s} {t:9.3f} {t / base:10.1f} {t / target_s:12.2f}")
 
 
 if __name__ == "__main__":

@@ -1,5 +1,5 @@
-"""On-chip SRAM (the GLB or the L2): shared ports, banks with contiguous address ranges, and
-buffer space that a tile must be allocated in before it is fetched.
+"""On-chip SRAM (the GLB, the L2, or a line buffer): shared ports, banks with contiguous address
+ranges, and buffer space that a tile must be allocated in before it is fetched.
 
 Timing of one transfer of W words at word address A:
 
@@ -10,6 +10,7 @@ Timing of one transfer of W words at word address A:
   GLB: words_per_cycle = words_per_port, latency 0, `ports` ports.
   L2: one port, words_per_cycle = bandwidth_bytes_per_cycle / word_bytes
   (an exact fraction), latency = latency_cycles.
+  Line buffer: one bank, one port, words_per_port, latency 0.
 - Every bank and port keeps the cycle it is next free. A transfer requested
   at cycle r reserves them at once (no simpy event): with
   banks_ready = max(r, latest free cycle of its banks) it starts at
@@ -30,7 +31,7 @@ Timing of one transfer of W words at word address A:
 
 Space is accounted separately from addresses: a `Space` (simpy Container)
 per partition, whose allocations block while it is full. The GLB has a data partition (`data_bytes`, ifmaps and psums)
-and a filter partition (`filter_bytes`); the L2 has only data.
+and a filter partition (`filter_bytes`); the L2 and line buffers have only data.
 """
 
 from __future__ import annotations
@@ -75,20 +76,24 @@ class Sram:
         StatInfo("port_stall_cycles", "cycles", "cycles transfers waited for a free port"),
     )
 
-    def __init__(self, env: simpy.Environment, cfg: schema.Glb | schema.L2, word_bytes: int,
+    def __init__(self, env: simpy.Environment, cfg: schema.Glb | schema.L2 | schema.LineBuffer, word_bytes: int,
                  name: str = "glb") -> None:
-        if cfg.size_bytes % (cfg.banks * word_bytes):
-            raise HwsimError(f"{name}.size: {cfg.size_bytes} B does not split into {cfg.banks} banks of whole "
-                             f"{word_bytes}-byte words; make size a multiple of {cfg.banks * word_bytes} B")
+        banks = 1 if isinstance(cfg, schema.LineBuffer) else cfg.banks
+        if cfg.size_bytes % (banks * word_bytes):
+            raise HwsimError(f"{name}.size: {cfg.size_bytes} B does not split into {banks} banks of whole "
+                             f"{word_bytes}-byte words; make size a multiple of {banks * word_bytes} B")
         self.env = env
         self.cfg = cfg
         self.name = name
         self.word_bytes = word_bytes
-        self.bank_words = cfg.size_bytes // cfg.banks // word_bytes
-        self.size_words = self.bank_words * cfg.banks
+        self.bank_words = cfg.size_bytes // banks // word_bytes
+        self.size_words = self.bank_words * banks
         if isinstance(cfg, schema.Glb):
             ports, rate, latency = cfg.ports, Fraction(cfg.words_per_port), 0
             data_bytes, filter_bytes = cfg.data_bytes, cfg.filter_bytes
+        elif isinstance(cfg, schema.LineBuffer):
+            ports, rate, latency = 1, Fraction(cfg.words_per_port), 0
+            data_bytes, filter_bytes = cfg.size_bytes, 0
         else:
             ports, latency = 1, cfg.latency_cycles
             rate = exact_rate(cfg.bandwidth_bytes_per_cycle, f"{name}.bandwidth") / word_bytes
@@ -96,7 +101,7 @@ class Sram:
         self.words_per_cycle = rate
         self.latency_cycles = latency
         self._port_free_at = [0] * ports  # cycle each port is next free
-        self._bank_free_at = [0] * cfg.banks  # cycle each bank is next free
+        self._bank_free_at = [0] * banks  # cycle each bank is next free
         self.reserved_end_cycle = 0  # cycle the latest reservation ends (its request cycle if empty)
         self.spaces = {"data": Space(env, data_bytes // word_bytes, f"{name} data partition"),
                        "filter": Space(env, filter_bytes // word_bytes, f"{name} filter partition")}
@@ -176,8 +181,9 @@ class Sram:
         if words == 0:
             self.reserved_end_cycle = now
             return empty_records()
-        first_bank = address_words // self.bank_words
-        last_bank = (address_words + words - 1) // self.bank_words
+        located = max(address_words, 0)  # NO_ADDRESS (line buffers: one bank) is located at word 0
+        first_bank = located // self.bank_words
+        last_bank = (located + words - 1) // self.bank_words
         bank_free_at = self._bank_free_at
         banks_ready = max(now, bank_free_at[first_bank] if first_bank == last_bank
                           else max(bank_free_at[first_bank:last_bank + 1]))
