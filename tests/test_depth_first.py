@@ -96,15 +96,21 @@ def test_strided_conv_and_pool():
 def test_tiling_shrinks_lines_and_adds_overhead():
     g = two_convs(convs=3)
     cost = depth_first_cost(g, tiling=2)
-    # Line 16 → 16/2 = 8 per tile. The leftmost tile reaches (k−1)/2 = 1 pixel further per
-    # layer downstream (Eq. 2's O): x feeds 3 convs → 3, c1 → 2, c2 → 1; a middle tile also
-    # holds the k − S = 2 refetched boundary columns, so the widest line is 8 + max(shift, 2).
-    assert buffer(cost, "x").line_pixels == 8 + 3
-    assert buffer(cost, "c1").line_pixels == 8 + 2
-    assert buffer(cost, "c2").line_pixels == 8 + 2
+    # Line 16 → 16/2 = 8 output columns per tile. The leftmost tile reaches (k−1)/2 = 1 pixel
+    # further per layer downstream (Eq. 2's O): c2 computes columns 0..8 (9), c1 0..9 (10),
+    # x is read 0..10 (11). The second tile computes the rest and fetches back the k − S = 2
+    # columns left of its share: c2 9..15 + 2 = 9, c1 10..15 + 2 = 8, x 11..15 + 2 = 7.
+    # A ring row is the widest tile.
+    assert buffer(cost, "x").line_pixels == 11
+    assert buffer(cost, "c1").line_pixels == 10
+    assert buffer(cost, "c2").line_pixels == 9
     assert buffer(cost, "x").line_buffer_pixels == 2 * 11 + 2  # 24 < 34 untiled
     assert buffer(cost, "c1").line_buffer_pixels == 2 * 10 + 2
-    assert cost.stacks[0].line_buffer_bytes == 24 * 3 + 22 * 8 + 22 * 8
+    assert buffer(cost, "c2").line_buffer_pixels == 2 * 9 + 2
+    assert cost.stacks[0].line_buffer_bytes == 24 * 3 + 22 * 8 + 20 * 8
+    # Four tiles of 4: a middle tile computes 4 columns and fetches back 2, so 4 + max(O, 2) as Eq. 2.
+    four = depth_first_cost(g, tiling=4)
+    assert [buffer(four, t).line_pixels for t in ("x", "c1", "c2")] == [4 + 3, 4 + 2, 4 + 2]
     # Eq. 3: (2−1)·32·(3−1) = 64 boundary pixels per FM; x only refetched, c1 and c2 offloaded + refetched.
     assert all(b.boundary_pixels == 64 for b in cost.stacks[0].buffers)
     assert cost.stacks[0].boundary_dram_bytes == 64 * 3 + 2 * 64 * 8 + 2 * 64 * 8

@@ -58,10 +58,19 @@ from dataclasses import dataclass
 from enum import StrEnum
 from itertools import pairwise
 
-from hwsim.errors import HwsimError
+from hwsim.mapping.depth_first import (
+    Cut,
+    DepthFirstError,
+    StackPlan,
+    WeightPolicy,
+    long_skips,
+    plan_stack,
+    split_stacks,
+)
 from hwsim.workload.ir import SUPPORTED_BITS, Graph, Layer, LayerKind, Shape
 
-Cut = int | str
+__all__ = ["Cut", "DepthFirstError", "WeightPolicy", "split_stacks", "boundary_pixels", "line_buffer_pixels",
+           "layer_by_layer_dram_bytes", "layer_by_layer_on_chip_bytes", "depth_first_cost"]
 
 _WINDOW_KINDS = frozenset({LayerKind.CONV, LayerKind.MAX_POOL, LayerKind.AVG_POOL})
 _GLOBAL_KINDS = frozenset({LayerKind.GLOBAL_AVG_POOL, LayerKind.GLOBAL_MAX_POOL, LayerKind.FC})
@@ -70,17 +79,6 @@ _NOT_COMPUTE = frozenset({LayerKind.INPUT, LayerKind.OUTPUT})
 _FUSED_INTO_CONSUMER = frozenset(
     {LayerKind.ADD, LayerKind.MUL, LayerKind.UNARY, LayerKind.DEPTH_TO_SPACE, LayerKind.CHANNEL_SHUFFLE}
 )
-
-
-class DepthFirstError(HwsimError):
-    """A depth-first evaluation request that cannot be modelled (bad cut, tiling factor, precision)."""
-
-
-class WeightPolicy(StrEnum):
-    """Where the model's parameters live (sec. 5)."""
-
-    ON_CHIP = "on_chip"  # whole model on chip, loaded once: no DRAM bytes per inference
-    PER_STACK = "per_stack"  # only the running stack's parameters, refetched every inference
 
 
 # ----- the paper's equations ------------------------------------------------------------------
@@ -229,73 +227,11 @@ def depth_first_cost(graph: Graph, cuts: Sequence[Cut] = (), tiling: int | Seque
         if not isinstance(factor, int) or factor < 1:
             raise DepthFirstError(f"{graph.name}: stack ending at layer {stack[-1].name!r} has tiling factor "
                                   f"{factor!r}; use an integer ≥ 1 (1 = no tiling)")
-    long_skips = _long_skips(graph, stacks, max_short_skip_layers)
-    costs = tuple(_stack_cost(graph, s, f, weights, bits, long_skips) for s, f in zip(stacks, factors))
+    long = long_skips(graph, stacks, max_short_skip_layers)
+    costs = tuple(_stack_cost(graph, s, f, weights, bits, long) for s, f in zip(stacks, factors))
     model_bytes = sum(l.param_bytes(bits) for l in graph)
     on_chip = max(c.on_chip_bytes for c in costs) + (model_bytes if weights is WeightPolicy.ON_CHIP else 0)
     return DepthFirstCost(costs, weights, model_bytes, on_chip, sum(c.dram_bytes for c in costs))
-
-
-def split_stacks(graph: Graph, cuts: Sequence[Cut]) -> tuple[tuple[Layer, ...], ...]:
-    """The compute layers (no input/output markers) in graph order, split after each cut layer."""
-    compute = [l for l in graph if l.kind not in _NOT_COMPUTE]
-    if not compute:
-        raise DepthFirstError(f"{graph.name}: no compute layers to stack")
-    position = {l.name: i for i, l in enumerate(compute)}
-    after: set[int] = set()
-    for cut in cuts:
-        name = graph.layers[cut].name if isinstance(cut, int) and 0 <= cut < len(graph) else cut
-        if not isinstance(name, str) or name not in position:
-            raise DepthFirstError(f"{graph.name}: cut {cut!r} is not a compute layer; give a layer name or index "
-                                  f"between the first and the last compute layer")
-        if position[name] == len(compute) - 1 or position[name] in after:
-            raise DepthFirstError(f"{graph.name}: cut after layer {name!r} is repeated or leaves an empty stack; "
-                                  "remove it")
-        after.add(position[name])
-    bounds = [0, *sorted(p + 1 for p in after), len(compute)]
-    return tuple(tuple(compute[a:b]) for a, b in pairwise(bounds))
-
-
-def _long_skips(graph: Graph, stacks: Sequence[Sequence[Layer]], max_short: int) -> frozenset[tuple[str, str]]:
-    """(tensor, merge layer) edges that go through DRAM; raises if a cut splits a short skip."""
-    index = {l.name: i for i, l in enumerate(graph.layers)}
-    stack_of = {l.name: i for i, s in enumerate(stacks) for l in s}
-    long = set()
-    for merge in graph.of_kind(*_MERGE_KINDS):
-        for t in dict.fromkeys(merge.inputs):
-            others = [u for u in merge.inputs if u != t]
-            if not any(_reaches(graph, t, u, index) for u in others):
-                continue
-            source = graph.producer(t)
-            span = index[merge.name] - index[source.name]
-            if span > max_short:
-                long.add((t, merge.name))
-                continue
-            # The long path starts at a consumer of t; it and the merge must share a stack.
-            path = [c for c in graph.consumers(t) if c is not merge
-                    and any(_reaches(graph, c.output, u, index) for u in others)]
-            for start in path:
-                if stack_of[start.name] != stack_of[merge.name]:
-                    split = stacks[stack_of[start.name]][-1].name
-                    raise DepthFirstError(
-                        f"{graph.name}: the cut after layer {split!r} splits the short skip from {t!r} to "
-                        f"{merge.name!r} ({span} layers); cut before {start.name!r} or after {merge.name!r}, "
-                        f"or pass max_short_skip_layers < {span} to send it through DRAM")
-    return frozenset(long)
-
-
-def _reaches(graph: Graph, source: str, target: str, index: dict[str, int]) -> bool:
-    """Whether tensor `target` depends on tensor `source`."""
-    floor, todo, seen = index[source], [target], set()
-    while todo:
-        t = todo.pop()
-        if t == source:
-            return True
-        if t in seen or index[t] < floor:
-            continue
-        seen.add(t)
-        todo.extend(graph.producer(t).inputs)
-    return False
 
 
 def _window(layer: Layer, scan_rows: bool) -> _Window:
@@ -343,31 +279,21 @@ def _stack_cost(graph: Graph, stack: Sequence[Layer], tiling: int, weights: Weig
         w = windows[layer.name]
         ready[layer.output] = max((ready.get(t, 0.0) + w.ahead_scan * scan(ref) / scan(shapes[t])
                                    for t in on_chip_inputs(layer)), default=0.0)
-    # Backward: how far the widest tile of each FM reaches past its share (Eq. 2's O), in its own pixels.
-    shift: dict[str, float] = {}
-    for layer in reversed(stack):
-        w = windows[layer.name]
-        for t in on_chip_inputs(layer):
-            grown = shift.get(layer.output, 0.0) * line(shapes[t]) / line(layer.out_shape) + w.ahead_line
-            shift[t] = max(shift.get(t, 0.0), grown)
-
+    # Tiles: the mapper's geometry (each FM's widest tile is its ring row, Eq. 2's line length).
+    plan = plan_stack(graph, stack, tiling, long_skips)
     buffers = []
     for t in dict.fromkeys(t for l in stack for t in on_chip_inputs(l)):
         consumers = [c for c in graph.consumers(t) if c.name in names and (t, c.name) not in long_skips]
         s = shapes[t]
-        tiles = min(tiling, line(s))
-        overlap = max(max(0, windows[c.name].k_line - windows[c.name].stride_line) for c in consumers)
-        extra = 0 if tiles == 1 else max(math.ceil(shift.get(t, 0.0)), overlap)
-        line_px = math.ceil(line(s) / tiles) + extra
-        lb = max(line_buffer_pixels(windows[c.name].k_scan, windows[c.name].k_line,
-                                    math.ceil(line(s) * windows[c.name].line_share), tiles, extra)
-                 for c in consumers)
+        line_px = int(plan.ring_width(t))
+        lb_elements = max(_consumer_elements(plan, c, windows[c.name], t, line_px) for c in consumers)
+        lb = -(-lb_elements // s.c)
         delay_px = max((math.ceil((ready[c.output] - ready.get(t, 0.0)) * scan(s) / scan(ref) * (line_px + 1) - 1e-9)
                         for c in consumers if c.kind in _MERGE_KINDS), default=0)
-        skip = max(0, delay_px - lb)
-        edge = max(boundary_pixels(tiles, scan(s), windows[c.name].k_line, windows[c.name].stride_line)
-                   for c in consumers)
-        buffers.append(FeatureMapBuffer(t, s.c, line_px, lb, skip, edge, _to_bytes((lb + skip) * s.c, bits)))
+        skip = max(0, delay_px * s.c - lb_elements) // s.c
+        edge = int(sum(plan.overlap(t, i) for i in range(tiling))) * scan(s)  # Eq. 3 summed over the boundaries
+        buffers.append(FeatureMapBuffer(t, s.c, line_px, lb, skip, edge,
+                                        _to_bytes(lb_elements + skip * s.c, bits)))
 
     reads = writes = boundary = 0
     for layer in stack:  # writes: tensors that leave the stack
@@ -385,7 +311,7 @@ def _stack_cost(graph: Graph, stack: Sequence[Layer], tiling: int, weights: Weig
 
     weight_bytes = sum(l.param_bytes(bits) for l in stack)
     per_stack = weights is WeightPolicy.PER_STACK
-    line_bytes = sum(_to_bytes(b.line_buffer_pixels * b.channels, bits) for b in buffers)
+    line_bytes = sum(b.on_chip_bytes for b in buffers) - sum(_to_bytes(b.skip_buffer_pixels * b.channels, bits) for b in buffers)
     skip_bytes = sum(_to_bytes(b.skip_buffer_pixels * b.channels, bits) for b in buffers)
     read_b, write_b, edge_b = _to_bytes(reads, bits), _to_bytes(writes, bits), _to_bytes(boundary, bits)
     weight_dram = weight_bytes if per_stack else 0
@@ -395,6 +321,16 @@ def _stack_cost(graph: Graph, stack: Sequence[Layer], tiling: int, weights: Weig
         on_chip_bytes=line_bytes + skip_bytes + (weight_bytes if per_stack else 0),
         dram_read_bytes=read_b, dram_write_bytes=write_b, boundary_dram_bytes=edge_b,
         weight_dram_bytes=weight_dram, dram_bytes=read_b + write_b + edge_b + weight_dram)
+
+
+def _consumer_elements(plan: StackPlan, consumer: Layer, window: _Window, t: str, line_px: int) -> int:
+    """Elements of t one consumer keeps: Eq. 1 on the ring row (Eq. 2 when tiled); for depth-to-space the
+    f − 1 output lines that wait while the first is consumed (zero if they leave the stack at once)."""
+    if consumer.kind is LayerKind.DEPTH_TO_SPACE:
+        out = consumer.output
+        f = consumer.factor[0 if plan.scan_rows else 1]
+        return (f - 1) * plan.ring_width(out) * plan.channels[out] if out in plan.consumers else 0
+    return line_buffer_pixels(window.k_scan, window.k_line, line_px) * plan.channels[t]
 
 
 def _check_bits(graph: Graph, bits: int) -> None:

@@ -154,6 +154,14 @@ class LayerSchedule:
     layer: Layer
     params: dict[str, Any]
     generate: Callable[[], Iterator[np.ndarray]] = field(repr=False)
+    stack: tuple[Layer, ...] = ()  # the layers run together (depth-first stack); empty for one layer
+
+    @property
+    def name(self) -> str:
+        """The layer's name, or "first..last" for a stack of several layers."""
+        if len(self.stack) > 1:
+            return f"{self.stack[0].name}..{self.stack[-1].name}"
+        return self.layer.name
 
     def blocks(self) -> Iterator[np.ndarray]:
         return self.generate()
@@ -176,6 +184,6 @@ class Schedule:
 
     def layer(self, name: str) -> LayerSchedule:
         for ls in self.layers:
-            if ls.layer.name == name:
+            if ls.name == name:
                 return ls
         raise KeyError(name)

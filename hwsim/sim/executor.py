@@ -35,12 +35,15 @@ from typing import Any
 import numpy as np
 import simpy
 
+from hwsim.errors import HwsimError
 from hwsim.hardware.schema import Accelerator
 from hwsim.mapping.schedule import Level, LayerSchedule, Operand, Schedule, StepKind
 from hwsim.sim.dram import Dram
+from hwsim.sim.line_buffer import LineBuffer
 from hwsim.sim.noc import Noc
 from hwsim.sim.pe_array import PeArray
 from hwsim.sim.sram import Sram
+from hwsim.sim.timing import Space
 from hwsim.trace.schema import OCCUPANCY_DTYPE, OPERANDS, OPS, RECORD_DTYPE
 
 READ, WRITE, FILL, UPDATE = (OPS.index(name) for name in ("read", "write", "fill", "update"))
@@ -72,6 +75,7 @@ class Recorder:
     levels: frozenset[str]
     sink: Callable[[str, np.ndarray], None]
     layer: int = 0
+    per_transaction: frozenset[str] = frozenset()  # levels recorded once per transaction, not per burst
     rows: dict[str, list[tuple[int, ...]]] = field(default_factory=dict)
     arrays: dict[str, list[np.ndarray]] = field(default_factory=dict)
     held: int = 0  # records (tuples + array rows) waiting for the next flush
@@ -82,6 +86,10 @@ class Recorder:
     def block(self, level: str, comp: np.ndarray, op: int, operand: int, step: int) -> None:
         """Component records (start, end, address, words) as trace records of one step."""
         layer = self.layer
+        if len(comp) > 1 and level in self.per_transaction:
+            self.row(level, int(comp["start_cycle"].min()), int(comp["end_cycle"].max()), op, operand, step,
+                     int(comp["address"][0]), int(comp["words"].sum()))
+            return
         self._count(len(comp))
         if len(comp) <= SMALL_BLOCK:
             self.rows.setdefault(level, []).extend(
@@ -133,6 +141,7 @@ class Machine:
     glb: Sram
     noc: Noc
     pe: PeArray
+    line_buffer: LineBuffer | None = None
 
     def stall_cycles(self) -> dict[str, int]:
         """Cycles transactions have queued so far, by cause: DRAM channels (incl. read/write turnaround),
@@ -143,14 +152,25 @@ class Machine:
             "glb_bank": int(self.glb.bank_conflict_stall_cycles),
             "noc": int(sum(bus.queue_stall_cycles for bus in self.noc.buses.values())),
             "glb_space": int(sum(space.allocate_stall_cycles for space in self.glb.spaces.values())),
+            "line_buffer_port": int(self.line_buffer.port_stall_cycles) if self.line_buffer else 0,
         }
 
     @classmethod
     def build(cls, hw: Accelerator) -> Machine:
         env = simpy.Environment()
         wb = hw.word_bytes
+        line_buffer = LineBuffer(env, hw.line_buffer, wb) if hw.line_buffer else None
         return cls(env, hw, Dram(env, hw.dram, wb), Sram(env, hw.glb, wb, "glb"), Noc(env, hw.noc, wb),
-                   PeArray(env, hw.pe_array, wb))
+                   PeArray(env, hw.pe_array, wb), line_buffer)
+
+    def space(self, level: int, operand: int) -> Space:
+        """The buffer space an ALLOC/FREE step claims: a GLB partition or the line buffer."""
+        if level == Level.LINE_BUFFER:
+            if self.line_buffer is None:
+                raise HwsimError(f"{self.hw.name}: the schedule uses line buffers but the config has no "
+                                 "line_buffer section; add one")
+            return self.line_buffer.space
+        return self.glb.spaces["filter" if operand == Operand.FILTER and "filter" in self.glb.spaces else "data"]
 
 
 @dataclass
@@ -265,12 +285,16 @@ class LayerExecutor:
                 elif kind == StepKind.TRANSFER:
                     end = max(end, self._reserve_transfer(first + k, s))
                 elif kind == StepKind.ALLOC:
-                    granted = self.m.glb.allocate(s[WORDS], self._partition(s))
+                    if s[DST] == Level.LINE_BUFFER:  # a ring row is overwritten only once released
+                        while self.stored_upto < index - 1:
+                            yield self.stored_event
+                        end = max(end, int(env.now))
+                    granted = self.m.space(s[DST], s[OPERAND]).allocate(s[WORDS])
                     if not granted.triggered:
                         yield granted
                         end = max(end, int(env.now))
                 elif kind == StepKind.FREE:
-                    self.m.glb.free(s[WORDS], self._partition(s))
+                    self.m.space(s[DST], s[OPERAND]).free(s[WORDS])
             if end > env.now:
                 yield env.timeout(end - env.now)
             self.to_array.put((index, first, steps, c, near))
@@ -331,12 +355,9 @@ class LayerExecutor:
         if kind == StepKind.TRANSFER:
             yield from self._transfer(index, s)
         elif kind == StepKind.ALLOC:
-            yield self.m.glb.allocate(s[WORDS], self._partition(s))
+            yield self.m.space(s[DST], s[OPERAND]).allocate(s[WORDS])
         elif kind == StepKind.FREE:
-            self.m.glb.free(s[WORDS], self._partition(s))  # never waits: no need to yield
-
-    def _partition(self, s: tuple[Any, ...]) -> str:
-        return "filter" if s[OPERAND] == Operand.FILTER else "data"
+            self.m.space(s[DST], s[OPERAND]).free(s[WORDS])  # never waits: no need to yield
 
     def _transfer(self, index: int, s: tuple[Any, ...]) -> Generator[simpy.Event, Any, None]:
         end = self._reserve_transfer(index, s)
@@ -361,12 +382,18 @@ class LayerExecutor:
         elif src == Level.GLB:
             parts.append(("glb", READ, m.glb.reserve_read(s[SRC_ADDR], words)))
             end = max(end, m.glb.reserved_end_cycle)
+        elif src == Level.LINE_BUFFER:
+            parts.append(("line_buffer", READ, self._line_buffer().reserve_read(words)))
+            end = max(end, self._line_buffer().reserved_end_cycle)
         if dst == Level.DRAM:
             parts.append(("dram", dst_op, m.dram.reserve_write(s[DST_ADDR] * wb, words * wb)))
             end = max(end, m.dram.reserved_end_cycle)
         elif dst == Level.GLB:
             parts.append(("glb", dst_op, m.glb.reserve_write(s[DST_ADDR], words)))
             end = max(end, m.glb.reserved_end_cycle)
+        elif dst == Level.LINE_BUFFER:
+            parts.append(("line_buffer", dst_op, self._line_buffer().reserve_write(words)))
+            end = max(end, self._line_buffer().reserved_end_cycle)
         if Level.RF in (src, dst):
             parts.append(("noc", WRITE, m.noc.reserve(BUS[operand], words)))
             end = max(end, m.noc.reserved_end_cycle)
@@ -379,6 +406,12 @@ class LayerExecutor:
             elif src == Level.RF:
                 rec.row("rf", now, end, READ, operand, index, s[SRC_ADDR], words)
         return end
+
+    def _line_buffer(self) -> LineBuffer:
+        if self.m.line_buffer is None:
+            raise HwsimError(f"{self.m.hw.name}: the schedule uses line buffers but the config has no "
+                             "line_buffer section; add one")
+        return self.m.line_buffer
 
     def _reserve_compute(self, index: int, s: tuple[Any, ...]) -> int:
         """Reserve the PE array for a pass; record its work at level `pe`; return its end cycle."""
@@ -416,25 +449,29 @@ class SimResult:
 def simulate(schedule: Schedule, hw: Accelerator, sink: Callable[[str, np.ndarray], None],
              levels: frozenset[str] = frozenset(SIM_LEVELS),
              progress: Callable[[int, LayerRun], None] | None = None,
-             occupancy_sink: Callable[[np.ndarray], None] | None = None) -> SimResult:
+             occupancy_sink: Callable[[np.ndarray], None] | None = None,
+             per_transaction: frozenset[str] = frozenset()) -> SimResult:
     """Execute `schedule` layer after layer; every record of the chosen `levels` goes to `sink(level, block)`
-    and the GLB partitions' allocate/free events to `occupancy_sink` (buffers 0 = data, 1 = filter)."""
+    (one per transaction rather than per burst for the levels in `per_transaction`) and the buffers'
+    allocate/free events to `occupancy_sink` (buffer 0 = GLB data, 1 = GLB filter, 2 = line buffer)."""
     m = Machine.build(hw)
     runs: list[LayerRun] = []
-    spaces = [m.glb.spaces[p] for p in ("data", "filter") if p in m.glb.spaces]
+    spaces = [m.glb.spaces.get(p) for p in ("data", "filter")] + [m.line_buffer.space if m.line_buffer else None]
     emitted = [0] * len(spaces)
     for index, layer in enumerate(schedule.layers):
-        rec = Recorder(levels, sink, index)
+        rec = Recorder(levels, sink, index, per_transaction)
         ex = LayerExecutor(m, layer, rec)
         start = int(m.env.now)
         before = m.stall_cycles()
         m.env.run(m.env.process(ex.run()))
         after = m.stall_cycles()
-        run = LayerRun(layer.layer.name, start, int(m.env.now), ex.steps, ex.passes, ex.compute_cycles, ex.rf_wait,
+        run = LayerRun(layer.name, start, int(m.env.now), ex.steps, ex.passes, ex.compute_cycles, ex.rf_wait,
                        ex.load_wait, ex.psum_wait, {k: after[k] - before[k] for k in after})
         rec.flush()
         if occupancy_sink is not None:
             for b, space in enumerate(spaces):
+                if space is None:
+                    continue
                 log = space.occupancy_records()[emitted[b]:]
                 emitted[b] += len(log)
                 if len(log):

@@ -13,7 +13,7 @@ from hwsim.mapping.schedule import Schedule
 from hwsim.sim.executor import SIM_LEVELS, LayerRun, SimResult, simulate
 from hwsim.trace.writer import TraceWriter
 
-BUFFERS = ("glb.data", "glb.filter")
+BUFFERS = ("glb.data", "glb.filter", "line_buffer")
 
 
 def trace_attrs(schedule: Schedule, hw: Accelerator, ifmap_zeros: Mapping[str, float]) -> dict[str, str | int | float]:
@@ -24,7 +24,7 @@ def trace_attrs(schedule: Schedule, hw: Accelerator, ifmap_zeros: Mapping[str, f
         "hardware_json": json.dumps(to_dict(hw)),
         "mapper": schedule.mapper,
         "batch": schedule.batch,
-        "schedule_json": json.dumps({ls.layer.name: ls.params for ls in schedule.layers}, default=str),
+        "schedule_json": json.dumps({ls.name: ls.params for ls in schedule.layers}, default=str),
         "ifmap_zero_fraction_json": json.dumps(dict(ifmap_zeros)),
         "hwsim_version": hwsim.__version__,
         "clock_hz": hw.clock_hz,
@@ -34,10 +34,12 @@ def trace_attrs(schedule: Schedule, hw: Accelerator, ifmap_zeros: Mapping[str, f
 
 def simulate_to_trace(schedule: Schedule, hw: Accelerator, path: str | Path, levels: frozenset[str] = frozenset(SIM_LEVELS),
                       ifmap_zeros: Mapping[str, float] | None = None,
-                      progress: Callable[[int, LayerRun], None] | None = None) -> SimResult:
-    """Run `schedule` and write every record of `levels` to the trace at `path` (complete only on success)."""
-    names = [ls.layer.name for ls in schedule.layers]
+                      progress: Callable[[int, LayerRun], None] | None = None,
+                      per_transaction: frozenset[str] = frozenset()) -> SimResult:
+    """Run `schedule` and write every record of `levels` to the trace at `path` (complete only on success);
+    levels in `per_transaction` get one record per transaction instead of one per DRAM burst."""
+    names = [ls.name for ls in schedule.layers]
     attrs = trace_attrs(schedule, hw, ifmap_zeros or {})
     with TraceWriter(path, [l for l in SIM_LEVELS if l in levels], names, BUFFERS, attrs) as writer:
-        result = simulate(schedule, hw, writer.append, levels, progress, writer.append_occupancy)
+        result = simulate(schedule, hw, writer.append, levels, progress, writer.append_occupancy, per_transaction)
     return result
