@@ -55,8 +55,6 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from enum import StrEnum
-from itertools import pairwise
 
 from hwsim.mapping.depth_first import (
     Cut,
