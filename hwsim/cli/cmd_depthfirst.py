@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from hwsim.analytic.depth_first import layer_by_layer_dram_bytes
+from hwsim.check.depth_first import DepthFirstCheck, check_point
 from hwsim.analytic.depth_first_pareto import (
     METHODS,
     DepthFirstPareto,
@@ -32,6 +33,7 @@ from hwsim.analytic.depth_first_pareto import (
 from hwsim.cli.cmd_info import add_network_arguments
 from hwsim.cli.output import console, emit_json, format_bytes, table
 from hwsim.errors import HwsimError
+from hwsim.mapping.depth_first import DepthFirstMapping
 from hwsim.workload.ir import Graph
 from hwsim.workload.network import load_network
 
@@ -54,8 +56,83 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="write the front, the untiled front and the layer-by-layer bound as CSV")
     p.add_argument("--plot", metavar="FILE.png", default=None,
                    help="draw the three curves on log-log axes (needs matplotlib: pip install hwsim[plot])")
+    p.add_argument("--simulate", metavar="POINT", type=point_arg, default=None,
+                   help="simulate a front point (index from 0 = least on-chip memory, or min-memory / "
+                        "min-dram) on the --hw config (default depthfirst-edge) and check it against the model")
+    p.add_argument("--trace", metavar="FILE.h5", default=None,
+                   help="trace of --simulate (default traces/NETWORK-CONFIG-dfPOINT.h5)")
     p.add_argument("--json", action="store_true", help="print one JSON document instead of tables")
     p.set_defaults(run=run)
+
+
+SIMULATE_HW = "depthfirst-edge"
+NAMED_POINTS = {"min-memory": 0, "min-dram": -1}
+
+
+def point_arg(text: str) -> int:
+    """A front index (negative counts from the end) or one of NAMED_POINTS."""
+    if text in NAMED_POINTS:
+        return NAMED_POINTS[text]
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: give a front index (0 = least on-chip memory) or one of "
+                                         f"{', '.join(NAMED_POINTS)}") from None
+
+
+def pick_points(front: tuple[ParetoPoint, ...], count: int) -> list[int]:
+    """`count` indices spread evenly along the front, both ends included."""
+    if count >= len(front):
+        return list(range(len(front)))
+    return sorted({round(i * (len(front) - 1) / max(1, count - 1)) for i in range(count)})
+
+
+def simulate_points(graph: Graph, hw_spec: str, front: tuple[ParetoPoint, ...], indices: list[int],
+                    max_short_skip: int, trace: str | None) -> list[tuple[int, DepthFirstCheck]]:
+    """Simulate the chosen front points and compare each with the closed-form model."""
+    from hwsim.hardware import load_config
+
+    hw = load_config(hw_spec)
+    checks = []
+    for index in indices:
+        if not -len(front) <= index < len(front):
+            raise HwsimError(f"--simulate {index}: the front has {len(front)} points; give 0 … {len(front) - 1}")
+        point = front[index]
+        mapping = DepthFirstMapping(point.cuts, point.tiling, point.weights, max_short_skip)
+        position = index % len(front)
+        path = Path(trace) if trace and len(indices) == 1 else Path("traces") / f"{graph.name}-{hw.name}-df{position}.h5"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        checks.append((position, check_point(graph, hw, mapping, path)))
+    return checks
+
+
+def check_record(position: int, c: DepthFirstCheck) -> dict[str, Any]:
+    return {"point": position, "ok": c.ok, "trace": c.trace, "cuts": list(c.mapping.cuts),
+            "tiling": list(c.mapping.tiling), "weights": str(c.mapping.weights), "cycles": c.cycles,
+            "stacks": [{"name": s.name, "tiling": s.tiling, "ok": s.ok,
+                        "analytic_line_buffer_bytes": s.analytic_line_buffer_bytes,
+                        "simulated_line_buffer_peak_bytes": s.simulated_line_buffer_peak_bytes,
+                        "analytic_dram_bytes": s.analytic_dram_bytes, "simulated_dram_bytes": s.simulated_dram_bytes,
+                        "cycles": s.cycles} for s in c.stacks]}
+
+
+def print_checks(checks: list[tuple[int, DepthFirstCheck]], clock_hz: float) -> None:
+    t = table("depth-first points simulated: line-buffer peak and DRAM bytes, model vs simulation",
+              [("point", "right"), ("stacks", "right"), ("weights", "left"), ("line buffer model", "right"),
+               ("simulated peak", "right"), ("DRAM model", "right"), ("DRAM simulated", "right"),
+               ("latency", "right"), ("equal", "left")])
+    for position, c in checks:
+        t.add_row(str(position), str(len(c.stacks)), str(c.mapping.weights), f"{c.analytic_line_buffer_bytes:,} B",
+                  f"{c.simulated_line_buffer_peak_bytes:,} B", f"{c.analytic_dram_bytes:,} B",
+                  f"{c.simulated_dram_bytes:,} B", f"{c.cycles / clock_hz * 1e3:,.3f} ms",
+                  "yes" if c.ok else "[red]NO[/]")
+    console().print(t)
+    for position, c in checks:
+        for s in c.stacks:
+            if not s.ok:
+                console().print(f"[red]point {position}, stack {s.name}:[/] line buffer {s.analytic_line_buffer_bytes} "
+                                f"vs {s.simulated_line_buffer_peak_bytes} B, DRAM {s.analytic_dram_bytes} vs "
+                                f"{s.simulated_dram_bytes} B")
 
 
 # ----- plain data -----------------------------------------------------------------------------
@@ -228,12 +305,23 @@ def run(args: argparse.Namespace) -> int:
         write_csv(args.pareto, result)
     if args.plot:
         write_plot(args.plot, result)
+    checks = []
+    if args.simulate is not None:
+        checks = simulate_points(graph, args.hw or SIMULATE_HW, result.front, [args.simulate], args.max_short_skip,
+                                 args.trace)
     if args.json:
         doc = document(result, graph, seconds)
         doc["warnings"] = list(loaded.warnings)
+        if checks:
+            doc["simulated"] = [check_record(i, c) for i, c in checks]
         emit_json(doc)
-        return 0
+        return 0 if all(c.ok for _, c in checks) else 1
     for warning in loaded.warnings:
         console().print(f"[yellow]warning:[/] {warning}")
     print_result(result, graph, seconds)
-    return 0
+    if checks:
+        from hwsim.hardware import load_config
+
+        print_checks(checks, load_config(args.hw or SIMULATE_HW).clock_hz)
+        console().print(f"trace: {checks[0][1].trace}")
+    return 0 if all(c.ok for _, c in checks) else 1

@@ -16,6 +16,7 @@ from hwsim.check import CheckReport, compare
 from hwsim.cli.cmd_info import add_network_arguments
 from hwsim.cli.cmd_partition import batch_arg
 from hwsim.cli.output import console, emit_json, format_bytes, format_count, table
+from hwsim.errors import HwsimError
 from hwsim.hardware import load_config
 from hwsim.hardware.energy import COMPONENTS
 from hwsim.hardware.schema import Accelerator
@@ -56,6 +57,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     c = sub.add_parser("check", help="analytic (integer-tiled) counts, energy and latency bound against a simulation")
     _common(c)
     c.add_argument("--trace", metavar="FILE.h5", default=None, help="keep the simulation's trace here")
+    c.add_argument("--depthfirst", metavar="N", type=int, default=None,
+                   help="instead: run the depth-first optimiser and simulate N points spread along its front "
+                        "(both ends included); line-buffer peak and DRAM bytes must equal the model's")
+    c.add_argument("--max-short-skip", type=int, default=8, metavar="N",
+                   help="with --depthfirst: skips spanning at most N layers stay on chip (default 8)")
     c.set_defaults(run=run_check)
 
 
@@ -186,7 +192,30 @@ def _print_check(report: CheckReport) -> None:
               f"{len(report.layers)} layers")
 
 
+def run_depthfirst_check(args: argparse.Namespace) -> int:
+    """`hwsim check NET --hw CONFIG --depthfirst N`: closed-form depth-first model against simulations."""
+    from hwsim.analytic.depth_first_pareto import depth_first_pareto
+    from hwsim.cli.cmd_depthfirst import check_record, pick_points, print_checks, simulate_points
+
+    if args.depthfirst < 1:
+        raise HwsimError(f"--depthfirst {args.depthfirst}: give a number of points ≥ 1")
+    hw = load_config(args.hw)
+    if hw.precision_bits not in (8, 16):
+        raise HwsimError(f"{args.hw}: precision_bits {hw.precision_bits}; depth-first models 8 or 16 bit")
+    graph = load_network(args.network, args.input, args.allow_unknown).graph
+    front = depth_first_pareto(graph, hw.precision_bits, args.max_short_skip).front
+    checks = simulate_points(graph, args.hw, front, pick_points(front, args.depthfirst), args.max_short_skip,
+                             args.trace)
+    if args.json:
+        emit_json({"network": graph.name, "hardware": hw.name, "points": [check_record(i, c) for i, c in checks]})
+    else:
+        print_checks(checks, hw.clock_hz)
+    return 0 if all(c.ok for _, c in checks) else 1
+
+
 def run_check(args: argparse.Namespace) -> int:
+    if args.depthfirst is not None:
+        return run_depthfirst_check(args)
     with tempfile.TemporaryDirectory(prefix="hwsim-check-") as tmp:
         path = Path(args.trace) if args.trace else Path(tmp) / "check.h5"
         loaded, hw, _ = _simulate(args, path, frozenset(SIM_LEVELS))

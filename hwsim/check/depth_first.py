@@ -1,0 +1,114 @@
+"""Cross-check a depth-first point: the closed-form model against a simulation of its schedule.
+
+The analytic side (`hwsim.analytic.depth_first.depth_first_cost`) sums Eqs. 1–3
+and the stacks' DRAM traffic; the simulated side is read from the trace the
+simulator wrote: per stack, the peak of the line buffer's occupancy events and
+the words of every DRAM record. Both must be equal, byte for byte.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from hwsim.analytic.depth_first import DepthFirstCost, depth_first_cost
+from hwsim.hardware.schema import Accelerator
+from hwsim.mapping.depth_first import DepthFirstMapping, depth_first_schedule
+from hwsim.sim.executor import LayerRun, SimResult
+from hwsim.sim.run import simulate_to_trace
+from hwsim.trace import open as open_trace
+from hwsim.workload.ir import Graph
+
+DEFAULT_LEVELS = frozenset({"dram", "line_buffer", "pe"})
+
+
+@dataclass(frozen=True)
+class StackCheck:
+    """One stack: line-buffer bytes and DRAM bytes per inference, analytic beside simulated."""
+
+    name: str
+    tiling: int
+    analytic_line_buffer_bytes: int
+    simulated_line_buffer_peak_bytes: int
+    analytic_dram_bytes: int
+    simulated_dram_bytes: int
+    cycles: int
+
+    @property
+    def ok(self) -> bool:
+        return (self.analytic_line_buffer_bytes == self.simulated_line_buffer_peak_bytes
+                and self.analytic_dram_bytes == self.simulated_dram_bytes)
+
+
+@dataclass(frozen=True)
+class DepthFirstCheck:
+    """A whole point: its stacks and the network totals (line buffers: the largest stack)."""
+
+    mapping: DepthFirstMapping
+    stacks: tuple[StackCheck, ...]
+    trace: str
+
+    @property
+    def ok(self) -> bool:
+        return all(s.ok for s in self.stacks)
+
+    @property
+    def analytic_line_buffer_bytes(self) -> int:
+        return max(s.analytic_line_buffer_bytes for s in self.stacks)
+
+    @property
+    def simulated_line_buffer_peak_bytes(self) -> int:
+        return max(s.simulated_line_buffer_peak_bytes for s in self.stacks)
+
+    @property
+    def analytic_dram_bytes(self) -> int:
+        return sum(s.analytic_dram_bytes for s in self.stacks)
+
+    @property
+    def simulated_dram_bytes(self) -> int:
+        return sum(s.simulated_dram_bytes for s in self.stacks)
+
+    @property
+    def cycles(self) -> int:
+        return sum(s.cycles for s in self.stacks)
+
+
+def check_point(graph: Graph, hw: Accelerator, mapping: DepthFirstMapping, trace_path: str | Path,
+                levels: frozenset[str] = DEFAULT_LEVELS,
+                progress: Callable[[int, LayerRun], None] | None = None) -> DepthFirstCheck:
+    """Simulate the point into `trace_path` (DRAM recorded per transaction) and compare it with the model."""
+    bits = hw.precision_bits
+    cost = depth_first_cost(graph, mapping.cuts, list(mapping.tiling), mapping.weights, bits,
+                            mapping.max_short_skip_layers)
+    schedule = depth_first_schedule(graph, hw, mapping)
+    result = simulate_to_trace(schedule, hw, trace_path, levels | {"dram", "line_buffer"}, progress=progress,
+                               per_transaction=frozenset({"dram"}))
+    peaks, dram_words = _trace_totals(trace_path, len(schedule.layers))
+    return DepthFirstCheck(mapping, _stacks(cost, schedule.layers, result, peaks, dram_words, hw.word_bytes),
+                           str(trace_path))
+
+
+def _trace_totals(path: str | Path, stacks: int) -> tuple[np.ndarray, np.ndarray]:
+    """Per stack: the line buffer's peak occupancy (bytes) and the DRAM words moved, from the trace alone."""
+    peaks = np.zeros(stacks, dtype=np.int64)
+    words = np.zeros(stacks, dtype=np.int64)
+    with open_trace(path) as trace:
+        events = trace.occupancy("line_buffer")
+        if len(events):
+            np.maximum.at(peaks, events["layer"], events["bytes"])
+        for block in trace.records("dram"):
+            np.add.at(words, block["layer"], block["words"])
+    return peaks, words
+
+
+def _stacks(cost: DepthFirstCost, units, result: SimResult, peaks: np.ndarray, dram_words: np.ndarray,
+            word_bytes: int) -> tuple[StackCheck, ...]:
+    return tuple(
+        StackCheck(unit.name, stack.tiling, stack.line_buffer_bytes + stack.skip_buffer_bytes, int(peaks[i]),
+                   stack.dram_bytes, int(dram_words[i]) * word_bytes, run.cycles)
+        for i, (unit, stack, run) in enumerate(zip(units, cost.stacks, result.layers)))
+
+
