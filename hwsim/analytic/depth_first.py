@@ -283,13 +283,13 @@ def _stack_cost(graph: Graph, stack: Sequence[Layer], tiling: int, weights: Weig
     for t in dict.fromkeys(t for l in stack for t in on_chip_inputs(l)):
         consumers = [c for c in graph.consumers(t) if c.name in names and (t, c.name) not in long_skips]
         s = shapes[t]
-        line_px = int(plan.ring_width(t))
+        line_px = plan.ring_width(t)
         lb_elements = max(_consumer_elements(plan, c, windows[c.name], t, line_px) for c in consumers)
         lb = -(-lb_elements // s.c)
         delay_px = max((math.ceil((ready[c.output] - ready.get(t, 0.0)) * scan(s) / scan(ref) * (line_px + 1) - 1e-9)
                         for c in consumers if c.kind in _MERGE_KINDS), default=0)
         skip = max(0, delay_px * s.c - lb_elements) // s.c
-        edge = int(sum(plan.overlap(t, i) for i in range(tiling))) * scan(s)  # Eq. 3 summed over the boundaries
+        edge = int(plan.overlaps(t).sum()) * scan(s)  # Eq. 3 summed over the boundaries
         buffers.append(FeatureMapBuffer(t, s.c, line_px, lb, skip, edge,
                                         _to_bytes(lb_elements + skip * s.c, bits)))
 

@@ -40,6 +40,7 @@ waiting lines, an upsampler's replayed line) are allocated whole.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -178,6 +179,28 @@ class AxisMap:
             return max(0, min(n_in, (y_end - 1 + self.pad) // self.s + 1))
         return n_in
 
+    def first_array(self, y: np.ndarray, n_in: int) -> np.ndarray:
+        """`first` of every element of y."""
+        if self.kind == "window":
+            return np.minimum(np.maximum(self.s * y - self.pad, 0), n_in)
+        if self.kind == "replicate":
+            return np.minimum(n_in, y // self.s)
+        if self.kind == "transposed":
+            return np.minimum(np.maximum(-(-(y + self.pad - self.k + 1) // self.s), 0), n_in)
+        return np.zeros_like(y)
+
+    def end_array(self, y_end: np.ndarray, n_in: int) -> np.ndarray:
+        """`end` of every element of y_end."""
+        if self.kind == "window":
+            out = np.minimum(np.maximum(self.s * (y_end - 1) - self.pad + self.k, 0), n_in)
+        elif self.kind == "replicate":
+            out = np.minimum(n_in, -(-y_end // self.s))
+        elif self.kind == "transposed":
+            out = np.minimum(np.maximum((y_end - 1 + self.pad) // self.s + 1, 0), n_in)
+        else:
+            out = np.full_like(y_end, n_in)
+        return np.where(y_end <= 0, 0, out)
+
     @property
     def lead(self) -> int:
         """Pixels of the next line a streaming window holds beyond its full lines (the window's extent
@@ -189,6 +212,7 @@ class AxisMap:
         return 0
 
 
+@functools.lru_cache(maxsize=4096)
 def axis_maps(layer: Layer, scan_rows: bool) -> tuple[AxisMap, AxisMap]:
     """(scan axis, line axis) maps of `layer` on its inputs."""
     if layer.kind in WINDOW_KINDS:
@@ -229,24 +253,32 @@ class StackPlan:
     scan: dict[str, int]
     line: dict[str, int]
     channels: dict[str, int]
-    bounds: dict[str, tuple[int, ...]]
-    starts: dict[str, tuple[int, ...]]
+    bounds: dict[str, np.ndarray]  # int64 [tiling + 1]
+    starts: dict[str, np.ndarray]  # int64 [tiling]
     leads: dict[str, int] = field(default_factory=dict)
+
+    def widths(self, t: str) -> np.ndarray:
+        """Held columns of t per tile."""
+        return self.bounds[t][1:] - self.starts[t]
+
+    def overlaps(self, t: str) -> np.ndarray:
+        """Columns of t each tile fetches back from the tile before."""
+        return self.bounds[t][:-1] - self.starts[t]
 
     def width(self, t: str, tile: int) -> int:
         """Columns of t held in `tile`: computed there plus those fetched back from the tile before."""
-        return self.bounds[t][tile + 1] - self.starts[t][tile]
+        return int(self.bounds[t][tile + 1] - self.starts[t][tile])
 
     def computed(self, t: str, tile: int) -> int:
-        return self.bounds[t][tile + 1] - self.bounds[t][tile]
+        return int(self.bounds[t][tile + 1] - self.bounds[t][tile])
 
     def overlap(self, t: str, tile: int) -> int:
         """Columns of t that `tile` needs from the tile before (offloaded there, fetched back here)."""
-        return self.bounds[t][tile] - self.starts[t][tile]
+        return int(self.bounds[t][tile] - self.starts[t][tile])
 
     def ring_width(self, t: str) -> int:
         """A ring row of t: its widest tile."""
-        return max(self.width(t, i) for i in range(self.tiling))
+        return int(self.widths(t).max())
 
 
 def plan_stack(graph: Graph, stack: Sequence[Layer], tiling: int, long_edges: frozenset[tuple[str, str]]) -> StackPlan:
@@ -266,27 +298,28 @@ def plan_stack(graph: Graph, stack: Sequence[Layer], tiling: int, long_edges: fr
     leaving = frozenset(l.output for l in stack if any(c.name not in names or (l.output, c.name) in long_edges
                                                        for c in graph.consumers(l.output))
                         or not graph.consumers(l.output))
-    bounds: dict[str, tuple[int, ...]] = {}
-    starts: dict[str, tuple[int, ...]] = {}
+    bounds: dict[str, np.ndarray] = {}
+    starts: dict[str, np.ndarray] = {}
     for l in reversed(stack):
         out = l.output
         if out not in bounds:  # an output of the stack: even tiles
             q = -(-line[out] // tiling)
-            bounds[out] = tuple(min(line[out], i * q) for i in range(tiling + 1))
-            starts[out] = bounds[out][:-1]
+            bounds[out] = np.minimum(line[out], np.arange(tiling + 1, dtype=np.int64) * q)
+            starts[out] = bounds[out][:-1].copy()
         for t in inputs[l.name] + dram_inputs[l.name]:
             if t in bounds and t not in consumers:
                 continue
             cs = consumers.get(t, [l])
             if any(c.output not in bounds for c in cs):
                 continue  # another consumer later in the stack is not planned yet
-            maps = {c.name: axis_maps(c, scan_rows)[1] for c in cs}
-            ends = [max(maps[c.name].end(bounds[c.output][i], line[t]) for c in cs) for i in range(tiling + 1)]
+            maps = [(axis_maps(c, scan_rows)[1], bounds[c.output]) for c in cs]
+            ends = np.max([m.end_array(b, line[t]) for m, b in maps], axis=0)
             ends[0], ends[-1] = 0, line[t]
-            ends = [int(v) for v in np.maximum.accumulate(ends)]
-            bounds[t] = tuple(ends)
-            starts[t] = tuple(min(ends[i], *(maps[c.name].first(bounds[c.output][i], line[t]) for c in cs))
-                              if i else 0 for i in range(tiling))
+            ends = np.maximum.accumulate(ends)
+            bounds[t] = ends
+            first = np.min([m.first_array(b[:-1], line[t]) for m, b in maps], axis=0)
+            starts[t] = np.minimum(ends[:-1], first)
+            starts[t][0] = 0
     plan = StackPlan(tuple(stack), tiling, scan_rows, inputs, dram_inputs,
                      {t: tuple(cs) for t, cs in consumers.items()},
                      tuple(t for t in consumers if graph.producer(t).name not in names), leaving,
@@ -587,6 +620,7 @@ def _template(plan: StackPlan, hw: Accelerator, weights: WeightPolicy, layout: _
     q = _Quantities(plan)
     rows: list[tuple] = []
     pes = hw.pe_array.rows * hw.pe_array.cols
+    glb_words = hw.glb.size_bytes // hw.word_bytes
     group = 0
 
     def add(kind, operand, src, dst, words=(0, 0, ONE), src_addr=(0, 0, ONE), dst_addr=(0, 0, ONE),
@@ -621,7 +655,7 @@ def _template(plan: StackPlan, hw: Accelerator, weights: WeightPolicy, layout: _
             whole = ev.rows - int(ev.swapped_write)
             if whole:
                 add(StepKind.ALLOC, Operand.OFMAP, NO_LEVEL, Level.LINE_BUFFER, (whole * ring_words[out], 0, ONE))
-            if plan.bounds[out] != plan.starts[out] + (plan.bounds[out][-1],):
+            if plan.overlaps(out).any():
                 for j in range(ev.rows):  # boundary columns fetched back from the tile before
                     src = row_addr(out, ev.first_row + j, "start", layout.boundary)
                     add(StepKind.TRANSFER, Operand.IFMAP, Level.DRAM, Level.LINE_BUFFER,
@@ -632,8 +666,8 @@ def _template(plan: StackPlan, hw: Accelerator, weights: WeightPolicy, layout: _
         for t, first, end in ev.dram_reads:  # long-skip lines straight from DRAM
             add(StepKind.TRANSFER, Operand.IFMAP, Level.DRAM, Level.RF,
                 (0, (end - first) * plan.channels[t], q.ref("width", t)), row_addr(t, first, "start", layout.base))
-        if layer.params:
-            add(StepKind.TRANSFER, Operand.FILTER, Level.GLB, Level.RF, (layer.params, 0, ONE))
+        for piece in range(0, layer.params, glb_words):  # weights streamed from the GLB, in GLB-sized pieces
+            add(StepKind.TRANSFER, Operand.FILTER, Level.GLB, Level.RF, (min(glb_words, layer.params - piece), 0, ONE))
         macs, ops = _work_per_column(layer, ev, plan)
         add(StepKind.COMPUTE, 0, NO_LEVEL, NO_LEVEL, macs=macs, ops=ops, x_ref=q.ref("computed", out), active=pes)
         for j in range(ev.rows):  # the computed line(s): to a ring, to DRAM, boundary columns offloaded
