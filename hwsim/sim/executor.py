@@ -163,13 +163,16 @@ class Machine:
         return cls(env, hw, Dram(env, hw.dram, wb), Sram(env, hw.glb, wb, "glb"), Noc(env, hw.noc, wb),
                    PeArray(env, hw.pe_array, wb), line_buffer)
 
+    def require_line_buffer(self) -> LineBuffer:
+        if self.line_buffer is None:
+            raise HwsimError(f"{self.hw.name}: the schedule uses line buffers but the config has no "
+                             "line_buffer section; add one")
+        return self.line_buffer
+
     def space(self, level: int, operand: int) -> Space:
         """The buffer space an ALLOC/FREE step claims: a GLB partition or the line buffer."""
         if level == Level.LINE_BUFFER:
-            if self.line_buffer is None:
-                raise HwsimError(f"{self.hw.name}: the schedule uses line buffers but the config has no "
-                                 "line_buffer section; add one")
-            return self.line_buffer.space
+            return self.require_line_buffer().space
         return self.glb.spaces["filter" if operand == Operand.FILTER and "filter" in self.glb.spaces else "data"]
 
 
@@ -383,8 +386,8 @@ class LayerExecutor:
             parts.append(("glb", READ, m.glb.reserve_read(s[SRC_ADDR], words)))
             end = max(end, m.glb.reserved_end_cycle)
         elif src == Level.LINE_BUFFER:
-            parts.append(("line_buffer", READ, self._line_buffer().reserve_read(words)))
-            end = max(end, self._line_buffer().reserved_end_cycle)
+            parts.append(("line_buffer", READ, m.require_line_buffer().reserve_read(words)))
+            end = max(end, m.require_line_buffer().reserved_end_cycle)
         if dst == Level.DRAM:
             parts.append(("dram", dst_op, m.dram.reserve_write(s[DST_ADDR] * wb, words * wb)))
             end = max(end, m.dram.reserved_end_cycle)
@@ -392,8 +395,8 @@ class LayerExecutor:
             parts.append(("glb", dst_op, m.glb.reserve_write(s[DST_ADDR], words)))
             end = max(end, m.glb.reserved_end_cycle)
         elif dst == Level.LINE_BUFFER:
-            parts.append(("line_buffer", dst_op, self._line_buffer().reserve_write(words)))
-            end = max(end, self._line_buffer().reserved_end_cycle)
+            parts.append(("line_buffer", dst_op, m.require_line_buffer().reserve_write(words)))
+            end = max(end, m.require_line_buffer().reserved_end_cycle)
         if Level.RF in (src, dst):
             parts.append(("noc", WRITE, m.noc.reserve(BUS[operand], words)))
             end = max(end, m.noc.reserved_end_cycle)
@@ -406,12 +409,6 @@ class LayerExecutor:
             elif src == Level.RF:
                 rec.row("rf", now, end, READ, operand, index, s[SRC_ADDR], words)
         return end
-
-    def _line_buffer(self) -> LineBuffer:
-        if self.m.line_buffer is None:
-            raise HwsimError(f"{self.m.hw.name}: the schedule uses line buffers but the config has no "
-                             "line_buffer section; add one")
-        return self.m.line_buffer
 
     def _reserve_compute(self, index: int, s: tuple[Any, ...]) -> int:
         """Reserve the PE array for a pass; record its work at level `pe`; return its end cycle."""
