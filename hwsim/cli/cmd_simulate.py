@@ -127,13 +127,14 @@ def _print_report(doc: dict[str, Any], peaks: dict[str, int]) -> None:
     total = sum(doc["totals"]["energy_pj"].values())
     out.print(f"{format_count(doc['cycles'])} cycles = {doc['latency_s'] * 1e3:.3f} ms, {total / 1e9:.4g} mJ "
               f"(DRAM {doc['totals']['energy_pj']['dram'] / 1e9:.4g} mJ), DRAM traffic "
-              f"{format_bytes(doc['totals']['dram_bytes'])}, peak GLB occupancy "
+              f"{format_bytes(doc['totals']['dram_bytes'])}, peak buffer occupancy "
               + ", ".join(f"{k} {format_bytes(v)}" for k, v in peaks.items()) + f"; trace {doc['trace']}")
 
 
 def _peaks(trace: Any) -> dict[str, int]:
     occ = trace.occupancy()
-    return {name: int(occ["bytes"][occ["buffer"] == b].max(initial=0)) for b, name in enumerate(trace.buffers)}
+    return {name: int(occ["bytes"][occ["buffer"] == b].max(initial=0)) for b, name in enumerate(trace.buffers)
+            if (occ["buffer"] == b).any()}  # buffers the schedule used
 
 
 def run_simulate(args: argparse.Namespace) -> int:
