@@ -195,8 +195,27 @@ class Dram:
             raise HwsimError(f"{self.name}: access of {nbytes} B at byte {address_bytes} is not aligned to "
                              f"{self.word_bytes}-byte words")
 
+    def book(self, is_read: bool, address_bytes: int, nbytes: int) -> int:
+        """Reserve a transaction requested now like `reserve_read`/`reserve_write`, without building its
+        per-burst records: returns the cycle its first burst starts (it ends at `reserved_end_cycle`).
+        The executor's fast path when a trace keeps one record per transaction."""
+        self._check(address_bytes, nbytes)
+        booked = self._book(READ if is_read else WRITE, address_bytes, nbytes)
+        if booked is None:
+            return self.reserved_end_cycle
+        plan, shifts, _ = booked
+        return min(shift + int(plan.template[0, part.first, 0]) for part, shift in
+                   ((part, shifts[part.first]) for part in plan.parts))
+
     def _reserve(self, direction: int, address_bytes: int, nbytes: int) -> np.ndarray:
-        """Time a checked transaction requested now on every channel it uses and reserve them."""
+        """Time a checked transaction requested now on every channel it uses and reserve them; its records."""
+        booked = self._book(direction, address_bytes, nbytes)
+        if booked is None:
+            return empty_records()
+        return self._records(*booked)
+
+    def _book(self, direction: int, address_bytes: int, nbytes: int) -> tuple[_Plan, list[int], int] | None:
+        """Reserve the channels; (plan, lane start cycles, address period) or None for zero bytes."""
         now = int(self.env.now)
         if direction == READ:
             self.read_transactions += 1
@@ -206,7 +225,7 @@ class Dram:
             self.bytes_written += nbytes
         if nbytes == 0:
             self.reserved_end_cycle = now
-            return empty_records()
+            return None
         base, offset = divmod(address_bytes, self._period_bytes)
         plan = self._plan(offset, nbytes)
         row_shift = base * (self._period_bytes // self.cfg.channels // self._row_bytes) if self._row_bytes else 0
@@ -239,7 +258,7 @@ class Dram:
             self.busy_channel_cycles += end_cycle - granted
             last_end_cycle = max(last_end_cycle, end_cycle)
         self.reserved_end_cycle = last_end_cycle
-        return self._records(plan, shifts, base)
+        return plan, shifts, base
 
     def _records(self, plan: _Plan, shifts: list[int], base: int) -> np.ndarray:
         """The plan's records moved to the lanes' start cycles and the transaction's base address."""

@@ -37,13 +37,13 @@ import simpy
 
 from hwsim.errors import HwsimError
 from hwsim.hardware.schema import Accelerator
-from hwsim.mapping.schedule import Level, LayerSchedule, Operand, Schedule, StepKind
+from hwsim.mapping.schedule import LayerSchedule, Level, Operand, Schedule, StepKind
 from hwsim.sim.dram import Dram
 from hwsim.sim.line_buffer import LineBuffer
 from hwsim.sim.noc import Noc
 from hwsim.sim.pe_array import PeArray
 from hwsim.sim.sram import Sram
-from hwsim.sim.timing import Space
+from hwsim.sim.timing import NO_ADDRESS, Space
 from hwsim.trace.schema import OCCUPANCY_DTYPE, OPERANDS, OPS, RECORD_DTYPE
 
 READ, WRITE, FILL, UPDATE = (OPS.index(name) for name in ("read", "write", "fill", "update"))
@@ -375,34 +375,17 @@ class LayerExecutor:
         if words == 0:
             return now
         outward = dst < src and operand in (Operand.PSUM, Operand.OFMAP)
-        dst_op = UPDATE if outward else FILL
-        wb = m.hw.word_bytes
-        parts = []
         end = now
-        if src == Level.DRAM:
-            parts.append(("dram", READ, m.dram.reserve_read(s[SRC_ADDR] * wb, words * wb)))
-            end = max(end, m.dram.reserved_end_cycle)
-        elif src == Level.GLB:
-            parts.append(("glb", READ, m.glb.reserve_read(s[SRC_ADDR], words)))
-            end = max(end, m.glb.reserved_end_cycle)
-        elif src == Level.LINE_BUFFER:
-            parts.append(("line_buffer", READ, m.require_line_buffer().reserve_read(words)))
-            end = max(end, m.require_line_buffer().reserved_end_cycle)
-        if dst == Level.DRAM:
-            parts.append(("dram", dst_op, m.dram.reserve_write(s[DST_ADDR] * wb, words * wb)))
-            end = max(end, m.dram.reserved_end_cycle)
-        elif dst == Level.GLB:
-            parts.append(("glb", dst_op, m.glb.reserve_write(s[DST_ADDR], words)))
-            end = max(end, m.glb.reserved_end_cycle)
-        elif dst == Level.LINE_BUFFER:
-            parts.append(("line_buffer", dst_op, m.require_line_buffer().reserve_write(words)))
-            end = max(end, m.require_line_buffer().reserved_end_cycle)
+        if src != Level.RF:
+            end = max(end, self._reserve_side(src, True, s[SRC_ADDR], words, READ, operand, index))
+        if dst != Level.RF:
+            end = max(end, self._reserve_side(dst, False, s[DST_ADDR], words, UPDATE if outward else FILL,
+                                              operand, index))
         if Level.RF in (src, dst):
-            parts.append(("noc", WRITE, m.noc.reserve(BUS[operand], words)))
+            start = m.noc.book(BUS[operand], words)
             end = max(end, m.noc.reserved_end_cycle)
-        for level, op, records in parts:
-            if rec.wants(level):
-                rec.block(level, records, op, operand, index)
+            if rec.wants("noc"):
+                rec.row("noc", start, m.noc.reserved_end_cycle, WRITE, operand, index, NO_ADDRESS, words)
         if rec.wants("rf"):
             if dst == Level.RF:
                 rec.row("rf", now, end, FILL, operand, index, s[DST_ADDR], words)
@@ -410,10 +393,36 @@ class LayerExecutor:
                 rec.row("rf", now, end, READ, operand, index, s[SRC_ADDR], words)
         return end
 
+    def _reserve_side(self, level: int, is_read: bool, address: int, words: int, op: int, operand: int,
+                      index: int) -> int:
+        """Reserve one end of a transfer (DRAM, L2-less GLB or line buffer) and record it; its end cycle."""
+        m, rec = self.m, self.rec
+        if level == Level.DRAM:
+            wb = m.hw.word_bytes
+            if rec.wants("dram") and "dram" not in rec.per_transaction:  # one record per burst
+                burst = (m.dram.reserve_read if is_read else m.dram.reserve_write)(address * wb, words * wb)
+                rec.block("dram", burst, op, operand, index)
+                return m.dram.reserved_end_cycle
+            component: Dram | Sram = m.dram
+            start = m.dram.book(is_read, address * wb, words * wb)
+            name = "dram"
+        elif level == Level.GLB:
+            component, name = m.glb, "glb"
+            start = m.glb.book(is_read, address, words)
+        elif level == Level.LINE_BUFFER:
+            component, name = m.require_line_buffer(), "line_buffer"
+            address = NO_ADDRESS
+            start = m.require_line_buffer().book(is_read, address, words)
+        else:
+            raise HwsimError(f"level {Level(level).name} has no component in this simulator")
+        if rec.wants(name):
+            rec.row(name, start, component.reserved_end_cycle, op, operand, index, address, words)
+        return component.reserved_end_cycle
+
     def _reserve_compute(self, index: int, s: tuple[Any, ...]) -> int:
         """Reserve the PE array for a pass; record its work at level `pe`; return its end cycle."""
-        record = self.m.pe.reserve(s[MACS], s[OPS_], max(1, s[ACTIVE]))
-        start, end = int(record["start_cycle"][0]), int(record["end_cycle"][0])
+        start = self.m.pe.book(s[MACS], s[OPS_], max(1, s[ACTIVE]))
+        end = self.m.pe.reserved_end_cycle
         self.passes += 1
         self.compute_cycles += end - start
         if self.rec.wants("pe"):

@@ -44,6 +44,11 @@ class LineBuffer(Sram):
         check_count(words, "size", self.name)
         return self._reserve(False, address_words, words)
 
+    def book(self, is_read: bool, address_words: int, words: int) -> int:
+        """`Sram.book` without an address check: rows are not located by bank."""
+        check_count(words, "size", self.name)
+        return self._book(is_read, address_words, words)
+
     def read(self, words: int,  # type: ignore[override]
              address_words: int = NO_ADDRESS) -> Generator[simpy.Event, Any, np.ndarray]:
         """Process reading `words` (reserved when it starts); returns its record once it ends."""

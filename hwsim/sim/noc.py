@@ -96,11 +96,23 @@ class Noc:
             raise HwsimError(f"{self.name}: unknown bus {bus!r}; use one of {', '.join(BUSES)}")
         return found
 
+    def book(self, bus: str, words: int) -> int:
+        """Reserve a transfer on `bus` requested now like `reserve`, without building its record: returns its
+        start cycle (it ends at `reserved_end_cycle`). The executor's fast path."""
+        check_count(words, "size", self.name)
+        return self._book(self._bus(bus), words)
+
     def _reserve(self, bus: Bus, words: int) -> np.ndarray:
+        start_cycle = self._book(bus, words)
+        if words == 0:
+            return empty_records()
+        return one_record(start_cycle, self.reserved_end_cycle, NO_ADDRESS, words)
+
+    def _book(self, bus: Bus, words: int) -> int:
         now = int(self.env.now)
         if words == 0:
             self.reserved_end_cycle = now
-            return empty_records()
+            return now
         start_cycle = max(now, bus.free_at_cycle)
         duration_cycles = ceil_div(words * self.word_bits, bus.bus_bits)
         bus.free_at_cycle = self.reserved_end_cycle = start_cycle + duration_cycles
@@ -108,4 +120,4 @@ class Noc:
         bus.words += words
         bus.busy_cycles += duration_cycles
         bus.queue_stall_cycles += start_cycle - now
-        return one_record(start_cycle, start_cycle + duration_cycles, NO_ADDRESS, words)
+        return start_cycle

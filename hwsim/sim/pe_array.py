@@ -106,7 +106,16 @@ class PeArray:
             raise HwsimError(f"{self.name}: a pass on {active_pes} PEs is impossible; the array has "
                              f"{self.cfg.rows}x{self.cfg.cols} = {self.cfg.pes} PEs")
 
+    def book(self, macs: int, ops: int, active_pes: int) -> int:
+        """Reserve a pass requested now like `reserve`, without building its record: returns its start cycle
+        (it ends at `reserved_end_cycle`). The executor's fast path."""
+        return self._book(macs, ops, self.pass_cycles(macs, ops, active_pes))
+
     def _reserve(self, macs: int, ops: int, duration_cycles: int) -> np.ndarray:
+        start_cycle = self._book(macs, ops, duration_cycles)
+        return one_record(start_cycle, self.reserved_end_cycle, NO_ADDRESS, macs + ops)
+
+    def _book(self, macs: int, ops: int, duration_cycles: int) -> int:
         now = int(self.env.now)
         start_cycle = max(now, self.free_at_cycle)
         self.free_at_cycle = self.reserved_end_cycle = start_cycle + duration_cycles
@@ -115,4 +124,4 @@ class PeArray:
         self.ops += ops
         self.busy_cycles += duration_cycles
         self.queue_stall_cycles += start_cycle - now
-        return one_record(start_cycle, start_cycle + duration_cycles, NO_ADDRESS, macs + ops)
+        return start_cycle

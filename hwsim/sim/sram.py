@@ -169,8 +169,20 @@ class Sram:
             raise HwsimError(f"{self.name}: access of {words} words at word {address_words} runs past the end "
                              f"of the {self.size_words}-word buffer")
 
+    def book(self, is_read: bool, address_words: int, words: int) -> int:
+        """Reserve a transfer requested now like `reserve_read`/`reserve_write`, without building its record:
+        returns its start cycle (it ends at `reserved_end_cycle`). The executor's fast path."""
+        self._check(address_words, words)
+        return self._book(is_read, address_words, words)
+
     def _reserve(self, is_read: bool, address_words: int, words: int) -> np.ndarray:
-        """Time a checked transfer requested now and reserve its banks and a port."""
+        """Time a checked transfer requested now and reserve its banks and a port; its record."""
+        start_cycle = self._book(is_read, address_words, words)
+        if words == 0:
+            return empty_records()
+        return one_record(start_cycle, self.reserved_end_cycle, address_words, words)
+
+    def _book(self, is_read: bool, address_words: int, words: int) -> int:
         now = int(self.env.now)
         if is_read:
             self.read_transfers += 1
@@ -180,7 +192,7 @@ class Sram:
             self.words_written += words
         if words == 0:
             self.reserved_end_cycle = now
-            return empty_records()
+            return now
         located = max(address_words, 0)  # NO_ADDRESS (line buffers: one bank) is located at word 0
         first_bank = located // self.bank_words
         last_bank = (located + words - 1) // self.bank_words
@@ -201,4 +213,4 @@ class Sram:
         self.bank_conflict_stall_cycles += banks_ready - now
         self.port_stall_cycles += start_cycle - banks_ready
         self.busy_port_cycles += duration_cycles
-        return one_record(start_cycle, end_cycle, address_words, words)
+        return start_cycle
