@@ -418,10 +418,23 @@ def tile_events(plan: StackPlan) -> list[Event]:
             return plan.scan[t]
         return needs(l, k)[t][0]
 
+    def lockstep(l: Layer) -> bool:
+        """Whether l's next event streams with the current slot: it reads for the first time a line that an
+        event of this slot wrote first."""
+        k = next_y[l.name]
+        span = needs(l, k)
+        previous = needs(l, k - 1) if k else {}
+        for t in plan.inputs[l.name]:
+            end = span[t][1]
+            if end > previous.get(t, (0, 0))[1] and writer_first[t][end - 1] and writer_slot[t][end - 1] == slot:
+                return True
+        return False
+
     total = sum(events_of(l) for l in layers)
     done = 0
     while done < total:
-        chosen = next((l for l in reversed(layers) if ready(l)), None)
+        candidates = [l for l in reversed(layers) if ready(l)]  # deepest first
+        chosen = next((l for l in candidates if lockstep(l)), candidates[0] if candidates else None)
         if chosen is None:
             pending = [t for t in plan.external if produced[t] < plan.scan[t]]
             if not pending:
@@ -437,13 +450,7 @@ def tile_events(plan: StackPlan) -> list[Event]:
         l = chosen
         k = next_y[l.name]
         span = needs(l, k)
-        previous = needs(l, k - 1) if k else {t: (0, 0) for t in span}
-        lockstep = False
-        for t in plan.inputs[l.name]:
-            first, end = span[t]
-            if end > previous[t][1] and writer_first[t][end - 1] and writer_slot[t][end - 1] == slot:
-                lockstep = True
-        if not lockstep:
+        if not lockstep(l):
             slot += 1
         ev = Event(plans_index(layers, l), 0, 0, slot=slot)
         ev.reads = [(t, *span[t]) for t in plan.inputs[l.name]]
