@@ -65,7 +65,7 @@ def main() -> int:
     print(f"trace: {records:,} records, {size / 2**20:.1f} MiB; simulated latency "
           f"{check.cycles / hw.clock_hz * 1e3:,.1f} ms")
     print(f"line buffer model {check.analytic_line_buffer_bytes:,} B, simulated peak "
-          f"{check.simulated_line_buffer_peak_bytes:,} B; DRAM model {check.analytic_dram_bytes:,} B, "
+          f"{check.simulated_line_buffer_bytes:,} B; DRAM model {check.analytic_dram_bytes:,} B, "
           f"simulated {check.simulated_dram_bytes:,} B; equal: {check.ok}")
     print(f"load average {os.getloadavg()[0]:.2f}")
     return 0 if check.ok else 1

@@ -35,7 +35,9 @@ written and a line released in the same slot swap; while the slot streams,
 each such ring also holds its window's lead into the new line (k − 1
 pixels of a k-wide window, one pixel for a 1×1 layer, the column delay of a
 short skip). Lines written without a release (filling, depth-to-space's
-waiting lines, an upsampler's replayed line) are allocated whole.
+waiting lines, an upsampler's replayed line) are allocated whole. Line-buffer
+ALLOC/FREE steps carry the ring's id (its index in `StackPlan.consumers`) as
+their address, so the simulator can trace each ring's occupancy.
 """
 
 from __future__ import annotations
@@ -373,8 +375,8 @@ class Event:
     slot: int = 0
     swapped_write: bool = False  # its first written line overwrites a released line in place
     swapped_release: dict[str, int] = field(default_factory=dict)  # tensor -> 1 if one release was swapped
-    lead_alloc_words: int = 0  # lead pixels (× channels) allocated when its slot starts
-    lead_free_words: int = 0  # ... and freed when its slot ends
+    lead_alloc: dict[str, int] = field(default_factory=dict)  # ring -> lead words allocated as its slot starts
+    lead_free: dict[str, int] = field(default_factory=dict)  # ring -> lead words freed as its slot ends
 
 
 def tile_events(plan: StackPlan) -> list[Event]:
@@ -504,8 +506,8 @@ def _resolve_swaps(plan: StackPlan, events: list[Event]) -> None:
             events[w].swapped_write = True
             ev.swapped_release[t] = 1
             words = plan.leads[t] * plan.channels[t]
-            events[slot_first[ev.slot]].lead_alloc_words += words
-            events[slot_last[ev.slot]].lead_free_words += words
+            events[slot_first[ev.slot]].lead_alloc[t] = words
+            events[slot_last[ev.slot]].lead_free[t] = words
 
 
 # ----- steps --------------------------------------------------------------------------------------
@@ -538,6 +540,7 @@ def depth_first_schedule(graph: Graph, hw: Accelerator, mapping: DepthFirstMappi
         plan = plan_stack(graph, stack, tf, edges)
         params = {"layers": [l.name for l in stack], "tiling": tf, "weights": str(mapping.weights),
                   "lines_along": "width" if plan.scan_rows else "height",
+                  "rings": list(plan.consumers),
                   "ring_width_pixels": {t: plan.ring_width(t) for t in plan.consumers},
                   "lead_pixels": dict(plan.leads)}
         units.append(LayerSchedule(stack[-1], params, _generator(plan, hw, mapping.weights, layout),
@@ -639,6 +642,7 @@ def _template(plan: StackPlan, hw: Accelerator, weights: WeightPolicy, layout: _
         return region[t] + row * plan.line[t] * c, c, q.ref(col, t)
 
     ring_words = {t: plan.ring_width(t) * plan.channels[t] for t in plan.consumers}
+    ring = {t: (i, 0, ONE) for i, t in enumerate(plan.consumers)}  # ALLOC/FREE address: the ring's id
     pending_loads: list[Event] = []
     for ev in events:
         if ev.layer < 0:
@@ -646,14 +650,15 @@ def _template(plan: StackPlan, hw: Accelerator, weights: WeightPolicy, layout: _
             continue
         layer = plan.layers[ev.layer]
         out = layer.output
-        if ev.lead_alloc_words or any(p.lead_alloc_words for p in pending_loads):
-            words = ev.lead_alloc_words + sum(p.lead_alloc_words for p in pending_loads)
-            add(StepKind.ALLOC, Operand.IFMAP, NO_LEVEL, Level.LINE_BUFFER, (words, 0, ONE))
+        for p in [*pending_loads, ev]:
+            for t, words in p.lead_alloc.items():
+                add(StepKind.ALLOC, Operand.IFMAP, NO_LEVEL, Level.LINE_BUFFER, (words, 0, ONE), dst_addr=ring[t])
         for p in pending_loads:  # stack input lines DRAM -> line buffer
             t = plan.external[-1 - p.layer]
             c = plan.channels[t]
             if not p.swapped_write:
-                add(StepKind.ALLOC, Operand.IFMAP, NO_LEVEL, Level.LINE_BUFFER, (ring_words[t], 0, ONE))
+                add(StepKind.ALLOC, Operand.IFMAP, NO_LEVEL, Level.LINE_BUFFER, (ring_words[t], 0, ONE),
+                    dst_addr=ring[t])
             src = row_addr(t, p.first_row, "start", layout.base)
             add(StepKind.TRANSFER, Operand.IFMAP, Level.DRAM, Level.LINE_BUFFER, (0, c, q.ref("width", t)), src)
         pending_loads = []
@@ -661,7 +666,8 @@ def _template(plan: StackPlan, hw: Accelerator, weights: WeightPolicy, layout: _
         if on_chip_out and ev.rows:
             whole = ev.rows - int(ev.swapped_write)
             if whole:
-                add(StepKind.ALLOC, Operand.OFMAP, NO_LEVEL, Level.LINE_BUFFER, (whole * ring_words[out], 0, ONE))
+                add(StepKind.ALLOC, Operand.OFMAP, NO_LEVEL, Level.LINE_BUFFER, (whole * ring_words[out], 0, ONE),
+                    dst_addr=ring[out])
             if plan.overlaps(out).any():
                 for j in range(ev.rows):  # boundary columns fetched back from the tile before
                     src = row_addr(out, ev.first_row + j, "start", layout.boundary)
@@ -691,9 +697,10 @@ def _template(plan: StackPlan, hw: Accelerator, weights: WeightPolicy, layout: _
         for t, lines in ev.released.items():
             whole = lines - ev.swapped_release.get(t, 0)
             if whole:
-                add(StepKind.FREE, Operand.IFMAP, NO_LEVEL, Level.LINE_BUFFER, (whole * ring_words[t], 0, ONE))
-        if ev.lead_free_words:
-            add(StepKind.FREE, Operand.IFMAP, NO_LEVEL, Level.LINE_BUFFER, (ev.lead_free_words, 0, ONE))
+                add(StepKind.FREE, Operand.IFMAP, NO_LEVEL, Level.LINE_BUFFER, (whole * ring_words[t], 0, ONE),
+                    dst_addr=ring[t])
+        for t, words in ev.lead_free.items():
+            add(StepKind.FREE, Operand.IFMAP, NO_LEVEL, Level.LINE_BUFFER, (words, 0, ONE), dst_addr=ring[t])
         group += 1
     template = np.array(rows, dtype=_TEMPLATE_DTYPE)
     return (template, q.table()), group

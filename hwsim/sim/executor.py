@@ -48,6 +48,7 @@ from hwsim.trace.schema import OCCUPANCY_DTYPE, OPERANDS, OPS, RECORD_DTYPE
 
 READ, WRITE, FILL, UPDATE = (OPS.index(name) for name in ("read", "write", "fill", "update"))
 OTHER = OPERANDS.index("other")
+RING_BUFFER0 = 3  # occupancy buffer id of line-buffer ring 0 (0-2: GLB data, GLB filter, line buffer)
 SIM_LEVELS = ("dram", "l2", "glb", "line_buffer", "noc", "rf", "pe")
 LEVEL_NAME = {Level.DRAM: "dram", Level.L2: "l2", Level.GLB: "glb", Level.LINE_BUFFER: "line_buffer",
               Level.RF: "rf"}
@@ -142,6 +143,13 @@ class Machine:
     noc: Noc
     pe: PeArray
     line_buffer: LineBuffer | None = None
+    ring_words: dict[int, int] = field(default_factory=dict)  # line-buffer ring id -> words held
+    ring_log: list[tuple[int, int, int]] = field(default_factory=list)  # (cycle, ring, words after a change)
+
+    def ring_change(self, ring: int, words: int) -> None:
+        """Log a line-buffer ring's occupancy after an ALLOC (+words) or FREE (−words)."""
+        held = self.ring_words[ring] = self.ring_words.get(ring, 0) + words
+        self.ring_log.append((int(self.env.now), ring, held))
 
     def stall_cycles(self) -> dict[str, int]:
         """Cycles transactions have queued so far, by cause: DRAM channels (incl. read/write turnaround),
@@ -296,8 +304,12 @@ class LayerExecutor:
                     if not granted.triggered:
                         yield granted
                         end = max(end, int(env.now))
+                    if s[DST] == Level.LINE_BUFFER:
+                        self.m.ring_change(s[DST_ADDR], s[WORDS])
                 elif kind == StepKind.FREE:
                     self.m.space(s[DST], s[OPERAND]).free(s[WORDS])
+                    if s[DST] == Level.LINE_BUFFER:
+                        self.m.ring_change(s[DST_ADDR], -s[WORDS])
             if end > env.now:
                 yield env.timeout(end - env.now)
             self.to_array.put((index, first, steps, c, near))
@@ -359,8 +371,12 @@ class LayerExecutor:
             yield from self._transfer(index, s)
         elif kind == StepKind.ALLOC:
             yield self.m.space(s[DST], s[OPERAND]).allocate(s[WORDS])
+            if s[DST] == Level.LINE_BUFFER:
+                self.m.ring_change(s[DST_ADDR], s[WORDS])
         elif kind == StepKind.FREE:
             self.m.space(s[DST], s[OPERAND]).free(s[WORDS])  # never waits: no need to yield
+            if s[DST] == Level.LINE_BUFFER:
+                self.m.ring_change(s[DST_ADDR], -s[WORDS])
 
     def _transfer(self, index: int, s: tuple[Any, ...]) -> Generator[simpy.Event, Any, None]:
         end = self._reserve_transfer(index, s)
@@ -459,7 +475,8 @@ def simulate(schedule: Schedule, hw: Accelerator, sink: Callable[[str, np.ndarra
              per_transaction: frozenset[str] = frozenset()) -> SimResult:
     """Execute `schedule` layer after layer; every record of the chosen `levels` goes to `sink(level, block)`
     (one per transaction rather than per burst for the levels in `per_transaction`) and the buffers'
-    allocate/free events to `occupancy_sink` (buffer 0 = GLB data, 1 = GLB filter, 2 = line buffer)."""
+    allocate/free events to `occupancy_sink` (buffer 0 = GLB data, 1 = GLB filter, 2 = line buffer,
+    RING_BUFFER0 + k = the line buffer's ring k, for the ring ids of depth-first schedules)."""
     m = Machine.build(hw)
     runs: list[LayerRun] = []
     spaces = [m.glb.spaces.get(p) for p in ("data", "filter")] + [m.line_buffer.space if m.line_buffer else None]
@@ -482,10 +499,24 @@ def simulate(schedule: Schedule, hw: Accelerator, sink: Callable[[str, np.ndarra
                 emitted[b] += len(log)
                 if len(log):
                     occupancy_sink(occupancy_events(b, index, log, hw.word_bytes))
+            if m.ring_log:
+                occupancy_sink(ring_events(m.ring_log, index, hw.word_bytes))
+        m.ring_log.clear()
         runs.append(run)
         if progress:
             progress(index, run)
     return SimResult(schedule.network, schedule.hardware, schedule.batch, runs)
+
+
+def ring_events(log: list[tuple[int, int, int]], layer: int, word_bytes: int) -> np.ndarray:
+    """Line-buffer ring changes (cycle, ring, words after) as trace occupancy events in bytes."""
+    table = np.array(log, dtype=np.int64)
+    out = np.empty(len(table), dtype=OCCUPANCY_DTYPE)
+    out["buffer"] = RING_BUFFER0 + table[:, 1]
+    out["cycle"] = table[:, 0]
+    out["bytes"] = table[:, 2] * word_bytes
+    out["layer"] = layer
+    return out
 
 
 def occupancy_events(buffer: int, layer: int, log: np.ndarray, word_bytes: int) -> np.ndarray:

@@ -40,6 +40,8 @@ def simulate_to_trace(schedule: Schedule, hw: Accelerator, path: str | Path, lev
     levels in `per_transaction` get one record per transaction instead of one per DRAM burst."""
     names = [ls.name for ls in schedule.layers]
     attrs = trace_attrs(schedule, hw, ifmap_zeros or {})
-    with TraceWriter(path, [l for l in SIM_LEVELS if l in levels], names, BUFFERS, attrs) as writer:
+    rings = max((len(ls.params.get("rings", ())) for ls in schedule.layers), default=0)
+    buffers = BUFFERS + tuple(f"line_buffer.ring{k}" for k in range(rings))  # ids RING_BUFFER0 + k
+    with TraceWriter(path, [l for l in SIM_LEVELS if l in levels], names, buffers, attrs) as writer:
         result = simulate(schedule, hw, writer.append, levels, progress, writer.append_occupancy, per_transaction)
     return result
