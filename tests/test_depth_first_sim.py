@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from hwsim.analytic.depth_first_pareto import depth_first_pareto
+from hwsim.analytic.depth_first_pareto import candidate_cuts, depth_first_pareto
 from hwsim.check.depth_first import DepthFirstCheck, check_point
 from hwsim.hardware import load_config
 from hwsim.mapping.depth_first import DepthFirstMapping, WeightPolicy, depth_first_schedule
@@ -168,3 +168,16 @@ def test_pareto_points_simulate_to_the_model(network: str, tmp_path: Path) -> No
         model = result.model_bytes if p.weights is WeightPolicy.ON_CHIP else 0  # PER_STACK counts weights per stack
         assert c.simulated_simultaneous_peak_bytes <= c.simulated_line_buffer_bytes <= p.on_chip_bytes - model
         assert np.isfinite(c.cycles) and c.cycles > 0
+
+
+def test_ssdlite_heads_and_short_maps_simulate_to_the_model(tmp_path: Path) -> None:
+    # MobileNetV2-SSDLite at 64×48: parallel box and class heads, inverted residuals, and maps of one to
+    # three lines at the end, where Eq. 1's steady state never sets in. Whole network in one stack, and
+    # cut into four stacks tiled 1, 2, 4, 1 with weights per stack.
+    graph = load_network("mobilenetv2-ssdlite", (48, 64)).graph
+    cuts = candidate_cuts(graph)
+    picks = tuple(cuts[i * len(cuts) // 4] for i in (1, 2, 3))
+    for mapping in (DepthFirstMapping((), (1,), WeightPolicy.ON_CHIP),
+                    DepthFirstMapping(picks, (1, 2, 4, 1), WeightPolicy.PER_STACK)):
+        c = check_point(graph, HW, mapping, tmp_path / "ssd.h5")
+        assert c.ok, [s for s in c.stacks if not s.ok]

@@ -56,11 +56,14 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+import numpy as np
+
 from hwsim.mapping.depth_first import (
     Cut,
     DepthFirstError,
     StackPlan,
     WeightPolicy,
+    axis_maps,
     long_skips,
     plan_stack,
     split_stacks,
@@ -73,6 +76,8 @@ __all__ = ["Cut", "DepthFirstError", "WeightPolicy", "split_stacks", "boundary_p
 _WINDOW_KINDS = frozenset({LayerKind.CONV, LayerKind.MAX_POOL, LayerKind.AVG_POOL})
 _GLOBAL_KINDS = frozenset({LayerKind.GLOBAL_AVG_POOL, LayerKind.GLOBAL_MAX_POOL, LayerKind.FC})
 _MERGE_KINDS = frozenset({LayerKind.ADD, LayerKind.MUL, LayerKind.CONCAT})
+_SPECIAL_WINDOWS = _GLOBAL_KINDS | _MERGE_KINDS | frozenset(
+    {LayerKind.CONV_TRANSPOSE, LayerKind.UPSAMPLE, LayerKind.DEPTH_TO_SPACE})
 _NOT_COMPUTE = frozenset({LayerKind.INPUT, LayerKind.OUTPUT})
 _FUSED_INTO_CONSUMER = frozenset(
     {LayerKind.ADD, LayerKind.MUL, LayerKind.UNARY, LayerKind.DEPTH_TO_SPACE, LayerKind.CHANNEL_SHUFFLE}
@@ -328,7 +333,31 @@ def _consumer_elements(plan: StackPlan, consumer: Layer, window: _Window, t: str
         out = consumer.output
         f = consumer.factor[0 if plan.scan_rows else 1]
         return (f - 1) * plan.ring_width(out) * plan.channels[out] if out in plan.consumers else 0
-    return line_buffer_pixels(window.k_scan, window.k_line, line_px) * plan.channels[t]
+    pixels = line_buffer_pixels(window.k_scan, window.k_line, line_px)
+    if consumer.kind not in _SPECIAL_WINDOWS:
+        scan_in, scan_out = plan.scan[t], plan.scan[consumer.output]
+        if scan_in < window.k_scan + 1 or scan_out < 2:  # too few lines for Eq. 1's steady state
+            lead = line_buffer_pixels(1, window.k_line, line_px)
+            pixels = max(lines * line_px + (lead if swaps else 0)
+                         for lines, swaps in _short_map_lines(plan, consumer, scan_in, scan_out))
+    return pixels * plan.channels[t]
+
+
+def _short_map_lines(plan: StackPlan, consumer: Layer, scan_in: int, scan_out: int) -> list[tuple[int, bool]]:
+    """On a feature map with fewer lines than Eq. 1 assumes, per output line that takes in a new input line:
+    (input lines held besides the new one's lead, whether it streams over a released line), from the
+    window's line ranges: it holds lines first(y) … end(y + 1) − 1; it releases a line when first(y + 1) >
+    first(y), and then the new line overwrites it and only its lead is extra."""
+    m = axis_maps(consumer, plan.scan_rows)[0]
+    y = np.arange(scan_out + 1, dtype=np.int64)
+    first = np.append(m.first_array(y[:-1], scan_in), scan_in)
+    end = m.end_array(y, scan_in)
+    out = []
+    for k in range(scan_out):
+        if end[k + 1] > end[k]:  # a new input line arrives for this output line
+            releases = bool(first[k + 1] > first[k])
+            out.append((int(end[k + 1] - first[k]) - int(releases), releases))
+    return out or [(0, False)]
 
 
 def _check_bits(graph: Graph, bits: int) -> None:
