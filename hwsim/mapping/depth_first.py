@@ -544,7 +544,7 @@ def depth_first_schedule(graph: Graph, hw: Accelerator, mapping: DepthFirstMappi
                   "ring_width_pixels": {t: plan.ring_width(t) for t in plan.consumers},
                   "lead_pixels": dict(plan.leads)}
         units.append(LayerSchedule(stack[-1], params, _generator(plan, hw, mapping.weights, layout),
-                                   stack=tuple(stack)))
+                                   stack=tuple(stack), pipelined=False))  # rings are reused line by line
     return Schedule(graph.name, hw.name, "depth_first", 1, tuple(units))
 
 

@@ -20,7 +20,11 @@ a COMPUTE of group g waits for every earlier step of group g; the steps of
 group g+1 that precede its COMPUTE (its loads) may run while group g
 computes when the hardware double-buffers and its ALLOC fits; steps after a
 COMPUTE in the same group (its stores) may overlap later groups. Steps of
-the same group keep their order on the level they use.
+the same group keep their order on the level they use. A layer schedule that
+is not `pipelined` runs its groups strictly one after another (a group's
+loads start when the previous group's stores have ended; its stores one after
+another): there nothing waits for space, so an allocation that does not fit
+is an impossible mapping.
 """
 
 from __future__ import annotations
@@ -155,6 +159,7 @@ class LayerSchedule:
     params: dict[str, Any]
     generate: Callable[[], Iterator[np.ndarray]] = field(repr=False)
     stack: tuple[Layer, ...] = ()  # the layers run together (depth-first stack); empty for one layer
+    pipelined: bool = True  # False: each group starts once the one before has finished (no overlap)
 
     @property
     def name(self) -> str:

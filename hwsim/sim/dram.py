@@ -160,17 +160,17 @@ class Dram:
         """Cycles one burst occupies a channel's data bus (may be fractional)."""
         return self._slot_numerator / self._slot_denominator
 
-    def reserve_read(self, address_bytes: int, nbytes: int) -> np.ndarray:
-        """Reserve a read of `nbytes` at `address_bytes` requested now; one record per burst, in address
-        order. Yields no event: the read ends at `reserved_end_cycle`."""
+    def reserve_read(self, address_bytes: int, nbytes: int, request_cycle: int | None = None) -> np.ndarray:
+        """Reserve a read of `nbytes` at `address_bytes` requested now (or at `request_cycle`); one record per
+        burst, in address order. Yields no event: the read ends at `reserved_end_cycle`."""
         self._check(address_bytes, nbytes)
-        return self._reserve(READ, address_bytes, nbytes)
+        return self._reserve(READ, address_bytes, nbytes, request_cycle)
 
-    def reserve_write(self, address_bytes: int, nbytes: int) -> np.ndarray:
-        """Reserve a write of `nbytes` at `address_bytes` requested now; one record per burst, in address
-        order. Yields no event: the write ends at `reserved_end_cycle`."""
+    def reserve_write(self, address_bytes: int, nbytes: int, request_cycle: int | None = None) -> np.ndarray:
+        """Reserve a write of `nbytes` at `address_bytes` requested now (or at `request_cycle`); one record
+        per burst, in address order. Yields no event: the write ends at `reserved_end_cycle`."""
         self._check(address_bytes, nbytes)
-        return self._reserve(WRITE, address_bytes, nbytes)
+        return self._reserve(WRITE, address_bytes, nbytes, request_cycle)
 
     def read(self, address_bytes: int, nbytes: int) -> Generator[simpy.Event, Any, np.ndarray]:
         """Process reading `nbytes` at `address_bytes` (reserved when it starts); returns `reserve_read`'s
@@ -195,28 +195,31 @@ class Dram:
             raise HwsimError(f"{self.name}: access of {nbytes} B at byte {address_bytes} is not aligned to "
                              f"{self.word_bytes}-byte words")
 
-    def book(self, is_read: bool, address_bytes: int, nbytes: int) -> int:
-        """Reserve a transaction requested now like `reserve_read`/`reserve_write`, without building its
+    def book(self, is_read: bool, address_bytes: int, nbytes: int, request_cycle: int | None = None) -> int:
+        """Reserve a transaction requested at `request_cycle` (default now) like `reserve_read`/`reserve_write`,
+        without building its
         per-burst records: returns the cycle its first burst starts (it ends at `reserved_end_cycle`).
         The executor's fast path when a trace keeps one record per transaction."""
         self._check(address_bytes, nbytes)
-        booked = self._book(READ if is_read else WRITE, address_bytes, nbytes)
+        booked = self._book(READ if is_read else WRITE, address_bytes, nbytes, request_cycle)
         if booked is None:
             return self.reserved_end_cycle
         plan, shifts, _ = booked
         return min(shift + int(plan.template[0, part.first, 0]) for part, shift in
                    ((part, shifts[part.first]) for part in plan.parts))
 
-    def _reserve(self, direction: int, address_bytes: int, nbytes: int) -> np.ndarray:
+    def _reserve(self, direction: int, address_bytes: int, nbytes: int,
+                 request_cycle: int | None = None) -> np.ndarray:
         """Time a checked transaction requested now on every channel it uses and reserve them; its records."""
-        booked = self._book(direction, address_bytes, nbytes)
+        booked = self._book(direction, address_bytes, nbytes, request_cycle)
         if booked is None:
             return empty_records()
         return self._records(*booked)
 
-    def _book(self, direction: int, address_bytes: int, nbytes: int) -> tuple[_Plan, list[int], int] | None:
+    def _book(self, direction: int, address_bytes: int, nbytes: int,
+              request_cycle: int | None = None) -> tuple[_Plan, list[int], int] | None:
         """Reserve the channels; (plan, lane start cycles, address period) or None for zero bytes."""
-        now = int(self.env.now)
+        now = int(self.env.now) if request_cycle is None else request_cycle
         if direction == READ:
             self.read_transactions += 1
             self.bytes_read += nbytes

@@ -146,10 +146,10 @@ class Machine:
     ring_words: dict[int, int] = field(default_factory=dict)  # line-buffer ring id -> words held
     ring_log: list[tuple[int, int, int]] = field(default_factory=list)  # (cycle, ring, words after a change)
 
-    def ring_change(self, ring: int, words: int) -> None:
-        """Log a line-buffer ring's occupancy after an ALLOC (+words) or FREE (−words)."""
+    def ring_change(self, ring: int, words: int, cycle: int | None = None) -> None:
+        """Log a line-buffer ring's occupancy after an ALLOC (+words) or FREE (−words) at `cycle` (now)."""
         held = self.ring_words[ring] = self.ring_words.get(ring, 0) + words
-        self.ring_log.append((int(self.env.now), ring, held))
+        self.ring_log.append((int(self.env.now) if cycle is None else cycle, ring, held))
 
     def stall_cycles(self) -> dict[str, int]:
         """Cycles transactions have queued so far, by cause: DRAM channels (incl. read/write turnaround),
@@ -272,6 +272,9 @@ class LayerExecutor:
 
     def run(self) -> Generator[simpy.Event, Any, None]:
         env = self.m.env
+        if not self.layer.pipelined:
+            yield from self._sequential()
+            return
         prefetch = env.process(self._prefetcher())
         array = env.process(self._array())
         store = env.process(self._storer())
@@ -363,6 +366,51 @@ class LayerExecutor:
             event, self.stored_event = self.stored_event, self.m.env.event()
             event.succeed()
 
+    def _sequential(self) -> Generator[simpy.Event, Any, None]:
+        """Groups strictly one after another: loads from the end of the previous group, filters into the
+        RFs, then the pass with its streams, then the stores one after another. Each transaction is reserved
+        at the cycle it is requested and the clock advances once per group."""
+        env = self.m.env
+        for index, (first, steps, c) in enumerate(_groups(self.layer)):
+            self.steps += len(steps)
+            start = int(env.now)
+            loaded = start
+            for k in range(c):
+                s = steps[k]
+                if s[DST] != Level.RF:
+                    loaded = max(loaded, self._sequential_step(first + k, s, start))
+            at = loaded
+            for k in range(c):  # filters must sit in the RFs before the pass starts
+                if steps[k][DST] == Level.RF and steps[k][OPERAND] == Operand.FILTER:
+                    at = self._reserve_transfer(first + k, steps[k], at)
+            self.load_wait += loaded - start
+            self.rf_wait += at - loaded
+            end = at
+            for k in range(c):
+                if steps[k][DST] == Level.RF and steps[k][OPERAND] != Operand.FILTER:
+                    end = max(end, self._reserve_transfer(first + k, steps[k], at))
+            if c < len(steps):
+                end = max(end, self._reserve_compute(first + c, steps[c], at))
+            for k in range(c + 1, len(steps)):
+                end = self._sequential_step(first + k, steps[k], end)
+            if end > env.now:
+                yield env.timeout(end - env.now)
+
+    def _sequential_step(self, index: int, s: tuple[Any, ...], at: int) -> int:
+        """A transfer, allocation or free requested at cycle `at`; the cycle it ends."""
+        kind = s[KIND]
+        if kind == StepKind.TRANSFER:
+            return self._reserve_transfer(index, s, at)
+        if kind == StepKind.ALLOC:
+            self.m.space(s[DST], s[OPERAND]).claim_at(s[WORDS], at)
+            if s[DST] == Level.LINE_BUFFER:
+                self.m.ring_change(s[DST_ADDR], s[WORDS], at)
+        elif kind == StepKind.FREE:
+            self.m.space(s[DST], s[OPERAND]).release_at(s[WORDS], at)
+            if s[DST] == Level.LINE_BUFFER:
+                self.m.ring_change(s[DST_ADDR], -s[WORDS], at)
+        return at
+
     # -- steps ----------------------------------------------------------------------------------------
 
     def _step(self, index: int, s: tuple[Any, ...]) -> Generator[simpy.Event, Any, None]:
@@ -383,22 +431,23 @@ class LayerExecutor:
         if end > self.m.env.now:
             yield self.m.env.timeout(end - self.m.env.now)
 
-    def _reserve_transfer(self, index: int, s: tuple[Any, ...]) -> int:
-        """Reserve the source, destination and bus of a transfer from now; record it; return its end cycle."""
+    def _reserve_transfer(self, index: int, s: tuple[Any, ...], at: int | None = None) -> int:
+        """Reserve the source, destination and bus of a transfer requested at cycle `at` (default now);
+        record it; return its end cycle."""
         m, rec = self.m, self.rec
-        now = int(m.env.now)
+        now = int(m.env.now) if at is None else at
         operand, src, dst, words = s[OPERAND], s[SRC], s[DST], s[WORDS]
         if words == 0:
             return now
         outward = dst < src and operand in (Operand.PSUM, Operand.OFMAP)
         end = now
         if src != Level.RF:
-            end = max(end, self._reserve_side(src, True, s[SRC_ADDR], words, READ, operand, index))
+            end = max(end, self._reserve_side(src, True, s[SRC_ADDR], words, READ, operand, index, now))
         if dst != Level.RF:
             end = max(end, self._reserve_side(dst, False, s[DST_ADDR], words, UPDATE if outward else FILL,
-                                              operand, index))
+                                              operand, index, now))
         if Level.RF in (src, dst):
-            start = m.noc.book(BUS[operand], words)
+            start = m.noc.book(BUS[operand], words, now)
             end = max(end, m.noc.reserved_end_cycle)
             if rec.wants("noc"):
                 rec.row("noc", start, m.noc.reserved_end_cycle, WRITE, operand, index, NO_ADDRESS, words)
@@ -410,34 +459,35 @@ class LayerExecutor:
         return end
 
     def _reserve_side(self, level: int, is_read: bool, address: int, words: int, op: int, operand: int,
-                      index: int) -> int:
+                      index: int, at: int) -> int:
         """Reserve one end of a transfer (DRAM, L2-less GLB or line buffer) and record it; its end cycle."""
         m, rec = self.m, self.rec
         if level == Level.DRAM:
             wb = m.hw.word_bytes
             if rec.wants("dram") and "dram" not in rec.per_transaction:  # one record per burst
-                burst = (m.dram.reserve_read if is_read else m.dram.reserve_write)(address * wb, words * wb)
+                burst = (m.dram.reserve_read if is_read else m.dram.reserve_write)(address * wb, words * wb, at)
                 rec.block("dram", burst, op, operand, index)
                 return m.dram.reserved_end_cycle
             component: Dram | Sram = m.dram
-            start = m.dram.book(is_read, address * wb, words * wb)
+            start = m.dram.book(is_read, address * wb, words * wb, at)
             name = "dram"
         elif level == Level.GLB:
             component, name = m.glb, "glb"
-            start = m.glb.book(is_read, address, words)
+            start = m.glb.book(is_read, address, words, at)
         elif level == Level.LINE_BUFFER:
             component, name = m.require_line_buffer(), "line_buffer"
             address = NO_ADDRESS
-            start = m.require_line_buffer().book(is_read, address, words)
+            start = m.require_line_buffer().book(is_read, address, words, at)
         else:
             raise HwsimError(f"level {Level(level).name} has no component in this simulator")
         if rec.wants(name):
             rec.row(name, start, component.reserved_end_cycle, op, operand, index, address, words)
         return component.reserved_end_cycle
 
-    def _reserve_compute(self, index: int, s: tuple[Any, ...]) -> int:
-        """Reserve the PE array for a pass; record its work at level `pe`; return its end cycle."""
-        start = self.m.pe.book(s[MACS], s[OPS_], max(1, s[ACTIVE]))
+    def _reserve_compute(self, index: int, s: tuple[Any, ...], at: int | None = None) -> int:
+        """Reserve the PE array for a pass requested at `at` (default now); record its work at level `pe`;
+        return its end cycle."""
+        start = self.m.pe.book(s[MACS], s[OPS_], max(1, s[ACTIVE]), at)
         end = self.m.pe.reserved_end_cycle
         self.passes += 1
         self.compute_cycles += end - start

@@ -44,10 +44,10 @@ class LineBuffer(Sram):
         check_count(words, "size", self.name)
         return self._reserve(False, address_words, words)
 
-    def book(self, is_read: bool, address_words: int, words: int) -> int:
+    def book(self, is_read: bool, address_words: int, words: int, request_cycle: int | None = None) -> int:
         """`Sram.book` without an address check: rows are not located by bank."""
         check_count(words, "size", self.name)
-        return self._book(is_read, address_words, words)
+        return self._book(is_read, address_words, words, request_cycle)
 
     def read(self, words: int,  # type: ignore[override]
              address_words: int = NO_ADDRESS) -> Generator[simpy.Event, Any, np.ndarray]:

@@ -96,11 +96,11 @@ class Noc:
             raise HwsimError(f"{self.name}: unknown bus {bus!r}; use one of {', '.join(BUSES)}")
         return found
 
-    def book(self, bus: str, words: int) -> int:
-        """Reserve a transfer on `bus` requested now like `reserve`, without building its record: returns its
-        start cycle (it ends at `reserved_end_cycle`). The executor's fast path."""
+    def book(self, bus: str, words: int, request_cycle: int | None = None) -> int:
+        """Reserve a transfer on `bus` requested at `request_cycle` (default now) like `reserve`, without
+        building its record: returns its start cycle (it ends at `reserved_end_cycle`)."""
         check_count(words, "size", self.name)
-        return self._book(self._bus(bus), words)
+        return self._book(self._bus(bus), words, request_cycle)
 
     def _reserve(self, bus: Bus, words: int) -> np.ndarray:
         start_cycle = self._book(bus, words)
@@ -108,8 +108,8 @@ class Noc:
             return empty_records()
         return one_record(start_cycle, self.reserved_end_cycle, NO_ADDRESS, words)
 
-    def _book(self, bus: Bus, words: int) -> int:
-        now = int(self.env.now)
+    def _book(self, bus: Bus, words: int, request_cycle: int | None = None) -> int:
+        now = int(self.env.now) if request_cycle is None else request_cycle
         if words == 0:
             self.reserved_end_cycle = now
             return now

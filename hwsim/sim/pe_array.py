@@ -106,17 +106,17 @@ class PeArray:
             raise HwsimError(f"{self.name}: a pass on {active_pes} PEs is impossible; the array has "
                              f"{self.cfg.rows}x{self.cfg.cols} = {self.cfg.pes} PEs")
 
-    def book(self, macs: int, ops: int, active_pes: int) -> int:
-        """Reserve a pass requested now like `reserve`, without building its record: returns its start cycle
-        (it ends at `reserved_end_cycle`). The executor's fast path."""
-        return self._book(macs, ops, self.pass_cycles(macs, ops, active_pes))
+    def book(self, macs: int, ops: int, active_pes: int, request_cycle: int | None = None) -> int:
+        """Reserve a pass requested at `request_cycle` (default now) like `reserve`, without building its
+        record: returns its start cycle (it ends at `reserved_end_cycle`). The executor's fast path."""
+        return self._book(macs, ops, self.pass_cycles(macs, ops, active_pes), request_cycle)
 
     def _reserve(self, macs: int, ops: int, duration_cycles: int) -> np.ndarray:
         start_cycle = self._book(macs, ops, duration_cycles)
         return one_record(start_cycle, self.reserved_end_cycle, NO_ADDRESS, macs + ops)
 
-    def _book(self, macs: int, ops: int, duration_cycles: int) -> int:
-        now = int(self.env.now)
+    def _book(self, macs: int, ops: int, duration_cycles: int, request_cycle: int | None = None) -> int:
+        now = int(self.env.now) if request_cycle is None else request_cycle
         start_cycle = max(now, self.free_at_cycle)
         self.free_at_cycle = self.reserved_end_cycle = start_cycle + duration_cycles
         self.passes += 1

@@ -169,11 +169,12 @@ class Sram:
             raise HwsimError(f"{self.name}: access of {words} words at word {address_words} runs past the end "
                              f"of the {self.size_words}-word buffer")
 
-    def book(self, is_read: bool, address_words: int, words: int) -> int:
-        """Reserve a transfer requested now like `reserve_read`/`reserve_write`, without building its record:
-        returns its start cycle (it ends at `reserved_end_cycle`). The executor's fast path."""
+    def book(self, is_read: bool, address_words: int, words: int, request_cycle: int | None = None) -> int:
+        """Reserve a transfer requested at `request_cycle` (default now, never earlier) like
+        `reserve_read`/`reserve_write`, without building its record: returns its start cycle (it ends at
+        `reserved_end_cycle`). The executor's fast path."""
         self._check(address_words, words)
-        return self._book(is_read, address_words, words)
+        return self._book(is_read, address_words, words, request_cycle)
 
     def _reserve(self, is_read: bool, address_words: int, words: int) -> np.ndarray:
         """Time a checked transfer requested now and reserve its banks and a port; its record."""
@@ -182,8 +183,8 @@ class Sram:
             return empty_records()
         return one_record(start_cycle, self.reserved_end_cycle, address_words, words)
 
-    def _book(self, is_read: bool, address_words: int, words: int) -> int:
-        now = int(self.env.now)
+    def _book(self, is_read: bool, address_words: int, words: int, request_cycle: int | None = None) -> int:
+        now = int(self.env.now) if request_cycle is None else request_cycle
         if is_read:
             self.read_transfers += 1
             self.words_read += words

@@ -163,6 +163,28 @@ class Space(simpy.Container):
             return self._env.event().succeed()
         return self.get(words)
 
+    def claim_at(self, words: int, cycle: int) -> None:
+        """Claim `words` at `cycle` (≥ now) without waiting: for schedules that run one step group after
+        another, where space that is not free now never will be."""
+        check_count(words, "allocation", self.name)
+        if self._level + words > self.capacity_words:
+            raise HwsimError(f"{self.name}: cannot allocate {words} words with {self._level} of "
+                             f"{self.capacity_words} held; use a larger buffer or a mapping that needs less")
+        self._level += words
+        self.allocations += 1
+        self.peak_words = max(self.peak_words, int(self._level))
+        self._log_cycles.append(cycle)
+        self._log_words.append(int(self._level))
+
+    def release_at(self, words: int, cycle: int) -> None:
+        """Release `words` at `cycle` (≥ now) without an event (see `claim_at`)."""
+        check_count(words, "free", self.name)
+        if words > self._level:
+            raise HwsimError(f"{self.name}: cannot free {words} words, only {self._level} are allocated")
+        self._level -= words
+        self._log_cycles.append(cycle)
+        self._log_words.append(int(self._level))
+
     @property
     def occupancy_words(self) -> int:
         """Words currently allocated."""
