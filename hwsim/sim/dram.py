@@ -82,6 +82,7 @@ class _ChannelPart:
     last_row: int
     runs: int  # row runs (each after the first opens a row)
     end_cycles: int  # end of the last burst after t0, every run counted as a miss
+    first_start_cycles: int  # start of the first burst after t0 (its latency paid)
 
 
 @dataclass(frozen=True)
@@ -144,6 +145,7 @@ class Dram:
         self._period_bytes = cfg.channels * (math.lcm(cfg.burst_bytes, rb.row_bytes) if rb else cfg.burst_bytes)
         self._plans: dict[tuple[int, int], _Plan] = {}
         self.reserved_end_cycle = 0  # cycle the latest reservation ends (its request cycle if empty)
+        self.first_burst_cycle = 0  # cycle the latest reservation's first burst starts
         self.read_transactions = 0
         self.write_transactions = 0
         self.bytes_read = 0
@@ -204,9 +206,7 @@ class Dram:
         booked = self._book(READ if is_read else WRITE, address_bytes, nbytes, request_cycle)
         if booked is None:
             return self.reserved_end_cycle
-        plan, shifts, _ = booked
-        return min(shift + int(plan.template[0, part.first, 0]) for part, shift in
-                   ((part, shifts[part.first]) for part in plan.parts))
+        return self.first_burst_cycle
 
     def _reserve(self, direction: int, address_bytes: int, nbytes: int,
                  request_cycle: int | None = None) -> np.ndarray:
@@ -236,6 +236,7 @@ class Dram:
         self.bursts += plan.bursts
         turnaround_cycles = self.cfg.turnaround_cycles
         last_end_cycle = now
+        first_burst = 1 << 62  # above any start cycle
         for part in plan.parts:
             channel = self._channels[part.channel]
             free_at_cycle = channel.free_at_cycle
@@ -253,6 +254,7 @@ class Dram:
                 self.row_hit_bursts += part.bursts - misses
                 channel.open_row = part.last_row + row_shift
             shifts[part.first] = shift
+            first_burst = min(first_burst, shift + part.first_start_cycles)
             end_cycle = part.end_cycles + shift
             channel.free_at_cycle = end_cycle
             channel.last_direction = direction
@@ -261,6 +263,7 @@ class Dram:
             self.busy_channel_cycles += end_cycle - granted
             last_end_cycle = max(last_end_cycle, end_cycle)
         self.reserved_end_cycle = last_end_cycle
+        self.first_burst_cycle = int(first_burst)
         return plan, shifts, base
 
     def _records(self, plan: _Plan, shifts: list[int], base: int) -> np.ndarray:
@@ -303,7 +306,8 @@ class Dram:
         for lo, hi in zip(heads.tolist(), (heads + counts).tolist()):
             parts.append(_ChannelPart(channel=int(k[lo] % channels), first=int(k[lo] - first), bursts=hi - lo,
                                       first_row=int(row[lo]), last_row=int(row[hi - 1]),
-                                      runs=int(new_run[lo:hi].sum()), end_cycles=int(rel_end[hi - 1])))
+                                      runs=int(new_run[lo:hi].sum()), end_cycles=int(rel_end[hi - 1]),
+                                      first_start_cycles=int(rel_start[lo])))
         n = len(k)
         template = np.zeros((-(-n // channels) * channels, 4), dtype=np.int64)
         template[to_channel_major, 0] = rel_start

@@ -106,8 +106,13 @@ class Recorder:
 
     def row(self, level: str, start: int, end: int, op: int, operand: int, step: int, address: int,
             words: int) -> None:
-        self._count(1)
-        self.rows.setdefault(level, []).append((start, end, op, operand, self.layer, step, address, words))
+        rows = self.rows.get(level)
+        if rows is None:
+            rows = self.rows[level] = []
+        rows.append((start, end, op, operand, self.layer, step, address, words))
+        self.held += 1
+        if self.held >= FLUSH_RECORDS:
+            self.flush()
 
     def _count(self, records: int) -> None:
         self.held += records
