@@ -54,6 +54,10 @@ LEVEL_NAME = {Level.DRAM: "dram", Level.L2: "l2", Level.GLB: "glb", Level.LINE_B
               Level.RF: "rf"}
 BUS = {Operand.IFMAP: "ifmap", Operand.FILTER: "filter", Operand.PSUM: "psum", Operand.OFMAP: "psum"}
 
+_DRAM, _GLB, _LINE_BUFFER, _RF = int(Level.DRAM), int(Level.GLB), int(Level.LINE_BUFFER), int(Level.RF)
+_TRANSFER, _ALLOC, _FREE = int(StepKind.TRANSFER), int(StepKind.ALLOC), int(StepKind.FREE)
+_FILTER, _PSUM, _OFMAP = int(Operand.FILTER), int(Operand.PSUM), int(Operand.OFMAP)
+
 # The fields of a step tuple (`STEP_DTYPE` order).
 KIND, OPERAND, SRC, DST, GROUP, WORDS, SRC_ADDR, DST_ADDR, ACTIVE, MACS, OPS_, RF_F, RF_I, RF_PR, RF_PW, IPE = range(16)
 
@@ -272,6 +276,8 @@ class LayerExecutor:
         self.stored_upto = -1  # index of the last group whose stores finished
         self.psum_writer: dict[int, int] = {}  # GLB psum address -> the last group that stores psums there
         self.stored_event = env.event()
+        self.want_noc, self.want_rf = rec.wants("noc"), rec.wants("rf")
+        self.dram_per_burst = rec.wants("dram") and "dram" not in rec.per_transaction
         self.passes = self.steps = 0
         self.compute_cycles = self.rf_wait = self.load_wait = self.psum_wait = 0
 
@@ -376,44 +382,48 @@ class LayerExecutor:
         RFs, then the pass with its streams, then the stores one after another. Each transaction is reserved
         at the cycle it is requested and the clock advances once per group."""
         env = self.m.env
-        for index, (first, steps, c) in enumerate(_groups(self.layer)):
+        step, transfer = self._sequential_step, self._reserve_transfer
+        for first, steps, c in _groups(self.layer):
             self.steps += len(steps)
             start = int(env.now)
             loaded = start
+            near = []
             for k in range(c):
                 s = steps[k]
-                if s[DST] != Level.RF:
-                    loaded = max(loaded, self._sequential_step(first + k, s, start))
+                if s[DST] == _RF:
+                    near.append(k)
+                else:
+                    loaded = max(loaded, step(first + k, s, start))
             at = loaded
-            for k in range(c):  # filters must sit in the RFs before the pass starts
-                if steps[k][DST] == Level.RF and steps[k][OPERAND] == Operand.FILTER:
-                    at = self._reserve_transfer(first + k, steps[k], at)
+            for k in near:  # filters must sit in the RFs before the pass starts
+                if steps[k][OPERAND] == _FILTER:
+                    at = transfer(first + k, steps[k], at)
             self.load_wait += loaded - start
             self.rf_wait += at - loaded
             end = at
-            for k in range(c):
-                if steps[k][DST] == Level.RF and steps[k][OPERAND] != Operand.FILTER:
-                    end = max(end, self._reserve_transfer(first + k, steps[k], at))
+            for k in near:
+                if steps[k][OPERAND] != _FILTER:
+                    end = max(end, transfer(first + k, steps[k], at))
             if c < len(steps):
                 end = max(end, self._reserve_compute(first + c, steps[c], at))
             for k in range(c + 1, len(steps)):
-                end = self._sequential_step(first + k, steps[k], end)
+                end = step(first + k, steps[k], end)
             if end > env.now:
                 yield env.timeout(end - env.now)
 
     def _sequential_step(self, index: int, s: tuple[Any, ...], at: int) -> int:
         """A transfer, allocation or free requested at cycle `at`; the cycle it ends."""
         kind = s[KIND]
-        if kind == StepKind.TRANSFER:
+        if kind == _TRANSFER:
             return self._reserve_transfer(index, s, at)
-        if kind == StepKind.ALLOC:
-            self.m.space(s[DST], s[OPERAND]).claim_at(s[WORDS], at)
-            if s[DST] == Level.LINE_BUFFER:
-                self.m.ring_change(s[DST_ADDR], s[WORDS], at)
-        elif kind == StepKind.FREE:
-            self.m.space(s[DST], s[OPERAND]).release_at(s[WORDS], at)
-            if s[DST] == Level.LINE_BUFFER:
-                self.m.ring_change(s[DST_ADDR], -s[WORDS], at)
+        words = s[WORDS] if kind == _ALLOC else -s[WORDS]
+        space = self.m.space(s[DST], s[OPERAND])
+        if words >= 0:
+            space.claim_at(words, at)
+        else:
+            space.release_at(-words, at)
+        if s[DST] == _LINE_BUFFER:
+            self.m.ring_change(s[DST_ADDR], words, at)
         return at
 
     # -- steps ----------------------------------------------------------------------------------------
@@ -444,48 +454,53 @@ class LayerExecutor:
         operand, src, dst, words = s[OPERAND], s[SRC], s[DST], s[WORDS]
         if words == 0:
             return now
-        outward = dst < src and operand in (Operand.PSUM, Operand.OFMAP)
         end = now
-        if src != Level.RF:
+        if src != _RF:
             end = max(end, self._reserve_side(src, True, s[SRC_ADDR], words, READ, operand, index, now))
-        if dst != Level.RF:
+        if dst != _RF:
+            outward = dst < src and (operand == _PSUM or operand == _OFMAP)
             end = max(end, self._reserve_side(dst, False, s[DST_ADDR], words, UPDATE if outward else FILL,
                                               operand, index, now))
-        if Level.RF in (src, dst):
+        else:
             start = m.noc.book(BUS[operand], words, now)
             end = max(end, m.noc.reserved_end_cycle)
-            if rec.wants("noc"):
+            if self.want_noc:
                 rec.row("noc", start, m.noc.reserved_end_cycle, WRITE, operand, index, NO_ADDRESS, words)
-        if rec.wants("rf"):
-            if dst == Level.RF:
+            if self.want_rf:
                 rec.row("rf", now, end, FILL, operand, index, s[DST_ADDR], words)
-            elif src == Level.RF:
+            return end
+        if src == _RF:
+            start = m.noc.book(BUS[operand], words, now)
+            end = max(end, m.noc.reserved_end_cycle)
+            if self.want_noc:
+                rec.row("noc", start, m.noc.reserved_end_cycle, WRITE, operand, index, NO_ADDRESS, words)
+            if self.want_rf:
                 rec.row("rf", now, end, READ, operand, index, s[SRC_ADDR], words)
         return end
 
     def _reserve_side(self, level: int, is_read: bool, address: int, words: int, op: int, operand: int,
                       index: int, at: int) -> int:
-        """Reserve one end of a transfer (DRAM, L2-less GLB or line buffer) and record it; its end cycle."""
+        """Reserve one end of a transfer (DRAM, GLB or line buffer) and record it; its end cycle."""
         m, rec = self.m, self.rec
-        if level == Level.DRAM:
+        if level == _DRAM:
             wb = m.hw.word_bytes
-            if rec.wants("dram") and "dram" not in rec.per_transaction:  # one record per burst
+            if self.dram_per_burst:
                 burst = (m.dram.reserve_read if is_read else m.dram.reserve_write)(address * wb, words * wb, at)
                 rec.block("dram", burst, op, operand, index)
                 return m.dram.reserved_end_cycle
             component: Dram | Sram = m.dram
             start = m.dram.book(is_read, address * wb, words * wb, at)
             name = "dram"
-        elif level == Level.GLB:
+        elif level == _GLB:
             component, name = m.glb, "glb"
             start = m.glb.book(is_read, address, words, at)
-        elif level == Level.LINE_BUFFER:
+        elif level == _LINE_BUFFER:
             component, name = m.require_line_buffer(), "line_buffer"
             address = NO_ADDRESS
-            start = m.require_line_buffer().book(is_read, address, words, at)
+            start = component.book(is_read, address, words, at)
         else:
             raise HwsimError(f"level {Level(level).name} has no component in this simulator")
-        if rec.wants(name):
+        if name in rec.levels:
             rec.row(name, start, component.reserved_end_cycle, op, operand, index, address, words)
         return component.reserved_end_cycle
 
