@@ -484,7 +484,8 @@ def plans_index(layers: Sequence[Layer], layer: Layer) -> int:
 
 def _resolve_swaps(plan: StackPlan, events: list[Event]) -> None:
     """Pair, per ring and slot, the first line written with a line released in the same slot; the slot
-    then holds the ring's lead (allocated at its first event, freed after its last)."""
+    then holds the ring's lead (allocated at its first event, freed after its last; a run of such slots
+    holds it from the first to the last)."""
     written_by: dict[tuple[str, int], int] = {}  # (ring, slot) -> event that wrote the ring's first line there
     for i, ev in enumerate(events):
         out = plan.external[-1 - ev.layer] if ev.layer < 0 else plan.layers[ev.layer].output
@@ -495,19 +496,23 @@ def _resolve_swaps(plan: StackPlan, events: list[Event]) -> None:
     for i, ev in enumerate(events):
         slot_first.setdefault(ev.slot, i)
         slot_last[ev.slot] = i
-    paired: set[tuple[str, int]] = set()
+    swap_slots: dict[str, list[int]] = {}
     for i, ev in enumerate(events):
         for t in ev.released:
             key = (t, ev.slot)
             w = written_by.get(key)
-            if w is None or w >= i or key in paired:
+            if w is None or w >= i or (swap_slots.get(t) or [-1])[-1] == ev.slot:
                 continue
-            paired.add(key)
+            swap_slots.setdefault(t, []).append(ev.slot)
             events[w].swapped_write = True
             ev.swapped_release[t] = 1
-            words = plan.leads[t] * plan.channels[t]
-            events[slot_first[ev.slot]].lead_alloc[t] = words
-            events[slot_last[ev.slot]].lead_free[t] = words
+    for t, slots in swap_slots.items():  # consecutive streaming slots hold the lead without a gap
+        words = plan.leads[t] * plan.channels[t]
+        starts = [s for k, s in enumerate(slots) if k == 0 or slots[k - 1] != s - 1]
+        ends = [s for k, s in enumerate(slots) if k == len(slots) - 1 or slots[k + 1] != s + 1]
+        for a, b in zip(starts, ends):
+            events[slot_first[a]].lead_alloc[t] = words
+            events[slot_last[b]].lead_free[t] = words
 
 
 # ----- steps --------------------------------------------------------------------------------------

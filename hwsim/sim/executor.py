@@ -71,7 +71,7 @@ FLUSH_RECORDS = 1 << 20  # records held before they are handed to the sink
 class Recorder:
     """Collects records per level for one layer; `flush` hands them to the sink as numpy blocks.
 
-    Single-record transactions (most of them) are kept as tuples and multi-burst ones as int64
+    Single-record transactions (most of them) are kept flattened in int lists and multi-burst ones as int64
     [n, 8] arrays, so building a layer's records costs one conversion, not one per transaction.
     Every FLUSH_RECORDS records they go to the sink, sorted by start cycle within the slab, so
     memory stays bounded on layers with tens of millions of records.
@@ -81,7 +81,7 @@ class Recorder:
     sink: Callable[[str, np.ndarray], None]
     layer: int = 0
     per_transaction: frozenset[str] = frozenset()  # levels recorded once per transaction, not per burst
-    rows: dict[str, list[tuple[int, ...]]] = field(default_factory=dict)
+    rows: dict[str, list[int]] = field(default_factory=dict)  # per level, records flattened (8 ints each)
     arrays: dict[str, list[np.ndarray]] = field(default_factory=dict)
     held: int = 0  # records (tuples + array rows) waiting for the next flush
 
@@ -97,8 +97,9 @@ class Recorder:
             return
         self._count(len(comp))
         if len(comp) <= SMALL_BLOCK:
-            self.rows.setdefault(level, []).extend(
-                (start, end, op, operand, layer, step, address, words) for start, end, address, words in comp.tolist())
+            rows = self.rows.setdefault(level, [])
+            for start, end, address, words in comp.tolist():
+                rows.extend((start, end, op, operand, layer, step, address, words))
             return
         out = np.empty((len(comp), len(COLUMNS)), dtype=np.int64)
         out[:, 0] = comp["start_cycle"]
@@ -113,7 +114,7 @@ class Recorder:
         rows = self.rows.get(level)
         if rows is None:
             rows = self.rows[level] = []
-        rows.append((start, end, op, operand, self.layer, step, address, words))
+        rows.extend((start, end, op, operand, self.layer, step, address, words))
         self.held += 1
         if self.held >= FLUSH_RECORDS:
             self.flush()
@@ -130,7 +131,7 @@ class Recorder:
             parts = self.arrays.pop(level, [])
             rows = self.rows.pop(level, [])
             if rows:
-                parts.append(np.array(rows, dtype=np.int64))
+                parts.append(np.array(rows, dtype=np.int64).reshape(-1, len(COLUMNS)))
             if not parts:
                 continue
             table = np.concatenate(parts) if len(parts) > 1 else parts[0]
