@@ -55,7 +55,7 @@ LEVEL_NAME = {Level.DRAM: "dram", Level.L2: "l2", Level.GLB: "glb", Level.LINE_B
 BUS = {Operand.IFMAP: "ifmap", Operand.FILTER: "filter", Operand.PSUM: "psum", Operand.OFMAP: "psum"}
 
 _DRAM, _GLB, _LINE_BUFFER, _RF = int(Level.DRAM), int(Level.GLB), int(Level.LINE_BUFFER), int(Level.RF)
-_TRANSFER, _ALLOC, _FREE = int(StepKind.TRANSFER), int(StepKind.ALLOC), int(StepKind.FREE)
+_TRANSFER, _COMPUTE, _ALLOC = int(StepKind.TRANSFER), int(StepKind.COMPUTE), int(StepKind.ALLOC)
 _FILTER, _PSUM, _OFMAP = int(Operand.FILTER), int(Operand.PSUM), int(Operand.OFMAP)
 
 # The fields of a step tuple (`STEP_DTYPE` order).
@@ -65,6 +65,7 @@ KIND, OPERAND, SRC, DST, GROUP, WORDS, SRC_ADDR, DST_ADDR, ACTIVE, MACS, OPS_, R
 COLUMNS = ("start_cycle", "end_cycle", "op", "operand", "layer", "step", "address", "words")
 SMALL_BLOCK = 4  # component blocks up to this many records are kept as Python tuples
 FLUSH_RECORDS = 1 << 20  # records held before they are handed to the sink
+SEQUENTIAL_CLOCK_GROUPS = 1024  # a sequential layer advances the simpy clock every this many groups
 
 
 @dataclass
@@ -261,7 +262,7 @@ def _groups(layer: LayerSchedule) -> Iterator[tuple[int, list[tuple[Any, ...]], 
 
 def _compute_index(steps: list[tuple[Any, ...]]) -> int:
     for i, s in enumerate(steps):
-        if s[KIND] == StepKind.COMPUTE:
+        if s[KIND] == _COMPUTE:
             return i
     return len(steps)
 
@@ -381,12 +382,14 @@ class LayerExecutor:
     def _sequential(self) -> Generator[simpy.Event, Any, None]:
         """Groups strictly one after another: loads from the end of the previous group, filters into the
         RFs, then the pass with its streams, then the stores one after another. Each transaction is reserved
-        at the cycle it is requested and the clock advances once per group."""
+        at the cycle it is requested; nothing else runs meanwhile, so the clock need only catch up every
+        SEQUENTIAL_CLOCK_GROUPS groups and at the end."""
         env = self.m.env
         step, transfer = self._sequential_step, self._reserve_transfer
-        for first, steps, c in _groups(self.layer):
+        end = int(env.now)
+        for group, (first, steps, c) in enumerate(_groups(self.layer)):
             self.steps += len(steps)
-            start = int(env.now)
+            start = end
             loaded = start
             near = []
             for k in range(c):
@@ -409,8 +412,10 @@ class LayerExecutor:
                 end = max(end, self._reserve_compute(first + c, steps[c], at))
             for k in range(c + 1, len(steps)):
                 end = step(first + k, steps[k], end)
-            if end > env.now:
+            if group % SEQUENTIAL_CLOCK_GROUPS == 0 and end > env.now:
                 yield env.timeout(end - env.now)
+        if end > env.now:
+            yield env.timeout(end - env.now)
 
     def _sequential_step(self, index: int, s: tuple[Any, ...], at: int) -> int:
         """A transfer, allocation or free requested at cycle `at`; the cycle it ends."""
