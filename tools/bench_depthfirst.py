@@ -64,8 +64,9 @@ def main() -> int:
           f"total {total:.1f} s = {total / TARGET_S:.2f} of the {TARGET_S:.0f} s target")
     print(f"trace: {records:,} records, {size / 2**20:.1f} MiB; simulated latency "
           f"{check.cycles / hw.clock_hz * 1e3:,.1f} ms")
-    print(f"line buffer model {check.analytic_line_buffer_bytes:,} B, simulated peak "
-          f"{check.simulated_line_buffer_bytes:,} B; DRAM model {check.analytic_dram_bytes:,} B, "
+    print(f"line buffers: model {check.analytic_line_buffer_bytes:,} B, simulated rings "
+          f"{check.simulated_line_buffer_bytes:,} B (simultaneous peak {check.simulated_simultaneous_peak_bytes:,} B); "
+          f"DRAM model {check.analytic_dram_bytes:,} B, "
           f"simulated {check.simulated_dram_bytes:,} B; equal: {check.ok}")
     print(f"load average {os.getloadavg()[0]:.2f}")
     return 0 if check.ok else 1
