@@ -62,6 +62,12 @@ _FILTER, _PSUM, _OFMAP = int(Operand.FILTER), int(Operand.PSUM), int(Operand.OFM
 KIND, OPERAND, SRC, DST, GROUP, WORDS, SRC_ADDR, DST_ADDR, ACTIVE, MACS, OPS_, RF_F, RF_I, RF_PR, RF_PW, IPE = range(16)
 
 
+# A pass's records at level `pe`: (step field, op, operand, address = active PEs?) — the MACs (other, update),
+# non-MAC ops (other, write), the MACs' RF reads per operand, psum RF writes, psum words forwarded PE to PE.
+PE_RECORDS = ((MACS, UPDATE, OTHER, True), (OPS_, WRITE, OTHER, True), (RF_F, READ, int(Operand.FILTER), False),
+              (RF_I, READ, int(Operand.IFMAP), False), (RF_PR, READ, int(Operand.PSUM), False),
+              (RF_PW, UPDATE, int(Operand.PSUM), False), (IPE, FILL, int(Operand.PSUM), False))
+
 COLUMNS = ("start_cycle", "end_cycle", "op", "operand", "layer", "step", "address", "words")
 SMALL_BLOCK = 4  # component blocks up to this many records are kept as Python tuples
 FLUSH_RECORDS = 1 << 20  # records held before they are handed to the sink
@@ -278,7 +284,7 @@ class LayerExecutor:
         self.stored_upto = -1  # index of the last group whose stores finished
         self.psum_writer: dict[int, int] = {}  # GLB psum address -> the last group that stores psums there
         self.stored_event = env.event()
-        self.want_noc, self.want_rf = rec.wants("noc"), rec.wants("rf")
+        self.want_noc, self.want_rf, self.want_pe = rec.wants("noc"), rec.wants("rf"), rec.wants("pe")
         self.dram_per_burst = rec.wants("dram") and "dram" not in rec.per_transaction
         self.passes = self.steps = 0
         self.compute_cycles = self.rf_wait = self.load_wait = self.psum_wait = 0
@@ -501,7 +507,7 @@ class LayerExecutor:
             component, name = m.glb, "glb"
             start = m.glb.book(is_read, address, words, at)
         elif level == _LINE_BUFFER:
-            component, name = m.require_line_buffer(), "line_buffer"
+            component, name = m.line_buffer or m.require_line_buffer(), "line_buffer"
             address = NO_ADDRESS
             start = component.book(is_read, address, words, at)
         else:
@@ -517,16 +523,12 @@ class LayerExecutor:
         end = self.m.pe.reserved_end_cycle
         self.passes += 1
         self.compute_cycles += end - start
-        if self.rec.wants("pe"):
+        if self.want_pe:
             row = self.rec.row
-            for op, operand, count, address in (
-                (UPDATE, OTHER, s[MACS], s[ACTIVE]), (WRITE, OTHER, s[OPS_], s[ACTIVE]),
-                (READ, Operand.FILTER, s[RF_F], -1), (READ, Operand.IFMAP, s[RF_I], -1),
-                (READ, Operand.PSUM, s[RF_PR], -1), (UPDATE, Operand.PSUM, s[RF_PW], -1),
-                (FILL, Operand.PSUM, s[IPE], -1),
-            ):
+            for field_index, op, operand, has_address in PE_RECORDS:
+                count = s[field_index]
                 if count:
-                    row("pe", start, end, op, int(operand), index, address, count)
+                    row("pe", start, end, op, operand, index, s[ACTIVE] if has_address else -1, count)
         return end
 
 
