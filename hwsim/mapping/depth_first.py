@@ -44,7 +44,7 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from itertools import pairwise
@@ -382,6 +382,7 @@ class Event:
 def tile_events(plan: StackPlan) -> list[Event]:
     """The events of one tile in depth-first order, with slots and swaps resolved."""
     layers = plan.layers
+    position = {l.name: i for i, l in enumerate(layers)}
     maps = {l.name: axis_maps(l, plan.scan_rows)[0] for l in layers}
     out_rows = {l.name: plan.scan[l.output] for l in layers}
     made_here = {l.output for l in layers}
@@ -454,7 +455,7 @@ def tile_events(plan: StackPlan) -> list[Event]:
         span = needs(l, k)
         if not lockstep(l):
             slot += 1
-        ev = Event(plans_index(layers, l), 0, 0, slot=slot)
+        ev = Event(position[l.name], 0, 0, slot=slot)
         ev.reads = [(t, *span[t]) for t in plan.inputs[l.name]]
         ev.dram_reads = [(t, *span[t]) for t in plan.dram_inputs[l.name]]
         if l.kind in GLOBAL_KINDS:
@@ -476,10 +477,6 @@ def tile_events(plan: StackPlan) -> list[Event]:
         events.append(ev)
     _resolve_swaps(plan, events)
     return events
-
-
-def plans_index(layers: Sequence[Layer], layer: Layer) -> int:
-    return next(i for i, l in enumerate(layers) if l is layer)
 
 
 def _resolve_swaps(plan: StackPlan, events: list[Event]) -> None:
@@ -568,9 +565,11 @@ class _DramLayout:
         self.weights = cursor
 
 
-def _generator(plan: StackPlan, hw: Accelerator, weights: WeightPolicy, layout: _DramLayout):
+def _generator(plan: StackPlan, hw: Accelerator, weights: WeightPolicy,
+               layout: _DramLayout) -> Callable[[], Iterator[np.ndarray]]:
+    """The stack's step blocks: its weights (per-stack policy), then one block per tile."""
     def generate() -> Iterator[np.ndarray]:
-        template, groups = _template(plan, hw, weights, layout)
+        template = _template(plan, hw, layout)
         start = 0
         if weights is WeightPolicy.PER_STACK:  # the stack's parameters, in GLB-sized pieces
             words = sum(l.params for l in plan.layers)
@@ -584,8 +583,8 @@ def _generator(plan: StackPlan, hw: Accelerator, weights: WeightPolicy, layout: 
             yield block
             start = 1
         for tile in range(plan.tiling):
-            block = _evaluate(template, plan, tile)
-            block["group"] += start + tile * groups
+            block = template.evaluate(tile)
+            block["group"] += start + tile * template.groups
             yield block
     return generate
 
@@ -630,7 +629,37 @@ class _Quantities:
         return np.array(self.columns, dtype=np.int64).T  # [tile, ref]
 
 
-def _template(plan: StackPlan, hw: Accelerator, weights: WeightPolicy, layout: _DramLayout):
+@dataclass(frozen=True)
+class _Template:
+    """A tile's steps with words, addresses and work as const + coef · quantities[tile, ref]."""
+
+    steps: np.ndarray  # _TEMPLATE_DTYPE
+    quantities: np.ndarray  # int64 [tile, ref]
+    groups: int  # step groups per tile
+
+    def evaluate(self, tile: int) -> np.ndarray:
+        """The steps of one tile."""
+        template, values = self.steps, self.quantities[tile]
+        block = np.zeros(len(template), dtype=STEP_DTYPE)
+        for name in ("kind", "operand", "src", "dst", "group"):
+            block[name] = template[name]
+        block["words"] = template["w_const"] + template["w_coef"] * values[template["w_ref"]]
+        block["src_addr"] = template["s_const"] + template["s_coef"] * values[template["s_ref"]]
+        block["dst_addr"] = template["d_const"] + template["d_coef"] * values[template["d_ref"]]
+        compute = template["kind"] == StepKind.COMPUTE
+        columns = values[template["x_ref"]]
+        block["macs"] = np.where(compute, template["macs_coef"] * columns, 0)
+        block["ops"] = np.where(compute, template["ops_coef"] * columns, 0)
+        block["active_pes"] = np.where(compute, np.minimum(template["active"], np.maximum(1, block["macs"])), 0)
+        for name in ("rf_filter_reads", "rf_ifmap_reads", "rf_psum_reads", "rf_psum_writes"):
+            block[name] = block["macs"]  # a MAC reads a filter, an ifmap and a psum word and writes the psum
+        if not values[template["x_ref"][compute]].any():  # a tile with nothing to compute reads no weights
+            block["words"][(template["operand"] == Operand.FILTER) & (template["src"] == Level.GLB)] = 0
+        return block
+
+
+def _template(plan: StackPlan, hw: Accelerator, layout: _DramLayout) -> _Template:
+    """Build one tile's steps from its events."""
     events = tile_events(plan)
     q = _Quantities(plan)
     rows: list[tuple] = []
@@ -707,8 +736,7 @@ def _template(plan: StackPlan, hw: Accelerator, weights: WeightPolicy, layout: _
         for t, words in ev.lead_free.items():
             add(StepKind.FREE, Operand.IFMAP, NO_LEVEL, Level.LINE_BUFFER, (words, 0, ONE), dst_addr=ring[t])
         group += 1
-    template = np.array(rows, dtype=_TEMPLATE_DTYPE)
-    return (template, q.table()), group
+    return _Template(np.array(rows, dtype=_TEMPLATE_DTYPE), q.table(), group)
 
 
 def _work_per_column(layer: Layer, ev: Event, plan: StackPlan) -> tuple[int, int]:
@@ -719,29 +747,3 @@ def _work_per_column(layer: Layer, ev: Event, plan: StackPlan) -> tuple[int, int
         return layer.macs // lines, layer.ops // lines
     per_pixel_macs, per_pixel_ops = layer.macs / out, layer.ops / out
     return round(per_pixel_macs * ev.rows), round(per_pixel_ops * ev.rows)
-
-
-def _evaluate(template_and_table, plan: StackPlan, tile: int) -> np.ndarray:
-    """The template's steps for one tile."""
-    template, table = template_and_table
-    values = table[tile]
-    block = np.zeros(len(template), dtype=STEP_DTYPE)
-    for name in ("kind", "operand", "src", "dst", "group"):
-        block[name] = template[name]
-    block["words"] = template["w_const"] + template["w_coef"] * values[template["w_ref"]]
-    block["src_addr"] = template["s_const"] + template["s_coef"] * values[template["s_ref"]]
-    block["dst_addr"] = template["d_const"] + template["d_coef"] * values[template["d_ref"]]
-    compute = template["kind"] == StepKind.COMPUTE
-    columns = values[template["x_ref"]]
-    block["macs"] = np.where(compute, template["macs_coef"] * columns, 0)
-    block["ops"] = np.where(compute, template["ops_coef"] * columns, 0)
-    block["active_pes"] = np.where(compute, np.minimum(template["active"], np.maximum(1, block["macs"])), 0)
-    for name in ("rf_filter_reads", "rf_ifmap_reads"):
-        block[name] = block["macs"]
-    block["rf_psum_reads"] = block["macs"]
-    block["rf_psum_writes"] = block["macs"]
-    # GLB weights for a tile with nothing to compute are not read
-    empty = (template["operand"] == Operand.FILTER) & (template["src"] == Level.GLB)
-    if not values[template["x_ref"][compute]].any():
-        block["words"][empty] = 0
-    return block
