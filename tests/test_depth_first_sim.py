@@ -12,11 +12,16 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import assert_one_line_error
 
 from hwsim.analytic.depth_first_pareto import candidate_cuts, depth_first_pareto
 from hwsim.check.depth_first import DepthFirstCheck, check_point
 from hwsim.hardware import load_config
-from hwsim.mapping.depth_first import DepthFirstMapping, WeightPolicy, depth_first_schedule
+from hwsim.mapping.depth_first import (
+    DepthFirstMapping,
+    WeightPolicy,
+    depth_first_schedule,
+)
 from hwsim.mapping.schedule import StepKind
 from hwsim.workload import Graph, GraphBuilder
 from hwsim.workload.network import load_network
@@ -181,3 +186,27 @@ def test_ssdlite_heads_and_short_maps_simulate_to_the_model(tmp_path: Path) -> N
                     DepthFirstMapping(picks, (1, 2, 4, 1), WeightPolicy.PER_STACK)):
         c = check_point(graph, HW, mapping, tmp_path / "ssd.h5")
         assert c.ok, [s for s in c.stacks if not s.ok]
+
+
+def test_cli_simulates_and_checks_front_points(cli, tmp_path: Path) -> None:
+    trace = tmp_path / "df.h5"
+    result = cli("depthfirst", "dmcnn-vd", "--input", "32x24", "--simulate", "min-memory", "--trace", str(trace),
+                 "--json")
+    assert result.code == 0, result.err
+    (point,) = result.json()["simulated"]
+    assert point["ok"] and point["point"] == 0 and trace.exists()
+    assert all(s["simulated_dram_bytes"] == s["analytic_dram_bytes"] for s in point["stacks"])
+    result = cli("check", "dmcnn-vd", "--hw", "depthfirst-edge", "--input", "32x24", "--depthfirst", "3")
+    assert result.code == 0, result.out + result.err
+    assert result.out.count("yes") == 3
+
+
+def test_cli_depth_first_bad_input(cli) -> None:
+    assert_one_line_error(cli("depthfirst", "dmcnn-vd", "--input", "32x24", "--simulate", "999"),
+                          "--simulate 999", "give 0 …")
+    assert_one_line_error(cli("depthfirst", "dmcnn-vd", "--input", "32x24", "--simulate", "foo"),
+                          "'foo'", "min-memory")
+    assert_one_line_error(cli("depthfirst", "dmcnn-vd", "--input", "32x24", "--simulate", "0", "--hw", "eyeriss-v1"),
+                          "eyeriss-v1", "line_buffer")
+    assert_one_line_error(cli("check", "dmcnn-vd", "--hw", "depthfirst-edge", "--depthfirst", "0"),
+                          "--depthfirst 0")
