@@ -11,14 +11,11 @@ from __future__ import annotations
 import argparse
 import csv
 import importlib.util
-import os
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
 from hwsim.analytic.depth_first import layer_by_layer_dram_bytes
-from hwsim.check.depth_first import DepthFirstCheck, check_point
 from hwsim.analytic.depth_first_pareto import (
     METHODS,
     DepthFirstPareto,
@@ -30,8 +27,9 @@ from hwsim.analytic.depth_first_pareto import (
     min_bandwidth_gain,
     tiling_gain,
 )
+from hwsim.check.depth_first import DepthFirstCheck, check_point
 from hwsim.cli.cmd_info import add_network_arguments
-from hwsim.cli.output import console, emit_json, format_bytes, table
+from hwsim.cli.output import console, emit_json, format_bytes, table, write_atomically
 from hwsim.errors import HwsimError
 from hwsim.mapping.depth_first import DepthFirstMapping
 from hwsim.workload.ir import Graph
@@ -188,25 +186,6 @@ def document(result: DepthFirstPareto, graph: Graph, seconds: float) -> dict[str
 # ----- files ----------------------------------------------------------------------------------
 
 
-def _write_atomically(path: str, write) -> None:  # type: ignore[no-untyped-def]
-    """Write via a temporary file in the target directory, then rename: no half-written file on failure."""
-    target = Path(path)
-    try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=target.suffix, dir=target.parent or ".")
-    except OSError as exc:
-        raise HwsimError(f"{path}: cannot write there ({exc.strerror}); give a path in an existing, writable "
-                         "directory") from None
-    os.close(fd)
-    try:
-        write(tmp)
-        os.replace(tmp, target)
-    except OSError as exc:
-        raise HwsimError(f"{path}: cannot write ({exc.strerror})") from None
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-
-
 def write_csv(path: str, result: DepthFirstPareto) -> None:
     """Rows curve, on_chip_bytes, dram_bytes, weights, cuts, tiling (lists joined by ';')."""
     def write(tmp: str) -> None:
@@ -219,7 +198,7 @@ def write_csv(path: str, result: DepthFirstPareto) -> None:
                                 ";".join(map(str, p.tiling))])
             for c in result.layer_by_layer:
                 w.writerow(["layer_by_layer", c.on_chip_bytes, c.dram_bytes, "", "", ""])
-    _write_atomically(path, write)
+    write_atomically(path, write)
 
 
 def _require_matplotlib() -> None:
@@ -249,7 +228,7 @@ def write_plot(path: str, result: DepthFirstPareto) -> None:
     ax.grid(True, which="both", alpha=0.3)
     ax.legend()
     fig.tight_layout()
-    _write_atomically(path, lambda tmp: fig.savefig(tmp, dpi=120, format=Path(path).suffix.lstrip(".") or "png"))
+    write_atomically(path, lambda tmp: fig.savefig(tmp, dpi=120, format=Path(path).suffix.lstrip(".") or "png"))
     plt.close(fig)
 
 

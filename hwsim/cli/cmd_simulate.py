@@ -8,7 +8,13 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+)
 
 import hwsim.trace
 from hwsim.analytic.estimate import estimate_network
@@ -196,7 +202,12 @@ def _print_check(report: CheckReport) -> None:
 def run_depthfirst_check(args: argparse.Namespace) -> int:
     """`hwsim check NET --hw CONFIG --depthfirst N`: closed-form depth-first model against simulations."""
     from hwsim.analytic.depth_first_pareto import depth_first_pareto
-    from hwsim.cli.cmd_depthfirst import check_record, pick_points, print_checks, simulate_points
+    from hwsim.cli.cmd_depthfirst import (
+        check_record,
+        pick_points,
+        print_checks,
+        simulate_points,
+    )
 
     if args.depthfirst < 1:
         raise HwsimError(f"--depthfirst {args.depthfirst}: give a number of points ≥ 1")

@@ -26,13 +26,23 @@ class _Parser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from hwsim.cli import cmd_config, cmd_depthfirst, cmd_estimate, cmd_info, cmd_partition, cmd_simulate, cmd_zoo
+    from hwsim.cli import (
+        cmd_config,
+        cmd_depthfirst,
+        cmd_estimate,
+        cmd_info,
+        cmd_partition,
+        cmd_simulate,
+        cmd_trace,
+        cmd_zoo,
+    )
 
     parser = _Parser(prog="hwsim", description="Cycle-level simulation and analytic models of CNN accelerators.")
     parser.add_argument("--version", action="version", version=f"hwsim {__version__}")
     parser.add_argument("--debug", action="store_true", help="show tracebacks of errors")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True, parser_class=_Parser)
-    for module in (cmd_zoo, cmd_info, cmd_config, cmd_estimate, cmd_partition, cmd_simulate, cmd_depthfirst):
+    for module in (cmd_zoo, cmd_info, cmd_config, cmd_estimate, cmd_partition, cmd_simulate, cmd_depthfirst,
+                   cmd_trace):
         module.add_parser(sub)
     return parser
 

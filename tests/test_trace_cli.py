@@ -1,0 +1,78 @@
+"""`hwsim trace summary` and `hwsim trace query` against the trace's records filtered independently here."""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+import numpy as np
+import pytest
+from conftest import assert_one_line_error
+
+import hwsim.trace
+
+
+@pytest.fixture(scope="module")
+def alexnet_trace(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from hwsim.cli.main import main
+
+    out = tmp_path_factory.mktemp("trace") / "alexnet.h5"
+    assert main(["simulate", "alexnet", "--input", "64x64", "--hw", "eyeriss-v1", "--out", str(out),
+                 "--trace-levels", "dram,glb,pe"]) == 0
+    return out
+
+
+def all_records(path: Path, level: str) -> np.ndarray:
+    with hwsim.trace.open(path) as trace:
+        return np.concatenate(list(trace.records(level)))
+
+
+def test_summary_totals_every_level_and_layer(cli, alexnet_trace: Path) -> None:
+    result = cli("trace", "summary", str(alexnet_trace), "--json")
+    assert result.code == 0, result.err
+    doc = result.json()
+    assert set(doc["levels"]) == {"dram", "glb", "pe"}
+    for level in ("dram", "glb"):
+        records = all_records(alexnet_trace, level)
+        assert doc["levels"][level]["records"] == len(records)
+        assert doc["levels"][level]["words"] == int(records["words"].sum())
+        assert doc["levels"][level]["last_cycle"] == int(records["end_cycle"].max())
+        conv2 = next(i for i, l in enumerate(doc["layers"]) if l["name"] == "conv2")
+        mine = records[records["layer"] == conv2]
+        assert doc["layers"][conv2]["words"][level] == int(mine["words"].sum())
+    assert doc["word_bytes"] == 2  # eyeriss-v1 is 16-bit
+    assert "conv2" in cli("trace", "summary", str(alexnet_trace)).out
+
+
+def test_query_filters_like_numpy(cli, alexnet_trace: Path, tmp_path: Path) -> None:
+    records = all_records(alexnet_trace, "dram")
+    with hwsim.trace.open(alexnet_trace) as trace:
+        conv2, read, ifmap = trace.layers.index("conv2"), trace.ops.index("read"), trace.operands.index("ifmap")
+    mine = records[records["layer"] == conv2]
+    c0 = int(mine["start_cycle"].min())
+    c1 = c0 + (int(mine["end_cycle"].max()) - c0) // 2
+    keep = ((records["layer"] == conv2) & (records["op"] == read) & (records["operand"] == ifmap)
+            & (records["start_cycle"] < c1) & (records["end_cycle"] > c0))
+    out = tmp_path / "q.csv"
+    result = cli("trace", "query", str(alexnet_trace), "--level", "dram", "--layer", "conv2", "--op", "read",
+                 "--operand", "ifmap", "--cycles", f"{c0}:{c1}", "--limit", "5", "--csv", str(out), "--json")
+    assert result.code == 0, result.err
+    doc = result.json()
+    assert 0 < doc["records"] == int(keep.sum()) < len(records)
+    assert doc["words"] == int(records["words"][keep].sum())
+    assert doc["bytes"] == 2 * doc["words"]
+    assert len(doc["first_records"]) == 5
+    with open(out, newline="") as f:
+        rows = list(csv.DictReader(f))
+    assert len(rows) == doc["records"]
+    assert {r["layer"] for r in rows} == {"conv2"} and {r["op"] for r in rows} == {"read"}
+    assert sum(int(r["words"]) for r in rows) == doc["words"]
+
+
+def test_trace_commands_reject_bad_input(cli, alexnet_trace: Path, tmp_path: Path) -> None:
+    assert_one_line_error(cli("trace", "query", str(alexnet_trace), "--level", "nope"), "no level 'nope'")
+    assert_one_line_error(cli("trace", "query", str(alexnet_trace), "--layer", "nope"), "no layer 'nope'")
+    assert_one_line_error(cli("trace", "query", str(alexnet_trace), "--cycles", "5:3"), "0 ≤ A < B")
+    assert_one_line_error(cli("trace", "summary", str(tmp_path / "missing.h5")), "does not exist")
+    assert_one_line_error(cli("trace", "query", str(alexnet_trace), "--csv", str(tmp_path / "no" / "q.csv")),
+                          "cannot write")
