@@ -76,3 +76,16 @@ def test_trace_commands_reject_bad_input(cli, alexnet_trace: Path, tmp_path: Pat
     assert_one_line_error(cli("trace", "summary", str(tmp_path / "missing.h5")), "does not exist")
     assert_one_line_error(cli("trace", "query", str(alexnet_trace), "--csv", str(tmp_path / "no" / "q.csv")),
                           "cannot write")
+
+
+@pytest.mark.parametrize("kind", ["bandwidth", "occupancy", "energy", "timeline"])
+def test_every_plot_kind_is_drawn(cli, alexnet_trace: Path, tmp_path: Path, kind: str) -> None:
+    import matplotlib.image
+
+    out = tmp_path / f"{kind}.png"
+    result = cli("trace", "plot", str(alexnet_trace), "--kind", kind, "--out", str(out))
+    assert result.code == 0, result.err
+    image = matplotlib.image.imread(out)
+    assert image.shape[0] > 300 and image.shape[1] > 500
+    assert image[..., :3].std() > 0.05  # not a blank canvas
+    assert list(tmp_path.iterdir()) == [out]  # no temporary file left behind

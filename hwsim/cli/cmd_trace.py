@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import csv
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -25,6 +26,7 @@ from hwsim.cli.output import (
     write_atomically,
 )
 from hwsim.errors import HwsimError
+from hwsim.metrics.plots import PLOT_KINDS, plot, require_matplotlib
 from hwsim.trace.schema import RECORD_DTYPE
 
 DEFAULT_LIMIT = 20  # matching records shown (table) or listed (JSON)
@@ -51,6 +53,22 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     q.add_argument("--csv", metavar="OUT.csv", default=None, help="write every matching record here")
     q.add_argument("--json", action="store_true", help="print one JSON document instead of tables")
     q.set_defaults(run=run_query)
+    g = verbs.add_parser("plot", help="bandwidth, occupancy, energy or timeline of a trace as an image")
+    g.add_argument("file", metavar="FILE.h5")
+    g.add_argument("--kind", choices=PLOT_KINDS, required=True,
+                   help="bandwidth per level over time, occupancy per buffer over time, energy per layer by "
+                        "level and operand, or a timeline of layers with the PE array's busy share")
+    g.add_argument("--out", metavar="FILE.png", required=True, help="image to write (format from the suffix)")
+    g.set_defaults(run=run_plot)
+
+
+def run_plot(args: argparse.Namespace) -> int:
+    require_matplotlib()
+    fmt = Path(args.out).suffix.lstrip(".") or "png"
+    with hwsim.trace.open(args.file) as trace:
+        plot(trace, args.kind, lambda fig: write_atomically(args.out, lambda tmp: fig.savefig(tmp, dpi=120, format=fmt)))
+    console().print(f"{args.kind} plot of {args.file} written to {args.out}")
+    return 0
 
 
 def cycles_arg(text: str) -> tuple[int, int]:

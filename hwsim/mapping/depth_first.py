@@ -56,8 +56,8 @@ from hwsim.hardware.schema import Accelerator
 from hwsim.mapping.schedule import (
     NO_LEVEL,
     STEP_DTYPE,
-    Level,
     LayerSchedule,
+    Level,
     Operand,
     Schedule,
     StepKind,

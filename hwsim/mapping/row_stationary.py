@@ -31,8 +31,8 @@ import numpy as np
 from hwsim.errors import HwsimError
 from hwsim.hardware.schema import Accelerator
 from hwsim.mapping.schedule import (
-    Level,
     LayerSchedule,
+    Level,
     Operand,
     Schedule,
     StepKind,
