@@ -89,3 +89,50 @@ def test_every_plot_kind_is_drawn(cli, alexnet_trace: Path, tmp_path: Path, kind
     assert image.shape[0] > 300 and image.shape[1] > 500
     assert image[..., :3].std() > 0.05  # not a blank canvas
     assert list(tmp_path.iterdir()) == [out]  # no temporary file left behind
+
+
+def check_trace_event(event: dict) -> None:
+    """The Chrome trace-event format's rules for the event types we write."""
+    assert event["ph"] in {"X", "C", "M"}, event
+    assert isinstance(event["name"], str) and event["name"]
+    assert isinstance(event["pid"], int)
+    if event["ph"] == "M":
+        assert isinstance(event["args"], dict) and "tid" in event
+        return
+    assert isinstance(event["ts"], (int, float)) and event["ts"] >= 0
+    if event["ph"] == "X":
+        assert isinstance(event["tid"], int)
+        assert isinstance(event["dur"], (int, float)) and event["dur"] >= 0
+    else:
+        assert event["args"] and all(isinstance(v, (int, float)) for v in event["args"].values())
+
+
+def test_perfetto_export_follows_the_trace_event_format(cli, alexnet_trace: Path, tmp_path: Path) -> None:
+    import json
+
+    out = tmp_path / "t.json"
+    result = cli("trace", "export", str(alexnet_trace), "--perfetto", str(out), "--max-events", "100000")
+    assert result.code == 0, result.err
+    doc = json.loads(out.read_text())
+    assert doc["displayTimeUnit"] == "ns"
+    events = doc["traceEvents"]
+    for event in events:
+        check_trace_event(event)
+    names = {e["args"]["name"] for e in events if e["ph"] == "M" and e["name"] == "thread_name"}
+    assert {"layers", "glb", "pe", "dram channel 0"} <= names
+    tracks = {e["tid"] for e in events if e["ph"] == "M" and e["name"] == "thread_name"}
+    assert all(e["tid"] in tracks for e in events if e["ph"] == "X")  # every event on a named track
+    access = [e for e in events if e["ph"] == "X" and e["cat"] != "layer"]
+    (summary,) = [e for e in events if e["name"] == "hwsim_export"]
+    total = sum(len(all_records(alexnet_trace, level)) for level in ("dram", "glb", "pe"))
+    assert len(access) == summary["args"]["access_events"] <= 100000
+    assert summary["args"]["access_events"] + summary["args"]["left_out"] == total
+    layers = [e["name"] for e in events if e["ph"] == "X" and e["cat"] == "layer"]
+    assert layers[:2] == ["conv1", "norm1"]
+    assert any(e["ph"] == "C" and e["name"].startswith("dram bandwidth") for e in events)
+    assert any(e["ph"] == "C" and e["name"].startswith("glb.data occupancy") for e in events)
+    clock_hz = doc["otherData"]["clock_hz"]
+    glb = all_records(alexnet_trace, "glb")
+    first_glb = min(e["ts"] for e in access if e["cat"] == "glb")
+    assert first_glb == pytest.approx(glb["start_cycle"].min() / clock_hz * 1e6)
+    assert oct(out.stat().st_mode & 0o777) != oct(0o600)  # an ordinary file, not mkstemp's private one

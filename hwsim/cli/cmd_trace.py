@@ -26,6 +26,7 @@ from hwsim.cli.output import (
     write_atomically,
 )
 from hwsim.errors import HwsimError
+from hwsim.metrics.perfetto import write_perfetto
 from hwsim.metrics.plots import PLOT_KINDS, plot, require_matplotlib
 from hwsim.trace.schema import RECORD_DTYPE
 
@@ -60,6 +61,31 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                         "level and operand, or a timeline of layers with the PE array's busy share")
     g.add_argument("--out", metavar="FILE.png", required=True, help="image to write (format from the suffix)")
     g.set_defaults(run=run_plot)
+    e = verbs.add_parser("export", help="Chrome/Perfetto trace-event JSON: a track per component, counters")
+    e.add_argument("file", metavar="FILE.h5")
+    e.add_argument("--perfetto", metavar="OUT.json", required=True, help="trace-event JSON to write")
+    e.add_argument("--layer", default=None, help="only this layer's access events (layers and counters stay whole)")
+    e.add_argument("--cycles", type=cycles_arg, default=None, metavar="A:B", help="only access events in [A, B)")
+    e.add_argument("--max-events", type=int, default=1_000_000, metavar="N",
+                   help="access events exported at most, shared by the levels (default 1000000; the viewer "
+                        "slows beyond a few million)")
+    e.set_defaults(run=run_export)
+
+
+def run_export(args: argparse.Namespace) -> int:
+    if args.max_events < 1:
+        raise HwsimError(f"--max-events {args.max_events}: give a number of events ≥ 1")
+    with hwsim.trace.open(args.file) as trace:
+        counts: dict[str, int] = {}
+
+        def write(tmp: str) -> None:
+            with open(tmp, "w") as f:
+                counts.update(write_perfetto(trace, f, args.layer, args.cycles, args.max_events))
+        write_atomically(args.perfetto, write)
+    left_out = f"; {format_count(counts['dropped'])} left out (raise --max-events or filter)" if counts["dropped"] else ""
+    console().print(f"{format_count(counts['events'])} access events written to {args.perfetto}{left_out}; "
+                    "open it in ui.perfetto.dev")
+    return 0
 
 
 def run_plot(args: argparse.Namespace) -> int:

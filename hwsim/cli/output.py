@@ -62,6 +62,9 @@ def write_atomically(path: str, write: Callable[[str], None]) -> None:
     os.close(fd)
     try:
         write(tmp)
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes it private; the result is an ordinary file
         os.replace(tmp, target)
     except OSError as exc:
         raise HwsimError(f"{path}: cannot write ({exc.strerror})") from None

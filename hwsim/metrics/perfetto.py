@@ -1,0 +1,134 @@
+"""Chrome / Perfetto trace-event JSON from an hwsim trace (loadable in ui.perfetto.dev and chrome://tracing).
+
+One process, the accelerator, with one thread (track) per component: the
+layers, each DRAM channel, the L2, the GLB, the line buffers, each NoC bus,
+the RFs and the PE array. Every access record becomes a complete event
+("ph": "X", times in microseconds of accelerator time) named op:operand with
+the layer, step, address and words as arguments. Counter tracks ("ph": "C")
+carry each level's bandwidth per time bin and each buffer's occupancy.
+
+The file is written as the records stream past (bounded memory) and at most
+`max_events` access events are exported, the earliest first per level; the
+metadata says how many were left out.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import IO, Any
+
+import numpy as np
+
+from hwsim.metrics.derive import bandwidth
+from hwsim.trace.reader import Code, Trace, Window
+
+PID = 1
+COUNTER_BINS = 400
+TRACKS = ("layers", "dram", "l2", "glb", "line_buffer", "noc", "rf", "pe")  # tid = 1 + index (DRAM: per channel)
+CHANNEL_TID0 = 100  # DRAM channel c is tid CHANNEL_TID0 + c
+BUS_TID0 = 200  # NoC bus of operand o is tid BUS_TID0 + o
+
+
+def write_perfetto(trace: Trace, out: IO[str], layer: Code | None = None, window_cycles: Window | None = None,
+                   max_events: int = 1_000_000) -> dict[str, int]:
+    """Write the trace-event JSON to `out`; returns {"events": written access events, "dropped": left out}."""
+    clock_hz = float(trace.attrs["clock_hz"])
+    us_per_cycle = 1e6 / clock_hz
+    hw = json.loads(trace.attrs.get("hardware_json", "{}"))
+    dram = hw.get("dram", {})
+    channels = int(dram.get("channels", 1))
+    burst_words = max(1, int(dram.get("burst_bytes", 64)) * 8 // int(trace.attrs.get("word_bits", 8)))
+    out.write('{"displayTimeUnit": "ns", "otherData": ')
+    json.dump({"network": trace.attrs.get("network"), "hardware": trace.attrs.get("hardware"),
+               "mapper": trace.attrs.get("mapper"), "clock_hz": clock_hz, "time_unit": "us of accelerator time"},
+              out)
+    out.write(', "traceEvents": [\n')
+    first = True
+
+    def emit(event: dict[str, Any]) -> None:
+        nonlocal first
+        out.write(("" if first else ",\n") + json.dumps(event, separators=(",", ":")))
+        first = False
+
+    emit({"ph": "M", "name": "process_name", "pid": PID, "tid": 0,
+          "args": {"name": f"{trace.attrs.get('hardware')} running {trace.attrs.get('network')}"}})
+    for i, track in enumerate(TRACKS):
+        if track in ("dram", "noc"):
+            continue
+        emit({"ph": "M", "name": "thread_name", "pid": PID, "tid": 1 + i, "args": {"name": track}})
+    for c in range(channels):
+        emit({"ph": "M", "name": "thread_name", "pid": PID, "tid": CHANNEL_TID0 + c,
+              "args": {"name": f"dram channel {c}"}})
+    for o, operand in enumerate(trace.operands):
+        emit({"ph": "M", "name": "thread_name", "pid": PID, "tid": BUS_TID0 + o, "args": {"name": f"noc {operand} bus"}})
+    for event in _layer_events(trace, us_per_cycle):
+        emit(event)
+    written = dropped = 0
+    levels = [level for level in trace.levels if trace.n_records(level)]
+    for i, level in enumerate(levels):
+        budget = (max_events - written) // (len(levels) - i)  # what earlier levels left over is shared on
+        kept = 0
+        for block in trace.records(level, layer, None, None, window_cycles):
+            take = block[:max(0, budget - kept)]
+            dropped += len(block) - len(take)
+            kept += len(take)
+            for event in _access_events(trace, level, take, us_per_cycle, channels, burst_words):
+                emit(event)
+            written += len(take)
+    for event in _counter_events(trace, us_per_cycle):
+        emit(event)
+    emit({"ph": "M", "name": "hwsim_export", "pid": PID, "tid": 0,
+          "args": {"access_events": written, "left_out": dropped}})
+    out.write("\n]}\n")
+    return {"events": written, "dropped": dropped}
+
+
+def _layer_events(trace: Trace, us_per_cycle: float) -> Iterator[dict[str, Any]]:
+    """One complete event per layer on the layers track, spanning its records."""
+    n = len(trace.layers)
+    first = np.full(n, np.iinfo(np.int64).max, dtype=np.int64)
+    last = np.full(n, -1, dtype=np.int64)
+    for level in trace.levels:
+        for block in trace.records(level):
+            np.minimum.at(first, block["layer"], block["start_cycle"])
+            np.maximum.at(last, block["layer"], block["end_cycle"])
+    tid = 1 + TRACKS.index("layers")
+    for i, name in enumerate(trace.layers):
+        if last[i] >= 0:
+            yield {"ph": "X", "name": name, "cat": "layer", "pid": PID, "tid": tid, "ts": first[i] * us_per_cycle,
+                   "dur": (last[i] - first[i]) * us_per_cycle}
+
+
+def _access_events(trace: Trace, level: str, block: np.ndarray, us_per_cycle: float, channels: int,
+                   burst_words: int) -> Iterator[dict[str, Any]]:
+    ops, operands, layers = trace.ops, trace.operands, trace.layers
+    for start, end, op, operand, layer, step, address, words in block.tolist():
+        if level == "dram":
+            tid = CHANNEL_TID0 + (address // burst_words) % channels
+        elif level == "noc":
+            tid = BUS_TID0 + operand
+        else:
+            tid = 1 + TRACKS.index(level)
+        yield {"ph": "X", "name": f"{ops[op]}:{operands[operand]}", "cat": level, "pid": PID, "tid": tid,
+               "ts": start * us_per_cycle, "dur": max(0, end - start) * us_per_cycle,
+               "args": {"layer": layers[layer], "step": step, "address": address, "words": words}}
+
+
+def _counter_events(trace: Trace, us_per_cycle: float) -> Iterator[dict[str, Any]]:
+    """Bandwidth (bytes per µs = MB/s) per memory level per bin, and occupancy (bytes) per buffer."""
+    ends = [int(b["end_cycle"].max()) for level in trace.levels for b in trace.records(level) if len(b)]
+    bin_cycles = max(1, max(ends, default=1) // COUNTER_BINS)
+    word_bytes = int(trace.attrs.get("word_bits", 8)) // 8
+    for level in ("dram", "l2", "glb", "line_buffer", "noc"):
+        if level in trace.levels and trace.n_records(level):
+            starts, words = bandwidth(trace, level, bin_cycles)
+            for cycle, w in zip(starts.tolist(), words.tolist()):
+                yield {"ph": "C", "name": f"{level} bandwidth (MB/s)", "pid": PID, "ts": cycle * us_per_cycle,
+                       "args": {"value": w * word_bytes / (bin_cycles * us_per_cycle)}}
+    events = trace.occupancy()
+    for b, name in enumerate(trace.buffers):
+        mine = events[events["buffer"] == b]
+        for cycle, held in zip(mine["cycle"].tolist(), mine["bytes"].tolist()):
+            yield {"ph": "C", "name": f"{name} occupancy (bytes)", "pid": PID, "ts": cycle * us_per_cycle,
+                   "args": {"value": held}}
