@@ -136,3 +136,16 @@ def test_perfetto_export_follows_the_trace_event_format(cli, alexnet_trace: Path
     first_glb = min(e["ts"] for e in access if e["cat"] == "glb")
     assert first_glb == pytest.approx(glb["start_cycle"].min() / clock_hz * 1e6)
     assert oct(out.stat().st_mode & 0o777) != oct(0o600)  # an ordinary file, not mkstemp's private one
+
+
+def test_to_pandas_names_codes_and_keeps_every_record(alexnet_trace: Path) -> None:
+    records = all_records(alexnet_trace, "dram")
+    with hwsim.trace.open(alexnet_trace) as trace:
+        frame = trace.to_pandas("dram", layer="conv2")
+        conv2 = trace.layers.index("conv2")
+    mine = records[records["layer"] == conv2]
+    assert len(frame) == len(mine) and int(frame["words"].sum()) == int(mine["words"].sum())
+    assert set(frame["layer"].unique()) == {"conv2"}
+    assert set(frame["op"].unique()) <= {"read", "write", "fill", "update"}
+    by_op = frame.groupby("op", observed=True)["words"].sum()
+    assert int(by_op.sum()) == int(mine["words"].sum())

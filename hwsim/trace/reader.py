@@ -132,6 +132,21 @@ class Trace:
         """`records(...)` as one array: for queries whose answer fits in memory."""
         return _joined(self.records(level, layer, operand, op, window_cycles, chunk_records), RECORD_DTYPE)
 
+    def to_pandas(self, level: str, layer: Code | None = None, operand: Code | None = None, op: Code | None = None,
+                  window_cycles: Window | None = None) -> Any:
+        """`select(...)` as a pandas DataFrame for notebooks, with op, operand and layer as named categories.
+        pandas is optional: install it to use this (the answer must fit in memory, as with `select`)."""
+        try:
+            import pandas as pd
+        except ImportError:
+            raise TraceError("to_pandas needs pandas, which is not installed; install it with pip install pandas, "
+                             "or use records()/select() for numpy blocks") from None
+        block = self.select(level, layer, operand, op, window_cycles)
+        frame = pd.DataFrame({name: block[name] for name in RECORD_DTYPE.names})
+        for column, names in (("op", self.ops), ("operand", self.operands), ("layer", self.layers)):
+            frame[column] = pd.Categorical.from_codes(frame[column].to_numpy(), categories=list(names))
+        return frame
+
     def occupancy(self, buffer: Code | None = None, window_cycles: Window | None = None) -> np.ndarray:
         """Occupancy events in file order, of one buffer (name or id) and/or with c0 <= cycle < c1.
 
