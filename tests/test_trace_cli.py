@@ -149,3 +149,43 @@ def test_to_pandas_names_codes_and_keeps_every_record(alexnet_trace: Path) -> No
     assert set(frame["op"].unique()) <= {"read", "write", "fill", "update"}
     by_op = frame.groupby("op", observed=True)["words"].sum()
     assert int(by_op.sum()) == int(mine["words"].sum())
+
+
+def test_html_report_is_self_contained(cli, alexnet_trace: Path, tmp_path: Path) -> None:
+    out = tmp_path / "r.html"
+    result = cli("report", str(alexnet_trace), "--html", str(out))
+    assert result.code == 0, result.err
+    page = out.read_text()
+    assert page.startswith("<!doctype html>") and page.rstrip().endswith("</html>")
+    assert "http://" not in page and "https://" not in page and "<script" not in page  # nothing to fetch
+    assert page.count("src='data:image/png;base64,") == 4
+    for layer in ("conv1", "conv2", "fc8"):
+        assert f"<td>{layer}</td>" in page
+    # simulated at 64×64, not AlexNet's default 224×224: the model is not compared with it
+    assert "not available" in page and "another size" in page
+
+
+def test_html_report_shows_the_cross_check(cli, tmp_path: Path) -> None:
+    trace = tmp_path / "p.h5"
+    assert cli("simulate", "phases_example", "--hw", "eyeriss-v1", "--out", str(trace)).code == 0
+    out = tmp_path / "p.html"
+    result = cli("report", str(trace), "--html", str(out))
+    assert result.code == 0, result.err
+    assert '<span class="pass">PASS</span>' in out.read_text()
+
+
+def test_html_report_renders_in_headless_chromium(cli, alexnet_trace: Path, tmp_path: Path) -> None:
+    import shutil
+    import subprocess
+
+    import matplotlib.image
+
+    browser = shutil.which("chromium") or shutil.which("chromium-browser")
+    if browser is None:
+        pytest.skip("Chromium is not installed (Debian package chromium); the page's structure is tested above")
+    out, shot = tmp_path / "r.html", tmp_path / "r.png"
+    assert cli("report", str(alexnet_trace), "--html", str(out)).code == 0
+    subprocess.run([browser, "--headless", "--no-sandbox", "--disable-gpu", f"--screenshot={shot}",
+                    "--window-size=1200,2400", out.as_uri()], check=True, timeout=120, capture_output=True)
+    image = matplotlib.image.imread(shot)
+    assert image[..., :3].std() > 0.05  # text, tables and figures, not a blank page

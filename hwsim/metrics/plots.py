@@ -131,10 +131,12 @@ def _timeline(trace: Trace, ax: Any) -> None:
             starts, ends = block["start_cycle"], block["end_cycle"]
             need = int(ends.max() // bin_cycles) + 2
             busy = np.pad(busy, (0, max(0, need - len(busy))))
-            for b in range(int(((ends - 1) // bin_cycles - starts // bin_cycles).max()) + 1):
+            last = (np.maximum(ends, starts + 1) - 1) // bin_cycles
+            for b in range(int((last - starts // bin_cycles).max()) + 1):
                 k = starts // bin_cycles + b
+                live = k <= last
                 overlap = np.minimum(ends, (k + 1) * bin_cycles) - np.maximum(starts, k * bin_cycles)
-                np.add.at(busy, k, np.maximum(overlap, 0))
+                np.add.at(busy, k[live], np.maximum(overlap[live], 0))
         util = ax.twinx()
         util.step(_ms(np.arange(len(busy)) * bin_cycles, trace), np.minimum(1.0, busy / bin_cycles), where="post",
                   color="tab:red", linewidth=0.8, label="PE array busy")

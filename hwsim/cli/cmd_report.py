@@ -1,0 +1,135 @@
+"""`hwsim report FILE --html OUT.html`: one self-contained page about a simulation trace.
+
+The run's configuration, a per-layer table, the energy breakdown, bandwidth and
+occupancy over time (figures embedded as PNG data URIs, so the page needs
+nothing else) and the cross-check against the analytic model:
+row-stationary traces of zoo networks are compared with the integer-tiled
+estimate (`hwsim check`), depth-first traces with the depth-first model.
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import html
+import io
+import json
+from typing import Any
+
+import hwsim
+import hwsim.trace
+from hwsim.cli.output import console, format_bytes, format_count, write_atomically
+from hwsim.errors import HwsimError
+from hwsim.hardware.energy import COMPONENTS
+from hwsim.metrics import TraceMetrics, derive
+from hwsim.metrics.plots import plot, require_matplotlib
+
+FIGURES = ("energy", "bandwidth", "occupancy", "timeline")
+STYLE = """body{font-family:sans-serif;margin:2em;max-width:1100px;color:#222}
+table{border-collapse:collapse;margin:1em 0;font-size:13px}td,th{border:1px solid #ccc;padding:3px 8px;text-align:right}
+th{background:#eee}td:first-child,th:first-child{text-align:left}.pass{color:#070;font-weight:bold}
+.fail{color:#b00;font-weight:bold}.na{color:#777}img{max-width:100%;border:1px solid #ddd;margin:.5em 0}"""
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("report", help="one self-contained HTML page about a trace: configuration, layers, energy, "
+                                      "bandwidth, occupancy, cross-check")
+    p.add_argument("file", metavar="FILE.h5")
+    p.add_argument("--html", metavar="OUT.html", required=True, help="page to write")
+    p.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    require_matplotlib()
+    with hwsim.trace.open(args.file) as trace:
+        metrics = derive(trace)
+        attrs = dict(trace.attrs)
+        figures = {kind: _figure(trace, kind) for kind in FIGURES}
+        check = cross_check(trace, metrics)
+    page = render(args.file, attrs, metrics, figures, check)
+    write_atomically(args.html, lambda tmp: _write_text(tmp, page))
+    console().print(f"report on {args.file} written to {args.html} (cross-check: {check['status']})")
+    return 0
+
+
+def _write_text(path: str, text: str) -> None:
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(text)
+
+
+def _figure(trace: hwsim.trace.Trace, kind: str) -> str:
+    """The figure as a PNG data URI."""
+    buffer = io.BytesIO()
+    plot(trace, kind, lambda fig: fig.savefig(buffer, format="png", dpi=100))
+    return "data:image/png;base64," + base64.b64encode(buffer.getvalue()).decode("ascii")
+
+
+def cross_check(trace: hwsim.trace.Trace, metrics: TraceMetrics) -> dict[str, Any]:
+    """{"status": PASS | FAIL | not available, "detail": one line}: the analytic model against this trace."""
+    mapper = trace.attrs.get("mapper")
+    network = str(trace.attrs.get("network", ""))
+    try:
+        from hwsim.workload import zoo
+
+        graph = zoo.build(network, None)
+    except HwsimError:
+        return {"status": "not available", "detail": f"network {network!r} is not in the zoo (an ONNX file?); "
+                                                     "run hwsim check on it"}
+    batch = int(trace.attrs.get("batch", 1))
+    if graph.total_macs * batch != sum(l.compute.macs for l in metrics.layers):
+        return {"status": "not available", "detail": f"the trace's MACs differ from {network} at its default "
+                                                     "input: it was simulated at another size; run hwsim check "
+                                                     "with that --input"}
+    if mapper == "row_stationary":
+        from hwsim.analytic.estimate import estimate_network
+        from hwsim.check import compare
+
+        report = compare(estimate_network(graph, metrics.hardware, batch), metrics)
+        bad = report.mismatches
+        detail = (f"{len(report.layers)} layers: every count equal, energy equal, latency at or above the bound"
+                  if report.ok else f"{len(bad)} counts differ, e.g. {bad[0].layer} {bad[0].level} {bad[0].operand} "
+                                    f"{bad[0].access}: {bad[0].analytic} vs {bad[0].simulated}")
+        return {"status": "PASS" if report.ok else "FAIL", "detail": detail}
+    return {"status": "not available", "detail": f"no analytic cross-check for {mapper} traces here; use "
+                                                 "hwsim check --depthfirst"}
+
+
+def render(path: str, attrs: dict[str, Any], metrics: TraceMetrics, figures: dict[str, str],
+           check: dict[str, Any]) -> str:
+    """The page."""
+    e = html.escape
+    hw = metrics.hardware
+    clock_hz = hw.clock_hz
+    total_pj = {c: sum(l.energy_pj.get(c, 0.0) for l in metrics.layers) for c in COMPONENTS}
+    rows = []
+    for l in metrics.layers:
+        if l.end_cycle <= 0 and not sum(l.energy_pj.values()):
+            continue
+        dram_words = int(l.transfers[0].sum())
+        rows.append(f"<tr><td>{e(l.name)}</td><td>{format_count(l.cycles)}</td><td>{l.cycles / clock_hz * 1e3:.3f}</td>"
+                    f"<td>{format_count(l.compute.macs)}</td><td>{l.utilization:.2f}</td>"
+                    f"<td>{sum(l.energy_pj.values()) / 1e6:,.1f}</td>"
+                    f"<td>{format_bytes(dram_words * hw.word_bytes)}</td></tr>")
+    energy_rows = "".join(f"<tr><td>{e(c)}</td><td>{pj / 1e6:,.1f}</td><td>{pj / max(1e-12, sum(total_pj.values())):.1%}</td></tr>"
+                          for c, pj in total_pj.items() if pj)
+    status_class = {"PASS": "pass", "FAIL": "fail"}.get(check["status"], "na")
+    config = "".join(f"<tr><td>{e(k)}</td><td>{e(str(attrs.get(k)))}</td></tr>"
+                     for k in ("network", "hardware", "mapper", "batch", "clock_hz", "word_bits", "hwsim_version"))
+    hardware_json = e(json.dumps(json.loads(attrs.get("hardware_json", "{}")), indent=2))
+    images = "".join(f"<h2>{e(kind.capitalize())}</h2><img alt='{e(kind)}' src='{uri}'>" for kind, uri in figures.items())
+    return f"""<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>hwsim report: {e(str(attrs.get('network')))} on {e(hw.name)}</title>
+<style>{STYLE}</style></head><body>
+<h1>{e(str(attrs.get('network')))} on {e(hw.name)}</h1>
+<p>Trace <code>{e(path)}</code>: {format_count(metrics.cycles)} cycles = {metrics.cycles / clock_hz * 1e3:,.3f} ms,
+{sum(total_pj.values()) / 1e9:,.3f} mJ. Cross-check: <span class="{status_class}">{e(check['status'])}</span>
+({e(check['detail'])}).</p>
+<h2>Configuration</h2><table>{config}</table>
+<details><summary>accelerator ({e(hw.description or hw.name)})</summary><pre>{hardware_json}</pre></details>
+<h2>Layers</h2><table><tr><th>layer</th><th>cycles</th><th>ms</th><th>MACs</th><th>utilization</th>
+<th>energy µJ</th><th>DRAM</th></tr>{''.join(rows)}</table>
+<h2>Energy by component</h2><table><tr><th>component</th><th>µJ</th><th>share</th></tr>{energy_rows}</table>
+{images}
+<p class="na">hwsim {e(hwsim.__version__)}</p>
+</body></html>
+"""
