@@ -44,12 +44,7 @@ from dataclasses import dataclass
 from itertools import pairwise
 
 from hwsim.analytic.cnnergy import RLC_WORD_BITS, cnnergy_network, compression_factor
-from hwsim.analytic.graph_adapter import (
-    DEFAULT_MAX_BATCH,
-    AdaptedLayer,
-    SparsityModel,
-    adapt_graph,
-)
+from hwsim.analytic.graph_adapter import DEFAULT_MAX_BATCH, AdaptedLayer, SparsityModel, adapt_graph
 from hwsim.errors import ConfigError, NetworkError
 from hwsim.hardware.schema import Accelerator
 from hwsim.workload.ir import Graph, LayerKind

@@ -8,13 +8,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    TextColumn,
-    TimeElapsedColumn,
-)
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 import hwsim.trace
 from hwsim.analytic.estimate import estimate_network
@@ -65,7 +59,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     c.add_argument("--trace", metavar="FILE.h5", default=None, help="keep the simulation's trace here")
     c.add_argument("--depthfirst", metavar="N", type=int, default=None,
                    help="instead: run the depth-first optimiser and simulate N points spread along its front "
-                        "(both ends included); line-buffer peak and DRAM bytes must equal the model's")
+                        "(both ends included); line-buffer rings' peaks and DRAM bytes must equal the model's")
     c.add_argument("--max-short-skip", type=int, default=8, metavar="N",
                    help="with --depthfirst: skips spanning at most N layers stay on chip (default 8)")
     c.set_defaults(run=run_check)

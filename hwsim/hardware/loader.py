@@ -13,9 +13,9 @@ import dataclasses
 import difflib
 import sys
 import typing
-from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from collections.abc import Mapping
 from typing import Any, Iterator
 
 import yaml

@@ -31,8 +31,8 @@ import numpy as np
 from hwsim.errors import HwsimError
 from hwsim.hardware.schema import Accelerator
 from hwsim.mapping.schedule import (
-    LayerSchedule,
     Level,
+    LayerSchedule,
     Operand,
     Schedule,
     StepKind,

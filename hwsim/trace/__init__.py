@@ -8,22 +8,9 @@
             ...
 """
 
-from hwsim.trace.reader import (  # shadows the builtin here only: callers write hwsim.trace.open
-                                Trace,
-                                open,
-)
-from hwsim.trace.schema import (
-                                OCCUPANCY_DTYPE,
-                                OPERANDS,
-                                OPS,
-                                RECORD_DTYPE,
-                                TRACE_LEVELS,
-                                TRACE_VERSION,
-                                UNITS,
-                                TraceError,
-                                empty_occupancy,
-                                empty_records,
-)
+from hwsim.trace.reader import Trace, open  # shadows the builtin here only: callers write hwsim.trace.open
+from hwsim.trace.schema import (OCCUPANCY_DTYPE, OPERANDS, OPS, RECORD_DTYPE, TRACE_LEVELS, TRACE_VERSION, UNITS,
+                                TraceError, empty_occupancy, empty_records)
 from hwsim.trace.writer import TraceWriter, attrs_json
 
 __all__ = ["OCCUPANCY_DTYPE", "OPERANDS", "OPS", "RECORD_DTYPE", "TRACE_LEVELS", "TRACE_VERSION", "UNITS", "Trace",

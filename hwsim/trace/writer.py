@@ -31,23 +31,9 @@ from types import TracebackType
 import h5py
 import numpy as np
 
-from hwsim.trace._codec import (
-    DEFLATE_LEVEL,
-    deflate,
-    opaque,
-    shuffle_chunk,
-    worker_threads,
-)
-from hwsim.trace.schema import (
-    OCCUPANCY_DTYPE,
-    OPERANDS,
-    OPS,
-    RECORD_DTYPE,
-    TRACE_LEVELS,
-    TRACE_VERSION,
-    UNITS,
-    TraceError,
-)
+from hwsim.trace._codec import DEFLATE_LEVEL, deflate, opaque, shuffle_chunk, worker_threads
+from hwsim.trace.schema import (OCCUPANCY_DTYPE, OPERANDS, OPS, RECORD_DTYPE, TRACE_LEVELS, TRACE_VERSION, UNITS,
+                                TraceError)
 
 AttrValue = str | int | float | bool
 COMPRESSIONS = ("gzip", "lzf", "none")  # gzip: shuffle + deflate in worker threads; lzf: HDF5's filter, one thread

@@ -28,15 +28,7 @@ from onnx import AttributeProto, TensorProto, helper
 
 from hwsim.errors import NetworkError, ShapeError
 from hwsim.workload.builder import GraphBuilder, same_padding
-from hwsim.workload.ir import (
-    NO_PADDING,
-    WEIGHTED_KINDS,
-    Graph,
-    Layer,
-    LayerKind,
-    Padding,
-    Shape,
-)
+from hwsim.workload.ir import NO_PADDING, WEIGHTED_KINDS, Graph, Layer, LayerKind, Padding, Shape
 from hwsim.workload.onnx_fold import (
     BROADCAST_OPS,
     FOLDS,

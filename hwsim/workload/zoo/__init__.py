@@ -18,15 +18,7 @@ from typing import Callable
 
 from hwsim.errors import NetworkError
 from hwsim.workload.ir import Graph
-from hwsim.workload.zoo import (
-    classic,
-    densenet,
-    example,
-    inception,
-    mobile,
-    pixel,
-    resnet,
-)
+from hwsim.workload.zoo import classic, densenet, example, inception, mobile, pixel, resnet
 
 
 @dataclass(frozen=True)
