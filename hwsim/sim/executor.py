@@ -15,10 +15,19 @@ COMPUTE, its stores) and three processes share them, in group order:
 - the *storer* performs the steps after a COMPUTE (psums RF → GLB, ofmaps
   GLB → DRAM, FREE), overlapping the next passes.
 
+A layer schedule that is not `pipelined` (a depth-first stack, whose line
+buffers are rings reused line by line) runs in one process instead: each
+group's loads start when the previous group's stores have ended, then its
+filters, its pass and its stores, every transaction reserved at the cycle it
+is requested (`book(..., request_cycle)`) and allocations claimed at that
+cycle; the simpy clock catches up every SEQUENTIAL_CLOCK_GROUPS groups.
+Line-buffer ALLOC/FREE steps carry a ring id; each ring's occupancy is traced
+as its own buffer.
+
 A transfer occupies its source and destination at once (data streams from
 one into the other) and ends when both are done. Records (see
 `hwsim.trace.schema`; op codes are Timeloop's access kinds): DRAM one per
-burst, GLB / L2 one per transfer, NoC one per bus transfer (op write), RF one
+burst (or one per transaction when asked), GLB / L2 / line buffer one per transfer, NoC one per bus transfer (op write), RF one
 per transfer (fill, or read for psums going out), and per pass at level `pe`:
 the MACs (operand other, op update, address = active PEs), non-MAC ops
 (other, write), the MACs' RF reads per operand (read), psum RF writes
