@@ -14,6 +14,7 @@ from hwsim.analytic.depth_first import WeightPolicy, depth_first_cost, layer_by_
     layer_by_layer_on_chip_bytes
 from hwsim.analytic.depth_first_pareto import (
     DepthFirstPareto,
+    Gain,
     ParetoPoint,
     depth_first_pareto,
     memory_gain,
@@ -36,6 +37,14 @@ def features_on_chip(graph: Graph, p: ParetoPoint) -> int:
     """On-chip bytes of the point without the weights (feature buffers only)."""
     cost = depth_first_cost(graph, p.cuts, list(p.tiling), p.weights)
     return max(s.line_buffer_bytes + s.skip_buffer_bytes for s in cost.stacks)
+
+
+def feature_tiling_gain(graph: Graph, r: DepthFirstPareto, gain: Gain) -> float:
+    """The tiling gain's two points compared on their feature buffers only (weights left out)."""
+    def at(front: tuple[ParetoPoint, ...], on_chip: int) -> ParetoPoint:
+        return min((p for p in front if p.on_chip_bytes == on_chip), key=lambda p: p.dram_bytes)
+    return features_on_chip(graph, at(r.untiled_front, gain.reference_bytes)) / \
+        features_on_chip(graph, at(r.front, gain.on_chip_bytes))
 
 
 def m(x: float) -> str:
@@ -64,6 +73,9 @@ def main() -> None:
             print(f"{name:22}{res:4}{seconds:6.1f}s{len(r.front):6} {m(best.dram_bytes):>15} / {m(best.on_chip_bytes):>14}"
                   f"{m(mbw.reference_bytes):>14}{mbw.ratio:>11,.0f}x{mem.ratio if mem else 0:>10,.0f}x"
                   f"{tile.ratio if tile else 0:>11,.1f}x  {PAPER.get((name, res), '')}")
+            if tile:
+                print(f"{'':26}tiling gain on feature buffers alone at that DRAM: "
+                      f"{feature_tiling_gain(graph, r, tile):,.1f}x (the total also counts on-chip weights)")
             io = layer_by_layer_dram_bytes(graph, 2**62)
             scaling.setdefault(name, {})[res] = (features_on_chip(graph, best), layer_by_layer_on_chip_bytes(graph, io))
             if (name, res) == ("srgan", "HD"):
