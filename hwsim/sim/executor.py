@@ -482,21 +482,15 @@ class LayerExecutor:
             outward = dst < src and (operand == _PSUM or operand == _OFMAP)
             end = max(end, self._reserve_side(dst, False, s[DST_ADDR], words, UPDATE if outward else FILL,
                                               operand, index, now))
-        else:
+        if _RF in (src, dst):  # the RF end rides the NoC
             start = m.noc.book(BUS[operand], words, now)
             end = max(end, m.noc.reserved_end_cycle)
             if self.want_noc:
                 rec.row("noc", start, m.noc.reserved_end_cycle, WRITE, operand, index, NO_ADDRESS, words)
             if self.want_rf:
-                rec.row("rf", now, end, FILL, operand, index, s[DST_ADDR], words)
-            return end
-        if src == _RF:
-            start = m.noc.book(BUS[operand], words, now)
-            end = max(end, m.noc.reserved_end_cycle)
-            if self.want_noc:
-                rec.row("noc", start, m.noc.reserved_end_cycle, WRITE, operand, index, NO_ADDRESS, words)
-            if self.want_rf:
-                rec.row("rf", now, end, READ, operand, index, s[SRC_ADDR], words)
+                filled = dst == _RF
+                rec.row("rf", now, end, FILL if filled else READ, operand, index,
+                        s[DST_ADDR] if filled else s[SRC_ADDR], words)
         return end
 
     def _reserve_side(self, level: int, is_read: bool, address: int, words: int, op: int, operand: int,
