@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import functools
 import sys
 import typing
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from collections.abc import Mapping
 from typing import Any, Iterator
@@ -57,14 +58,30 @@ def resolve_config(spec: str | Path) -> Path:
     raise ConfigError(f"{spec}: no such config file; {guess}give a path or a shipped config name ({names})")
 
 
+@dataclass(frozen=True)
+class Overrides:
+    """Values set over a config's keys (dotted YAML paths such as `glb.size`, written as in the YAML:
+    "64 KiB", 12), and where they come from, which errors about them name instead of a line."""
+
+    source: str
+    values: tuple[tuple[str, object], ...]
+
+    def describe(self) -> str:
+        return ", ".join(f"{key}={value}" for key, value in self.values)
+
+
 @dataclass
 class _Context:
     file: str
     loader: yaml.SafeLoader
     clock_hz: float | None = None
+    overridden: dict[int, str] = field(default_factory=dict)  # id(node) -> where its value came from
 
 
 def _where(ctx: _Context, node: yaml.Node, path: str) -> str:
+    source = ctx.overridden.get(id(node))
+    if source is not None:
+        return f"{source}: {path}"
     return f"{ctx.file}:{node.start_mark.line + 1}: {path}"
 
 
@@ -98,14 +115,14 @@ def _build(cls: type, node: yaml.Node, path: str, ctx: _Context) -> Any:
         if key in given:
             raise ConfigError(f"{_where(ctx, key_node, _join(path, key))}: key given twice; keep one")
         given[key] = (key_node, value_node)
-    hints = typing.get_type_hints(cls)
+    hints = _type_hints(cls)
     values: dict[str, Any] = {}
     for key, f in fields.items():
         if key not in given:
             if f.default is dataclasses.MISSING:
                 info: ParamInfo = f.metadata["info"]
                 raise ConfigError(
-                    f"{ctx.file}:{node.start_mark.line + 1}: {_join(path, key)}: missing; add it "
+                    f"{_where(ctx, node, _join(path, key))}: missing; add it "
                     f"({info.description}{', e.g. ' + repr(info.dim.example) if info.dim else ''})"
                 )
             continue
@@ -114,6 +131,10 @@ def _build(cls: type, node: yaml.Node, path: str, ctx: _Context) -> Any:
         if f.name == "clock_hz":
             ctx.clock_hz = values[f.name]
     return cls(**values)
+
+
+# The schema's classes never change: resolve their annotations once, not on every load.
+_type_hints = functools.cache(typing.get_type_hints)
 
 
 def _join(path: str, key: str) -> str:
@@ -153,14 +174,47 @@ def _check_number(value: float, info: ParamInfo, where: str) -> float | int:
     return value
 
 
-def load_config(spec: str | Path) -> Accelerator:
-    """Read, parse and validate a hardware config (a path or a shipped name)."""
+def load_config(spec: str | Path, overrides: Overrides | None = None) -> Accelerator:
+    """Read, parse and validate a hardware config (a path or a shipped name), with `overrides` set over
+    its keys."""
     path = resolve_config(spec)
     shown = str(spec) if Path(spec).is_file() else str(path)
     try:
         text_ = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise ConfigError(f"{shown}: cannot read ({exc.strerror}); check the path and permissions") from None
+    return parse_config(text_, shown, overrides)
+
+
+def parse_config(text_: str, shown: str, overrides: Overrides | None = None) -> Accelerator:
+    """Parse and validate config YAML `text_` read from `shown` (named in errors), with `overrides`."""
+    acc = _parse(text_, shown, overrides)
+    for message in consistency_errors(acc):
+        if overrides is not None:
+            raise ConfigError(f"{shown} with {overrides.describe()} ({overrides.source}): {message}")
+        raise ConfigError(f"{shown}: {message}")
+    return acc
+
+
+def check_overrides(text_: str, shown: str, overrides: Overrides) -> None:
+    """Raise ConfigError if an override names an unknown key or gives a bad value. Cross-field rules are
+    not checked: they depend on the values the other overrides take together."""
+    _parse(text_, shown, overrides)
+
+
+def _parse(text_: str, shown: str, overrides: Overrides | None) -> Accelerator:
+    root = _compose(text_, shown)
+    ctx = _Context(shown, yaml.SafeLoader(""))
+    if overrides is not None:
+        for key, value in overrides.values:
+            root = _override(root, key.split("."), value, overrides.source, ctx)
+    return _build(Accelerator, root, "", ctx)
+
+
+@functools.lru_cache(maxsize=16)
+def _compose(text_: str, shown: str) -> yaml.Node:
+    """The YAML node tree of a config text (cached: a sweep parses one text hundreds of times; the tree
+    is never modified, overrides copy the nodes on their path)."""
     loader = yaml.SafeLoader(text_)
     try:
         root = loader.get_single_node()
@@ -173,11 +227,37 @@ def load_config(spec: str | Path) -> Accelerator:
         loader.dispose()
     if root is None:
         raise ConfigError(f"{shown}: the file is empty; start from a shipped config (hwsim config show eyeriss-v1)")
-    ctx = _Context(shown, loader)
-    acc: Accelerator = _build(Accelerator, root, "", ctx)
-    for message in consistency_errors(acc):
-        raise ConfigError(f"{shown}: {message}")
-    return acc
+    return root
+
+
+def _override(node: yaml.Node, keys: list[str], value: object, source: str, ctx: _Context) -> yaml.Node:
+    """A copy of mapping `node` with `value` at the dotted path `keys` (missing mappings are created);
+    the nodes it adds are marked as coming from `source`, so errors about them name it."""
+    if not isinstance(node, yaml.MappingNode):  # a scalar on the path: the schema check reports it
+        node = yaml.MappingNode("tag:yaml.org,2002:map", [], node.start_mark, node.end_mark)
+        ctx.overridden[id(node)] = source
+    head, rest = keys[0], keys[1:]
+    pairs = list(node.value)
+    index = next((i for i, (k, _) in enumerate(pairs) if str(k.value) == head), None)
+    if rest:
+        child = pairs[index][1] if index is not None else None
+        if child is None:
+            child = yaml.MappingNode("tag:yaml.org,2002:map", [], node.start_mark, node.end_mark)
+            ctx.overridden[id(child)] = source
+        new_value = _override(child, rest, value, source, ctx)
+    else:
+        new_value = yaml.compose(yaml.safe_dump(value), Loader=yaml.SafeLoader)
+        ctx.overridden[id(new_value)] = source
+    if index is None:
+        key_node = yaml.ScalarNode("tag:yaml.org,2002:str", head, node.start_mark, node.end_mark)
+        ctx.overridden[id(key_node)] = source
+        pairs.append((key_node, new_value))
+    else:
+        pairs[index] = (pairs[index][0], new_value)
+    copy = yaml.MappingNode(node.tag, pairs, node.start_mark, node.end_mark, node.flow_style)
+    if id(node) in ctx.overridden:
+        ctx.overridden[id(copy)] = ctx.overridden[id(node)]
+    return copy
 
 
 def consistency_errors(acc: Accelerator) -> Iterator[str]:
@@ -246,4 +326,4 @@ def from_dict(data: Mapping[str, Any], cls: type = Accelerator) -> Any:
     return cls(**values)
 
 
-__all__ = ["load_config", "resolve_config", "shipped_configs", "describe", "to_dict", "from_dict"]
+__all__ = ["Overrides", "load_config", "parse_config", "check_overrides", "resolve_config", "shipped_configs", "describe", "to_dict", "from_dict"]
