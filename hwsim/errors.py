@@ -23,3 +23,7 @@ class ConfigError(HwsimError):
 
 class ShapeError(NetworkError):
     """Layer shapes do not fit together (bad padding, mismatched concat, ...)."""
+
+
+class SweepError(HwsimError):
+    """A sweep file is malformed, or a sweep's output directory or results table cannot be used."""
