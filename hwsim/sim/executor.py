@@ -21,8 +21,11 @@ group's loads start when the previous group's stores have ended, then its
 filters, its pass and its stores, every transaction reserved at the cycle it
 is requested (`book(..., request_cycle)`) and allocations claimed at that
 cycle; the simpy clock catches up every SEQUENTIAL_CLOCK_GROUPS groups.
-Line-buffer ALLOC/FREE steps carry a ring id; each ring's occupancy is traced
-as its own buffer.
+ALLOC/FREE steps in the line buffer, the L2 or DRAM carry a buffer id (a
+depth-first ring, a phased edge buffer, a planned buffer); each id's
+occupancy is traced as its own buffer (RING_BUFFER0 + id). An L2 or DRAM
+ALLOC whose `src_addr` is a word address (≥ 0) places its words there: two live
+allocations of one level that overlap are an impossible mapping.
 
 A transfer occupies its source and destination at once (data streams from
 one into the other) and ends when both are done. Records (see
@@ -57,13 +60,15 @@ from hwsim.trace.schema import OCCUPANCY_DTYPE, OPERANDS, OPS, RECORD_DTYPE
 
 READ, WRITE, FILL, UPDATE = (OPS.index(name) for name in ("read", "write", "fill", "update"))
 OTHER = OPERANDS.index("other")
-RING_BUFFER0 = 3  # occupancy buffer id of line-buffer ring 0 (0-2: GLB data, GLB filter, line buffer)
+RING_BUFFER0 = 3  # occupancy buffer id of named buffer 0 (0-2: GLB data, GLB filter, line buffer)
 SIM_LEVELS = ("dram", "l2", "glb", "line_buffer", "noc", "rf", "pe")
 LEVEL_NAME = {Level.DRAM: "dram", Level.L2: "l2", Level.GLB: "glb", Level.LINE_BUFFER: "line_buffer",
               Level.RF: "rf"}
 BUS = {Operand.IFMAP: "ifmap", Operand.FILTER: "filter", Operand.PSUM: "psum", Operand.OFMAP: "psum"}
 
-_DRAM, _GLB, _LINE_BUFFER, _RF = int(Level.DRAM), int(Level.GLB), int(Level.LINE_BUFFER), int(Level.RF)
+_DRAM, _L2, _GLB, _LINE_BUFFER, _RF = (int(Level.DRAM), int(Level.L2), int(Level.GLB), int(Level.LINE_BUFFER),
+                                      int(Level.RF))
+_NAMED_LEVELS = (_DRAM, _L2, _LINE_BUFFER)  # levels whose ALLOC/FREE steps carry a buffer id
 _TRANSFER, _COMPUTE, _ALLOC = int(StepKind.TRANSFER), int(StepKind.COMPUTE), int(StepKind.ALLOC)
 _FILTER, _PSUM, _OFMAP = int(Operand.FILTER), int(Operand.PSUM), int(Operand.OFMAP)
 
@@ -169,13 +174,29 @@ class Machine:
     noc: Noc
     pe: PeArray
     line_buffer: LineBuffer | None = None
-    ring_words: dict[int, int] = field(default_factory=dict)  # line-buffer ring id -> words held
-    ring_log: list[tuple[int, int, int]] = field(default_factory=list)  # (cycle, ring, words after a change)
+    l2: Sram | None = None
+    ring_words: dict[int, int] = field(default_factory=dict)  # named buffer id -> words held
+    ring_log: list[tuple[int, int, int]] = field(default_factory=list)  # (cycle, id, words after a change)
+    placed: dict[int, dict[int, int]] = field(default_factory=dict)  # level -> live allocations: address -> words
 
     def ring_change(self, ring: int, words: int, cycle: int | None = None) -> None:
-        """Log a line-buffer ring's occupancy after an ALLOC (+words) or FREE (−words) at `cycle` (now)."""
+        """Log a named buffer's occupancy (a ring, an edge buffer) after an ALLOC (+words) or FREE (−words)
+        at `cycle` (now)."""
         held = self.ring_words[ring] = self.ring_words.get(ring, 0) + words
         self.ring_log.append((int(self.env.now) if cycle is None else cycle, ring, held))
+
+    def place(self, level: int, address: int, words: int) -> None:
+        """Claim words address … address + words of `level`; an overlap with a live allocation is an error."""
+        live = self.placed.setdefault(level, {})
+        for start, size in live.items():
+            if start < address + words and address < start + size:
+                raise HwsimError(f"{LEVEL_NAME[Level(level)]}: words {address}..{address + words} overlap the live "
+                                 f"allocation at {start}..{start + size}; the memory plan puts two live tensors "
+                                 "in one place")
+        live[address] = words
+
+    def unplace(self, level: int, address: int) -> None:
+        self.placed.get(level, {}).pop(address, None)
 
     def stall_cycles(self) -> dict[str, int]:
         """Cycles transactions have queued so far, by cause: DRAM channels (incl. read/write turnaround),
@@ -187,6 +208,7 @@ class Machine:
             "noc": int(sum(bus.queue_stall_cycles for bus in self.noc.buses.values())),
             "glb_space": int(sum(space.allocate_stall_cycles for space in self.glb.spaces.values())),
             "line_buffer_port": int(self.line_buffer.port_stall_cycles) if self.line_buffer else 0,
+            "l2_port": int(self.l2.port_stall_cycles) if self.l2 else 0,
         }
 
     @classmethod
@@ -194,8 +216,9 @@ class Machine:
         env = simpy.Environment()
         wb = hw.word_bytes
         line_buffer = LineBuffer(env, hw.line_buffer, wb) if hw.line_buffer else None
+        l2 = Sram(env, hw.l2, wb, "l2") if hw.l2 else None
         return cls(env, hw, Dram(env, hw.dram, wb), Sram(env, hw.glb, wb, "glb"), Noc(env, hw.noc, wb),
-                   PeArray(env, hw.pe_array, wb), line_buffer)
+                   PeArray(env, hw.pe_array, wb), line_buffer, l2)
 
     def require_line_buffer(self) -> LineBuffer:
         if self.line_buffer is None:
@@ -203,10 +226,20 @@ class Machine:
                              "line_buffer section; add one")
         return self.line_buffer
 
-    def space(self, level: int, operand: int) -> Space:
-        """The buffer space an ALLOC/FREE step claims: a GLB partition or the line buffer."""
+    def require_l2(self) -> Sram:
+        if self.l2 is None:
+            raise HwsimError(f"{self.hw.name}: the schedule uses an L2 but the config has no l2 section; add one")
+        return self.l2
+
+    def space(self, level: int, operand: int) -> Space | None:
+        """The buffer space an ALLOC/FREE step claims: a GLB partition, the line buffer, the L2, or none
+        (DRAM is not bounded)."""
         if level == Level.LINE_BUFFER:
             return self.require_line_buffer().space
+        if level == Level.L2:
+            return self.require_l2().spaces["data"]
+        if level == Level.DRAM:
+            return None
         return self.glb.spaces["filter" if operand == Operand.FILTER and "filter" in self.glb.spaces else "data"]
 
 
@@ -331,16 +364,10 @@ class LayerExecutor:
                         while self.stored_upto < index - 1:
                             yield self.stored_event
                         end = max(end, int(env.now))
-                    granted = self.m.space(s[DST], s[OPERAND]).allocate(s[WORDS])
-                    if not granted.triggered:
-                        yield granted
-                        end = max(end, int(env.now))
-                    if s[DST] == Level.LINE_BUFFER:
-                        self.m.ring_change(s[DST_ADDR], s[WORDS])
+                    yield from self._allocate(s)
+                    end = max(end, int(env.now))
                 elif kind == StepKind.FREE:
-                    self.m.space(s[DST], s[OPERAND]).free(s[WORDS])
-                    if s[DST] == Level.LINE_BUFFER:
-                        self.m.ring_change(s[DST_ADDR], -s[WORDS])
+                    self._free(s)
             if end > env.now:
                 yield env.timeout(end - env.now)
             self.to_array.put((index, first, steps, c, near))
@@ -438,12 +465,19 @@ class LayerExecutor:
         if kind == _TRANSFER:
             return self._reserve_transfer(index, s, at)
         words = s[WORDS] if kind == _ALLOC else -s[WORDS]
-        space = self.m.space(s[DST], s[OPERAND])
-        if words >= 0:
-            space.claim_at(words, at)
-        else:
-            space.release_at(-words, at)
-        if s[DST] == _LINE_BUFFER:
+        level = s[DST]
+        space = self.m.space(level, s[OPERAND])
+        if s[SRC_ADDR] >= 0 and (level == _L2 or level == _DRAM):  # a placed allocation
+            if words >= 0:
+                self.m.place(level, s[SRC_ADDR], words)
+            else:
+                self.m.unplace(level, s[SRC_ADDR])
+        if space is not None:
+            if words >= 0:
+                space.claim_at(words, at)
+            else:
+                space.release_at(-words, at)
+        if level in _NAMED_LEVELS:
             self.m.ring_change(s[DST_ADDR], words, at)
         return at
 
@@ -454,13 +488,27 @@ class LayerExecutor:
         if kind == StepKind.TRANSFER:
             yield from self._transfer(index, s)
         elif kind == StepKind.ALLOC:
-            yield self.m.space(s[DST], s[OPERAND]).allocate(s[WORDS])
-            if s[DST] == Level.LINE_BUFFER:
-                self.m.ring_change(s[DST_ADDR], s[WORDS])
+            yield from self._allocate(s)
         elif kind == StepKind.FREE:
-            self.m.space(s[DST], s[OPERAND]).free(s[WORDS])  # never waits: no need to yield
-            if s[DST] == Level.LINE_BUFFER:
-                self.m.ring_change(s[DST_ADDR], -s[WORDS])
+            self._free(s)
+
+    def _allocate(self, s: tuple[Any, ...]) -> Generator[simpy.Event, Any, None]:
+        """Claim an ALLOC's space now, waiting while it is full."""
+        space = self.m.space(s[DST], s[OPERAND])
+        if space is not None:
+            granted = space.allocate(s[WORDS])
+            if not granted.triggered:
+                yield granted
+        if s[DST] in _NAMED_LEVELS:
+            self.m.ring_change(s[DST_ADDR], s[WORDS])
+
+    def _free(self, s: tuple[Any, ...]) -> None:
+        """Release a FREE's space now (never waits)."""
+        space = self.m.space(s[DST], s[OPERAND])
+        if space is not None:
+            space.free(s[WORDS])
+        if s[DST] in _NAMED_LEVELS:
+            self.m.ring_change(s[DST_ADDR], -s[WORDS])
 
     def _transfer(self, index: int, s: tuple[Any, ...]) -> Generator[simpy.Event, Any, None]:
         end = self._reserve_transfer(index, s)
@@ -512,6 +560,9 @@ class LayerExecutor:
         elif level == _LINE_BUFFER:
             component, name = m.line_buffer or m.require_line_buffer(), "line_buffer"
             address = NO_ADDRESS
+            start = component.book(is_read, address, words, at)
+        elif level == _L2:
+            component, name = m.require_l2(), "l2"
             start = component.book(is_read, address, words, at)
         else:
             raise HwsimError(f"level {Level(level).name} has no component in this simulator")

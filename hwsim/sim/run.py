@@ -32,6 +32,16 @@ def trace_attrs(schedule: Schedule, hw: Accelerator, ifmap_zeros: Mapping[str, f
     }
 
 
+def named_buffers(schedule: Schedule) -> tuple[str, ...]:
+    """Names of the buffer ids ALLOC/FREE steps carry: a schedule's `buffers` parameter (phased edge buffers,
+    planned buffers), else depth-first line-buffer rings."""
+    named = max((tuple(ls.params.get("buffers", ())) for ls in schedule.layers), key=len, default=())
+    if named:
+        return named
+    rings = max((len(ls.params.get("rings", ())) for ls in schedule.layers), default=0)
+    return tuple(f"line_buffer.ring{k}" for k in range(rings))
+
+
 def simulate_to_trace(schedule: Schedule, hw: Accelerator, path: str | Path, levels: frozenset[str] = frozenset(SIM_LEVELS),
                       ifmap_zeros: Mapping[str, float] | None = None,
                       progress: Callable[[int, LayerRun], None] | None = None,
@@ -40,8 +50,7 @@ def simulate_to_trace(schedule: Schedule, hw: Accelerator, path: str | Path, lev
     levels in `per_transaction` get one record per transaction instead of one per DRAM burst."""
     names = [ls.name for ls in schedule.layers]
     attrs = trace_attrs(schedule, hw, ifmap_zeros or {})
-    rings = max((len(ls.params.get("rings", ())) for ls in schedule.layers), default=0)
-    buffers = BUFFERS + tuple(f"line_buffer.ring{k}" for k in range(rings))  # ids RING_BUFFER0 + k
+    buffers = BUFFERS + named_buffers(schedule)  # ids RING_BUFFER0 + k
     with TraceWriter(path, [l for l in SIM_LEVELS if l in levels], names, buffers, attrs) as writer:
         result = simulate(schedule, hw, writer.append, levels, progress, writer.append_occupancy, per_transaction)
     return result
