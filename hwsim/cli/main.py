@@ -31,6 +31,7 @@ def build_parser() -> argparse.ArgumentParser:
         cmd_depthfirst,
         cmd_estimate,
         cmd_info,
+        cmd_memory,
         cmd_partition,
         cmd_report,
         cmd_simulate,
@@ -44,7 +45,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--debug", action="store_true", help="show tracebacks of errors")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True, parser_class=_Parser)
     for module in (cmd_zoo, cmd_info, cmd_config, cmd_estimate, cmd_partition, cmd_simulate, cmd_depthfirst,
-                   cmd_trace, cmd_report, cmd_sweep):
+                   cmd_memory, cmd_trace, cmd_report, cmd_sweep):
         module.add_parser(sub)
     return parser
 
