@@ -401,11 +401,18 @@ def place_in_l2(buffers: tuple[Buffer, ...], capacity_bytes: int, granule_bytes:
 
 
 def tensor_slots(plan: MemoryPlan, in_l2: tuple[bool, ...], word_bytes: int) -> list[TensorSlot]:
-    """The plan as the simulator's slots: word addresses, buffer ids, L2 or DRAM per buffer."""
+    """The plan as the simulator's slots: buffers in the L2 or DRAM as placed, laid one after another
+    from address 0 of their level (a tensor keeps its offset within its buffer), in words."""
+    base: list[int] = []
+    used = {True: 0, False: 0}
+    for b, x in zip(plan.buffers, in_l2):
+        base.append(used[x])
+        used[x] += b.size_bytes
     out = []
     for slot in plan.slots:
         t = plan.tensors[slot.tensor]
+        address = base[slot.buffer] + slot.offset_bytes - plan.buffers[slot.buffer].offset_bytes
         level = Level.L2 if in_l2[slot.buffer] else Level.DRAM
         out.append(TensorSlot(t.birth_step, slot.consumer_steps, t.size_bytes // word_bytes, slot.buffer,
-                              slot.offset_bytes // word_bytes, level))
+                              address // word_bytes, level))
     return out

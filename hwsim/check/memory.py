@@ -29,7 +29,7 @@ class TraceMemory:
 
     buffer_peak_bytes: dict[str, int]  # per named buffer
     live_peak_bytes: int  # the largest sum of the named buffers at one instant
-    extent_bytes: int  # one past the highest L2/DRAM byte address written or read by tensor transfers
+    extent_bytes: dict[str, int]  # per level (l2, dram): one past the highest byte address transfers touched
 
 
 def trace_memory(path: str | Path) -> TraceMemory:
@@ -49,13 +49,13 @@ def trace_memory(path: str | Path) -> TraceMemory:
             held[b] = after
         live = int(np.cumsum(change).max()) if len(change) else 0
         word_bytes = int(trace.attrs["word_bits"]) // 8
-        extent = 0
+        extent = dict.fromkeys(ADDRESSED_LEVELS, 0)
         for level in ADDRESSED_LEVELS:
             if level not in trace.levels:
                 continue
             for block in trace.records(level):
                 if len(block):
-                    extent = max(extent, int((block["address"] + block["words"]).max()) * word_bytes)
+                    extent[level] = max(extent[level], int((block["address"] + block["words"]).max()) * word_bytes)
     return TraceMemory(dict(zip(names, peaks.tolist())), live, extent)
 
 
@@ -76,14 +76,21 @@ def compare_phased(sizes: BufferSizes, buffer_names: tuple[str, ...], seen: Trac
                  for name, b in zip(buffer_names, sizes.bytes_))
 
 
-def compare_plan(plan: MemoryPlan, buffer_names: tuple[str, ...], seen: TraceMemory) -> tuple[BufferCheck, ...]:
-    """A plan's buffers against their simulated peaks, its total against the address extent, its bound
-    against the simultaneous peak. A greedy arena holds several tensors at once: its peak is the live bytes."""
+def compare_plan(plan: MemoryPlan, buffer_names: tuple[str, ...], seen: TraceMemory,
+                 in_l2: tuple[bool, ...]) -> tuple[BufferCheck, ...]:
+    """A plan's buffers against their simulated peaks, the bytes it puts in the L2 against the L2 addresses
+    touched (the whole plan when it is all in one level, where the image's DRAM transfers stay inside it),
+    its bound against the simultaneous peak. A greedy arena holds several tensors at once: its peak is the
+    live bytes."""
     checks = []
     if plan.strategy not in ("greedy", "edge"):
         checks += [BufferCheck(name, b.size_bytes, seen.buffer_peak_bytes.get(name, 0))
                    for name, b in zip(buffer_names, plan.buffers)]
-    checks.append(BufferCheck("extent (total)", plan.total_bytes, seen.extent_bytes))
+    if all(in_l2) or not any(in_l2):
+        checks.append(BufferCheck("extent (total)", plan.total_bytes, max(seen.extent_bytes.values())))
+    else:
+        l2_bytes = sum(b.size_bytes for b, x in zip(plan.buffers, in_l2) if x)
+        checks.append(BufferCheck("L2 extent", l2_bytes, seen.extent_bytes["l2"]))
     if plan.strategy != "edge":  # one buffer per edge keeps a copy per consumer: more than the live tensors
         checks.append(BufferCheck("live peak (bound)", plan.bound_bytes, seen.live_peak_bytes))
     return tuple(checks)

@@ -171,7 +171,7 @@ def simulate_plan(args: argparse.Namespace, setup: Setup, plan: MemoryPlan, plac
     schedule = planned_schedule(setup.graph, setup.hw, tensor_slots(plan, in_l2, wb), names)
     path = _trace_path(args, setup, plan.strategy)
     run = simulate_to_trace(schedule, setup.hw, path, per_transaction=frozenset({"dram"}))
-    return _simulated(path, compare_plan(plan, tuple(names), trace_memory(path)), run.cycles, setup.hw)
+    return _simulated(path, compare_plan(plan, tuple(names), trace_memory(path), in_l2), run.cycles, setup.hw)
 
 
 # ----- memplan ---------------------------------------------------------------------------------------
