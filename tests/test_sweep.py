@@ -153,7 +153,8 @@ def test_bad_axes_are_one_line_errors(cli, tmp_path: Path, axes: dict, fragments
     assert not (tmp_path / "out").exists()
 
 
-def test_bad_sweep_files_and_options(cli, tmp_path: Path) -> None:
+def test_bad_sweep_files_and_options(cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)  # the default output folder, results/NAME, would be here
     ok = {"config": "eyeriss-v1", "networks": ["phases_example"], "axes": {"pe_array.rows": [8]}}
     assert_one_line_error(cli("sweep", str(_write(tmp_path / "a.yaml", {**ok, "mdoe": "simulate"}))),
                           "a.yaml", "mdoe", "mode")
@@ -166,6 +167,8 @@ def test_bad_sweep_files_and_options(cli, tmp_path: Path) -> None:
     assert_one_line_error(cli("sweep", str(tmp_path / "d.yaml")), "d.yaml", "YAML")
     assert_one_line_error(cli("sweep", str(tmp_path / "a.yaml"), "--x", "energy"), "--x", "pareto")
     assert_one_line_error(cli("sweep", str(_small(tmp_path)), "--executor", "dask"), "--scheduler")
+    assert_one_line_error(cli("sweep", str(_small(tmp_path)), "--scheduler", "tcp://h:8786"), "--executor dask")
+    assert not (tmp_path / "results").exists()
 
 
 # ----- running, failing, resuming ------------------------------------------------------------------------

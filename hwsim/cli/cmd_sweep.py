@@ -92,18 +92,23 @@ def _pending(sweep: Sweep, done: dict[str, dict[str, object]], retry_failed: boo
             if p.point_id not in done or (retry_failed and done[p.point_id].get("status") != OK)]
 
 
+def _check_executor(args: argparse.Namespace) -> None:
+    """--executor and --scheduler go together (checked before anything is written)."""
+    if args.executor == "dask" and not args.scheduler:
+        raise SweepError("--executor dask needs --scheduler ADDR, e.g. tcp://host:8786")
+    if args.executor != "dask" and args.scheduler:
+        raise SweepError("--scheduler is for --executor dask; add --executor dask or remove it")
+
+
 def _rows(args: argparse.Namespace, points: list[Point], trace_dir: str | None) -> Any:
     work = functools.partial(evaluate, trace_dir=trace_dir)
     if args.executor == "dask":
-        if not args.scheduler:
-            raise SweepError("--executor dask needs --scheduler ADDR, e.g. tcp://host:8786")
         return dask_rows(points, work, args.scheduler)
-    if args.scheduler:
-        raise SweepError("--scheduler is for --executor dask; add --executor dask or remove it")
     return local_rows(points, work, args.jobs or os.cpu_count() or 1)
 
 
 def run_sweep(args: argparse.Namespace) -> int:
+    _check_executor(args)
     sweep = load_sweep(args.target)
     out = Path(args.out) if args.out else DEFAULT_OUT / sweep.name
     fmt = table_format(sweep.outputs.table, sweep.path)

@@ -50,7 +50,7 @@ def dask_rows(points: Sequence[Point], evaluate: Evaluate, scheduler: str) -> It
         raise SweepError("--executor dask needs dask.distributed, which is not installed; "
                          "pip install 'hwsim[dask]'") from None
     try:
-        client = Client(scheduler, timeout=30)
+        client = Client(scheduler, timeout=10)
     except (OSError, TimeoutError, ValueError) as exc:
         raise SweepError(f"--scheduler {scheduler}: cannot connect to a Dask scheduler ({exc}); "
                          "give its address, e.g. tcp://host:8786") from None
