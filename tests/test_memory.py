@@ -245,6 +245,25 @@ def test_real_onnx_squeezenet_phased_buffers_simulate_to_the_csdf_sizes(edge_soc
     assert sizes.total_bytes < plan_memory(graph, "bound", 8).total_bytes  # phases beat any layer-by-layer plan
 
 
+@pytest.mark.parametrize("network, input_hw, rule", [
+    ("srgan", (24, 32), "thesis"),  # pixel shuffle, long residual
+    ("fsrcnn", (24, 32), "paper"),  # transposed conv
+    ("mobilenetv2_ssdlite", None, "thesis"),  # depthwise, residuals, detection heads
+    ("densenet121", None, "thesis"),  # 370 edge buffers, more than the L2 holds: all in DRAM
+    (os.path.join(LIGHT, "light_shufflenet.onnx"), None, "paper"),
+    (os.path.join(LIGHT, "light_inception_v2.onnx"), None, "thesis"),
+], ids=lambda v: os.path.basename(v) if isinstance(v, str) else None)
+def test_phased_buffers_simulate_to_the_csdf_sizes_across_layer_kinds(edge_soc, tmp_path, network, input_hw, rule):
+    graph = load_network(network, input_hw).graph
+    pg = phased_graph(graph, derive_phases(graph, rule))
+    sizes = buffer_sizes(to_csdf(pg, 8), len(pg.edges))
+    levels = {e: Level.DRAM for e in range(len(pg.edges))} if sizes.total_bytes > edge_soc.l2.size_bytes else None
+    run = simulate_to_trace(phased_schedule(pg, edge_soc, levels), edge_soc, tmp_path / "p.h5",
+                            per_transaction=frozenset({"dram"}))
+    assert list(trace_memory(tmp_path / "p.h5").buffer_peak_bytes.values()) == list(sizes.bytes_)
+    assert run.layers[0].steps > 0
+
+
 @pytest.mark.parametrize("strategy", ["reuse", "greedy", "ceva"])
 def test_planned_schedule_simulates_to_the_plan(edge_soc, tmp_path, strategy):
     graph = load_network("squeezenet11").graph

@@ -12,7 +12,7 @@ import numpy as np
 
 from hwsim.errors import HwsimError
 
-TRACE_VERSION = 1  # bumped when a reader of the old layout would misread the new one
+TRACE_VERSION = 2  # bumped when a reader of the old layout would misread the new one (2: 16-bit buffer ids)
 
 TRACE_LEVELS = ("dram", "l2", "glb", "line_buffer", "noc", "rf", "pe")  # one dataset per level; pe: per-pass work
 OPS = ("read", "write", "fill", "update")  # record `op` code = index
@@ -30,7 +30,7 @@ RECORD_DTYPE = np.dtype([
 ])
 
 OCCUPANCY_DTYPE = np.dtype([
-    ("buffer", np.uint8),  # index into the file's buffer table
+    ("buffer", np.uint16),  # index into the file's buffer table
     ("cycle", np.int64),  # when the allocation or free happened
     ("bytes", np.int64),  # occupancy after the event
     ("layer", np.int32),  # index into the file's layer table
@@ -49,6 +49,9 @@ UNITS = {
     "cycle": "cycles",
     "bytes": "bytes",
 }
+
+
+MAX_BUFFERS = 1 << 16  # distinct buffer names a trace can hold (the width of `buffer`)
 
 
 class TraceError(HwsimError):

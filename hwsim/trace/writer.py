@@ -32,8 +32,8 @@ import h5py
 import numpy as np
 
 from hwsim.trace._codec import DEFLATE_LEVEL, deflate, opaque, shuffle_chunk, worker_threads
-from hwsim.trace.schema import (OCCUPANCY_DTYPE, OPERANDS, OPS, RECORD_DTYPE, TRACE_LEVELS, TRACE_VERSION, UNITS,
-                                TraceError)
+from hwsim.trace.schema import (MAX_BUFFERS, OCCUPANCY_DTYPE, OPERANDS, OPS, RECORD_DTYPE, TRACE_LEVELS,
+                                TRACE_VERSION, UNITS, TraceError)
 
 AttrValue = str | int | float | bool
 COMPRESSIONS = ("gzip", "lzf", "none")  # gzip: shuffle + deflate in worker threads; lzf: HDF5's filter, one thread
@@ -282,9 +282,10 @@ def _check_setup(path: str, levels: Sequence[str], layers: Sequence[str], buffer
     unknown = [level for level in levels if level not in TRACE_LEVELS]
     if unknown or len(set(levels)) != len(levels) or not levels:
         raise TraceError(f"{where}: levels {list(levels)} must be distinct names from {', '.join(TRACE_LEVELS)}")
-    for what, names, limit in (("layers", layers, 1 << 31), ("buffers", buffers, 256)):
+    for what, names, limit in (("layers", layers, 1 << 31), ("buffers", buffers, MAX_BUFFERS)):
         if not all(isinstance(n, str) and n for n in names) or len(set(names)) != len(names) or len(names) > limit:
-            raise TraceError(f"{where}: {what} must be at most {limit} distinct non-empty names, got {list(names)}")
+            raise TraceError(f"{where}: {what} must be at most {limit} distinct non-empty names, got {len(names)} "
+                             f"({len(set(names))} distinct); give each a unique, non-empty name")
     for key, value in attrs.items():
         if not isinstance(key, str) or not key or key in RESERVED_ATTRS:
             raise TraceError(f"{where}: attribute name {key!r} is empty or reserved ({', '.join(RESERVED_ATTRS)}); "
