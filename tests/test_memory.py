@@ -97,6 +97,11 @@ def test_example_buffers_one_phase_and_phased(example):
     many = buffer_sizes(to_csdf(phased, 8), len(phased.edges))
     assert one.bytes_ == (1024, 1024, 48, 2) and one.total_bytes == 2098  # Table II, Ex1
     assert many.bytes_ == (544, 384, 48, 2) and many.total_bytes == 978  # Table II, Ex4
+    # per channel with output space claimed at firing start (SDF3, Kiter): the same 2098 for one phase per
+    # layer; the reuse self-loop c33 needs 2 · 128 while its rows are replaced, c22 2 · 512
+    assert one.claim_at_start_total_bytes == 2098
+    channels = {c.name: t for c, t in zip(to_csdf(phased, 8).channels, many.claim_at_start_tokens)}
+    assert channels["r_n2->n3"] == 256 and channels["r_n1->n2"] == 1024
 
 
 def test_example_firing_order_is_the_papers_ex4(example):

@@ -16,9 +16,11 @@ Buffer semantics (the paper's): a firing consumes its input tokens and
 produces its output tokens in one instant; the buffer of edge (i, j) holds
 the tokens of channel c_ij plus those of j's reuse channel for it (what the
 consumer still needs, including the rows it reuses), and must be as large as
-their largest sum over the execution. Tools that claim space when a firing
-starts (SDF3, Kiter) would count the reuse channel twice while it is being
-replaced. The execution is the demand-driven order on tokens: to fire an
+their largest sum over the execution. Tools that size every channel on its
+own and claim a firing's output space when it starts (SDF3, Kiter) count the
+reuse channel twice while it is being replaced (c33: 256 instead of 128);
+`BufferSizes.claim_at_start_tokens` gives those per-channel sizes for the same
+execution, to compare with SDF3. The execution is the demand-driven order on tokens: to fire an
 actor's next phase, fire the producers it lacks tokens from, deepest first.
 
 Throughput: each phase takes τ = τ_access + τ_kernel + τ_op (Eq. 2), from the
@@ -168,10 +170,17 @@ class BufferSizes:
     tokens: tuple[int, ...]  # the largest sum of the edge's channel and reuse channel
     bytes_: tuple[int, ...]
     order: np.ndarray  # actor index of every firing
+    claim_at_start_tokens: tuple[int, ...]  # per channel, its own peak when output space is claimed at firing start
+    token_bytes: int
 
     @property
     def total_bytes(self) -> int:
         return sum(self.bytes_)
+
+    @property
+    def claim_at_start_total_bytes(self) -> int:
+        """The sum of the per-channel sizes SDF3-like tools would report for this execution."""
+        return sum(self.claim_at_start_tokens) * self.token_bytes
 
 
 def buffer_sizes(g: Csdf, n_edges: int) -> BufferSizes:
@@ -185,6 +194,7 @@ def buffer_sizes(g: Csdf, n_edges: int) -> BufferSizes:
     tokens = [0] * len(g.channels)
     held = [0] * n_edges
     peak = [0] * n_edges
+    claimed_peak = [0] * len(g.channels)
     fired = [0] * len(g.actors)
     order: list[int] = []
 
@@ -202,6 +212,8 @@ def buffer_sizes(g: Csdf, n_edges: int) -> BufferSizes:
 
     def fire(a: int) -> None:
         p = fired[a]
+        for k in outs[a]:  # output space claimed at the start, inputs released at the end
+            claimed_peak[k] = max(claimed_peak[k], tokens[k] + int(g.channels[k].production[p]))
         touched = set()
         for k in ins[a]:
             c = g.channels[k]
@@ -229,7 +241,8 @@ def buffer_sizes(g: Csdf, n_edges: int) -> BufferSizes:
                 else:
                     stack.append(need)
     edges = tuple(range(n_edges))
-    return BufferSizes(edges, tuple(peak), tuple(t * g.token_bytes for t in peak), np.array(order, dtype=np.int64))
+    return BufferSizes(edges, tuple(peak), tuple(t * g.token_bytes for t in peak), np.array(order, dtype=np.int64),
+                       tuple(claimed_peak), g.token_bytes)
 
 
 # ----- throughput ------------------------------------------------------------------------------------

@@ -265,6 +265,8 @@ def run_phases(args: argparse.Namespace) -> int:
         "buffers": [{"edge": e.name, "one_phase_bytes": a, "phased_bytes": b}
                     for e, a, b in zip(phased.pg.edges, single.sizes.bytes_, phased.sizes.bytes_)],
         "one_phase_total_bytes": single.sizes.total_bytes, "phased_total_bytes": phased.sizes.total_bytes,
+        "claim_at_start_total_bytes": {"one_phase": single.sizes.claim_at_start_total_bytes,
+                                       "phased": phased.sizes.claim_at_start_total_bytes},
         "timing": {name: {"cycles": r.timing.cycles, "access_cycles": r.timing.access_cycles,
                           "kernel_cycles": r.timing.kernel_cycles, "op_cycles": r.timing.op_cycles,
                           "fps": r.timing.fps} for name, r in (("one_phase", single), ("phased", phased))},
