@@ -61,6 +61,9 @@ class Trace:
         if self.attrs.get("complete") is not True and not allow_incomplete:
             raise TraceError(f"trace {path} is incomplete (no complete=True attribute): the run was interrupted; "
                              f"re-run the simulation")
+        if version < TRACE_VERSION:
+            raise TraceError(f"trace {path} has format version {version}, written by an older hwsim; this one reads "
+                             f"version {TRACE_VERSION}: re-run the simulation")
         if version > TRACE_VERSION:
             raise TraceError(f"trace {path} has format version {version} but this hwsim reads up to "
                              f"{TRACE_VERSION}; upgrade hwsim")
