@@ -70,6 +70,15 @@ class Csdf:
     channels: tuple[Channel, ...]
     token_bytes: int
 
+    def ports(self) -> tuple[list[list[int]], list[list[int]]]:
+        """Per actor, the channels it consumes from and those it produces into."""
+        ins: list[list[int]] = [[] for _ in self.actors]
+        outs: list[list[int]] = [[] for _ in self.actors]
+        for k, c in enumerate(self.channels):
+            ins[c.sink].append(k)
+            outs[c.source].append(k)
+        return ins, outs
+
 
 def to_csdf(pg: PhasedGraph, bits: int) -> Csdf:
     """Algorithm 1: one actor per layer, one channel per edge, a reuse self-loop per overlapping input."""
@@ -136,11 +145,7 @@ def deadlocked_actors(g: Csdf) -> tuple[str, ...]:
     q = repetition_vector(g)
     total = [qi * p for qi, p in zip(q, g.phases)]
     tokens = [0] * len(g.channels)
-    ins: list[list[int]] = [[] for _ in g.actors]
-    outs: list[list[int]] = [[] for _ in g.actors]
-    for k, c in enumerate(g.channels):
-        ins[c.sink].append(k)
-        outs[c.source].append(k)
+    ins, outs = g.ports()
     fired = [0] * len(g.actors)
     progress = True
     while progress:
@@ -186,11 +191,7 @@ class BufferSizes:
 def buffer_sizes(g: Csdf, n_edges: int) -> BufferSizes:
     """Fire one iteration demand-driven on tokens; each edge's buffer is the peak of its channel's tokens
     plus its reuse channel's, sampled after every (atomic) firing."""
-    ins: list[list[int]] = [[] for _ in g.actors]
-    outs: list[list[int]] = [[] for _ in g.actors]
-    for k, c in enumerate(g.channels):
-        ins[c.sink].append(k)
-        outs[c.source].append(k)
+    ins, outs = g.ports()
     tokens = [0] * len(g.channels)
     held = [0] * n_edges
     peak = [0] * n_edges
