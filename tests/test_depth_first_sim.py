@@ -188,7 +188,8 @@ def test_ssdlite_heads_and_short_maps_simulate_to_the_model(tmp_path: Path) -> N
         assert c.ok, [s for s in c.stacks if not s.ok]
 
 
-def test_cli_simulates_and_checks_front_points(cli, tmp_path: Path) -> None:
+def test_cli_simulates_and_checks_front_points(cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)  # `check` writes its traces under ./traces
     trace = tmp_path / "df.h5"
     result = cli("depthfirst", "dmcnn-vd", "--input", "32x24", "--simulate", "min-memory", "--trace", str(trace),
                  "--json")
