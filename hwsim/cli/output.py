@@ -3,17 +3,13 @@
 from __future__ import annotations
 
 import json
-import os
 import sys
-import tempfile
-from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 from rich.console import Console
 from rich.table import Table
 
-from hwsim.errors import HwsimError
+from hwsim.files import write_atomically
 from hwsim.hardware.units import format_bytes, format_count
 
 
@@ -48,29 +44,6 @@ def table(title: str, columns: list[tuple[str, str]]) -> Table:
     for header, justify in columns:
         t.add_column(header, justify=justify, no_wrap=header != "description")  # type: ignore[arg-type]
     return t
-
-
-def write_atomically(path: str, write: Callable[[str], None]) -> None:
-    """`write(tmp)` a temporary file in the target directory, then rename it to `path`: a failed or
-    interrupted write leaves nothing that looks complete."""
-    target = Path(path)
-    try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=target.suffix, dir=target.parent or ".")
-    except OSError as exc:
-        raise HwsimError(f"{path}: cannot write there ({exc.strerror}); give a path in an existing, writable "
-                         "directory") from None
-    os.close(fd)
-    try:
-        write(tmp)
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes it private; the result is an ordinary file
-        os.replace(tmp, target)
-    except OSError as exc:
-        raise HwsimError(f"{path}: cannot write ({exc.strerror})") from None
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
 
 
 __all__ = ["emit_json", "console", "table", "format_bytes", "format_count", "write_atomically"]

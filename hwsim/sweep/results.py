@@ -17,7 +17,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import IO
 
-from hwsim.cli.output import write_atomically
+from hwsim.files import write_atomically
 from hwsim.errors import SweepError
 from hwsim.sweep.run import HARDWARE_COLUMNS, METRIC_COLUMNS
 
