@@ -53,7 +53,7 @@ from hwsim.mapping.schedule import (
 from hwsim.workload.ir import Graph, Layer, LayerKind
 
 PHASE_RULES = ("thesis", "paper")
-FIRINGS_PER_BLOCK = 2048  # phases turned into steps per numpy block
+STEPS_PER_BLOCK = 8192  # steps gathered into one numpy block
 
 
 @dataclass(frozen=True)
@@ -257,7 +257,7 @@ def phased_schedule(pg: PhasedGraph, hw: Accelerator, levels: Mapping[int, Level
             p = fired[j]
             fired[j] += 1
             rows.extend(_phase_steps(pg, j, p, group, placement, glb_words, hw.pe_array.pes))
-            if len(rows) >= FIRINGS_PER_BLOCK * 4:
+            if len(rows) >= STEPS_PER_BLOCK:
                 yield steps_block(rows)
                 rows = []
         if rows:
