@@ -313,6 +313,16 @@ def test_phases_command_json_sdf3_and_simulation(tmp_path, capsys):
     assert port.get("rate") == "384,192,192,256"
 
 
+def test_phases_command_places_what_the_l2_cannot_hold_in_dram(tmp_path, capsys):
+    # DenseNet-121 at 8 bit: one phase per layer needs 34 MiB of edge buffers, phases 2.3 MiB; the L2 has 2
+    code = main(["phases", "densenet121", "--json", "--simulate", "--trace-dir", str(tmp_path)])
+    doc = json.loads(capsys.readouterr().out)
+    assert code == 0
+    assert doc["one_phase_total_bytes"] > doc["phased_total_bytes"] > 2 * 2**20
+    assert 0 < doc["edges_in_dram"]["phased"] < doc["edges_in_dram"]["one_phase"] < len(doc["buffers"])
+    assert doc["simulation"]["one_phase"]["ok"] and doc["simulation"]["phased"]["ok"]
+
+
 def test_memplan_command_places_buffers_in_l2(capsys):
     assert main(["memplan", "resnet18", "--strategy", "edge,ceva,bound", "--l2", "2MB", "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)

@@ -41,6 +41,7 @@ from hwsim.workload.ir import Graph
 
 STRATEGIES = ("edge", "reuse", "greedy", "ceva", "bound")
 MAX_SWAP_PASSES = 8  # improvement passes of the CEVA branch-point swaps
+GRANULE_BYTES = 1024  # default knapsack weight unit: the DP table has n · L2/granule cells
 
 
 @dataclass(frozen=True)
@@ -388,7 +389,7 @@ def knapsack(weights: list[int], values: list[int], capacity: int) -> tuple[int,
     return int(best[capacity]), chosen
 
 
-def place_in_l2(buffers: tuple[Buffer, ...], capacity_bytes: int, granule_bytes: int = 1024) -> Placement:
+def place_in_l2(buffers: tuple[Buffer, ...], capacity_bytes: int, granule_bytes: int = GRANULE_BYTES) -> Placement:
     """Choose the buffers the L2 holds so that the traffic it serves is largest (CEVA's knapsack)."""
     if granule_bytes <= 0:
         raise HwsimError(f"--granularity {granule_bytes}: give a positive number of bytes, e.g. 1KB")

@@ -28,7 +28,16 @@ from hwsim.analytic.csdf import (
     sdf3_xml,
     to_csdf,
 )
-from hwsim.analytic.memplan import STRATEGIES, MemoryPlan, Placement, place_in_l2, plan_memory, tensor_slots
+from hwsim.analytic.memplan import (
+    GRANULE_BYTES,
+    STRATEGIES,
+    Buffer,
+    MemoryPlan,
+    Placement,
+    place_in_l2,
+    plan_memory,
+    tensor_slots,
+)
 from hwsim.check.memory import BufferCheck, compare_phased, compare_plan, trace_memory
 from hwsim.cli.cmd_info import add_network_arguments
 from hwsim.cli.output import console, emit_json, format_bytes, table, write_atomically
@@ -38,6 +47,7 @@ from hwsim.hardware.schema import Accelerator
 from hwsim.hardware.units import BYTES, parse_quantity
 from hwsim.mapping.phases import PHASE_RULES, PhasedGraph, derive_phases, phased_graph, phased_schedule
 from hwsim.mapping.planned import planned_schedule
+from hwsim.mapping.schedule import Level
 from hwsim.sim.run import simulate_to_trace
 from hwsim.workload.ir import Graph
 from hwsim.workload.network import load_network
@@ -92,7 +102,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help=f"{ALL} (default) or a comma list of {', '.join((*STRATEGIES, PHASES))}")
     p.add_argument("--l2", type=bytes_arg, default=None, metavar="SIZE",
                    help="place buffers in an L2 of SIZE (e.g. 2MB) by the knapsack (default: the config's L2)")
-    p.add_argument("--granularity", type=bytes_arg, default=1024, metavar="SIZE",
+    p.add_argument("--granularity", type=bytes_arg, default=GRANULE_BYTES, metavar="SIZE",
                    help="knapsack weight unit (default 1KB): sizes round up to it, the L2 down")
     p.set_defaults(run=run_memplan)
     q = sub.add_parser("phases", help="phases per layer, the CSDF graph, its minimum buffers and throughput")
@@ -123,17 +133,32 @@ def _setup(args: argparse.Namespace) -> Setup:
 
 @dataclass(frozen=True)
 class PhasedResult:
-    """One phased execution analysed: its graph, buffers and Eq. 2 timing."""
+    """One phased execution analysed: its graph, buffers, which edges live in DRAM, Eq. 2 timing."""
 
     pg: PhasedGraph
     sizes: BufferSizes
+    in_dram: frozenset[int]
     timing: PhaseTiming
+
+
+def dram_edges(sizes: BufferSizes, pg: PhasedGraph, hw: Accelerator, word_bytes: int) -> frozenset[int]:
+    """Edge buffers left in DRAM: none when all fit the L2, else those the knapsack does not place there
+    (traffic of an edge: its tensor written once and read once)."""
+    if hw.l2 is None:
+        return frozenset(range(len(pg.edges)))
+    if sizes.total_bytes <= hw.l2.size_bytes:
+        return frozenset()
+    buffers = tuple(Buffer(e.name, 0, b, 2 * e.rows * e.row_elements * word_bytes)
+                    for e, b in zip(pg.edges, sizes.bytes_))
+    placement = place_in_l2(buffers, hw.l2.size_bytes)
+    return frozenset(e for e, chosen in enumerate(placement.in_l2) if not chosen)
 
 
 def analyse_phases(graph: Graph, phases: dict[str, int], hw: Accelerator, bits: int) -> PhasedResult:
     pg = phased_graph(graph, phases)
-    g = to_csdf(pg, bits)
-    return PhasedResult(pg, buffer_sizes(g, len(pg.edges)), phase_timing(pg, hw))
+    sizes = buffer_sizes(to_csdf(pg, bits), len(pg.edges))
+    in_dram = dram_edges(sizes, pg, hw, bits // 8)
+    return PhasedResult(pg, sizes, in_dram, phase_timing(pg, hw, in_dram))
 
 
 def _trace_path(args: argparse.Namespace, setup: Setup, what: str) -> Path:
@@ -153,8 +178,8 @@ def _simulated(path: Path, checks: tuple[BufferCheck, ...], cycles: int, hw: Acc
 
 
 def simulate_phased(args: argparse.Namespace, setup: Setup, result: PhasedResult, what: str) -> dict[str, Any]:
-    """Run a phased schedule with every edge buffer in the L2 and compare each buffer's peak."""
-    schedule = phased_schedule(result.pg, setup.hw)
+    """Run a phased schedule (edge buffers in the L2 unless placed in DRAM) and compare each buffer's peak."""
+    schedule = phased_schedule(result.pg, setup.hw, {e: Level.DRAM for e in result.in_dram})
     path = _trace_path(args, setup, what)
     run = simulate_to_trace(schedule, setup.hw, path, per_transaction=frozenset({"dram"}))
     names = schedule.layers[0].params["buffers"]
@@ -265,6 +290,7 @@ def run_phases(args: argparse.Namespace) -> int:
         "buffers": [{"edge": e.name, "one_phase_bytes": a, "phased_bytes": b}
                     for e, a, b in zip(phased.pg.edges, single.sizes.bytes_, phased.sizes.bytes_)],
         "one_phase_total_bytes": single.sizes.total_bytes, "phased_total_bytes": phased.sizes.total_bytes,
+        "edges_in_dram": {"one_phase": len(single.in_dram), "phased": len(phased.in_dram)},
         "claim_at_start_total_bytes": {"one_phase": single.sizes.claim_at_start_total_bytes,
                                        "phased": phased.sizes.claim_at_start_total_bytes},
         "timing": {name: {"cycles": r.timing.cycles, "access_cycles": r.timing.access_cycles,
