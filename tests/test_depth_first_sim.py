@@ -22,7 +22,7 @@ from hwsim.mapping.depth_first import (
     WeightPolicy,
     depth_first_schedule,
 )
-from hwsim.mapping.schedule import StepKind
+from hwsim.vocab import StepKind
 from hwsim.workload import Graph, GraphBuilder
 from hwsim.workload.network import load_network
 

@@ -8,7 +8,7 @@ import pytest
 from hwsim.analytic.integer_tiled import LayerCounts, layer_counts
 from hwsim.hardware import load_config
 from hwsim.mapping.row_stationary import rs_schedule
-from hwsim.mapping.schedule import Access, Level, Operand, StepKind
+from hwsim.vocab import Access, Level, Operand, StepKind
 from hwsim.workload import GraphBuilder, zoo
 
 from conftest import small_zoo_graph

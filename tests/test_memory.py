@@ -33,7 +33,7 @@ from hwsim.errors import HwsimError
 from hwsim.hardware import load_config
 from hwsim.mapping.phases import derive_phases, phased_graph, phased_schedule
 from hwsim.mapping.planned import TensorSlot, planned_schedule
-from hwsim.mapping.schedule import Level
+from hwsim.vocab import Level
 from hwsim.sim.run import simulate_to_trace
 from hwsim.workload import zoo
 from hwsim.workload.builder import GraphBuilder

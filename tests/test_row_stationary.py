@@ -7,7 +7,7 @@ import pytest
 
 from hwsim.hardware import load_config
 from hwsim.mapping.row_stationary import rs_params, rs_schedule
-from hwsim.mapping.schedule import Level, Operand, StepKind
+from hwsim.vocab import Level, Operand, StepKind
 from hwsim.workload import GraphBuilder, LayerKind, zoo
 
 from conftest import small_zoo_graph

@@ -24,7 +24,7 @@ from hwsim.analytic.estimate import estimate_network
 from hwsim.hardware import load_config
 from hwsim.hardware.schema import Accelerator
 from hwsim.mapping.row_stationary import rs_schedule
-from hwsim.mapping.schedule import Access, Level, Operand
+from hwsim.vocab import Access, Level, Operand
 from hwsim.metrics import derive
 from hwsim.sim.run import simulate_to_trace
 from hwsim.workload import zoo

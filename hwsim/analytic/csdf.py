@@ -44,6 +44,7 @@ import numpy as np
 from hwsim.errors import HwsimError
 from hwsim.hardware.schema import Accelerator
 from hwsim.mapping.phases import PhasedGraph
+from hwsim.vocab import ceil_div
 from hwsim.workload.ir import LayerKind
 
 
@@ -307,7 +308,7 @@ def phase_cycles(pg: PhasedGraph, hw: Accelerator,
         if layer.kind is not LayerKind.INPUT:
             h_out = max(1, layer.out_shape.h)
             kernel += hw.pe_array.fill_drain_cycles
-            op += [-(-(layer.macs * r // h_out + layer.ops * r // h_out) // lanes) for r in rows_out.tolist()]
+            op += [ceil_div(layer.macs * r // h_out + layer.ops * r // h_out, lanes) for r in rows_out.tolist()]
         out[layer.name] = (access, kernel, op)
     return out
 

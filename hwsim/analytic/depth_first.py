@@ -68,6 +68,7 @@ from hwsim.mapping.depth_first import (
     plan_stack,
     split_stacks,
 )
+from hwsim.vocab import ceil_div
 from hwsim.workload.ir import SUPPORTED_BITS, Graph, Layer, LayerKind, Shape
 
 __all__ = ["Cut", "DepthFirstError", "WeightPolicy", "split_stacks", "boundary_pixels", "line_buffer_pixels",
@@ -247,7 +248,7 @@ def _window(layer: Layer, scan_rows: bool) -> _Window:
         es, el = ds * (ks - 1) + 1, dl * (kl - 1) + 1
         return _Window(es, el, sl, max(0, es - 1 - ps), max(0, el - 1 - pl))
     if layer.kind is LayerKind.CONV_TRANSPOSE:
-        return _Window(-(-ks // ss), -(-kl // sl), 1, -(-ps // ss), -(-pl // sl))
+        return _Window(ceil_div(ks, ss), ceil_div(kl, sl), 1, ceil_div(ps, ss), ceil_div(pl, sl))
     if layer.kind is LayerKind.UPSAMPLE:  # an input line is replayed for f output lines
         return _Window(2, 1, 1, 0, 0)
     if layer.kind is LayerKind.DEPTH_TO_SPACE:  # the f − 1 output lines not yet consumed
@@ -290,7 +291,7 @@ def _stack_cost(graph: Graph, stack: Sequence[Layer], tiling: int, weights: Weig
         s = shapes[t]
         line_px = plan.ring_width(t)
         lb_elements = max(_consumer_elements(plan, c, windows[c.name], t, line_px) for c in consumers)
-        lb = -(-lb_elements // s.c)
+        lb = ceil_div(lb_elements, s.c)
         delay_px = max((math.ceil((ready[c.output] - ready.get(t, 0.0)) * scan(s) / scan(ref) * (line_px + 1) - 1e-9)
                         for c in consumers if c.kind in _MERGE_KINDS), default=0)
         skip = max(0, delay_px * s.c - lb_elements) // s.c

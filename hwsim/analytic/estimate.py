@@ -24,14 +24,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from hwsim.analytic.integer_tiled import LayerCounts, layer_counts
-from hwsim.hardware.energy import LEVEL_NAMES, EnergyTable, energy_table
+from hwsim.hardware.energy import EnergyTable, energy_table
 from hwsim.hardware.schema import Accelerator
 from hwsim.mapping.row_stationary import WEIGHTED, conv_problem, rs_params
-from hwsim.mapping.schedule import Access, Level, Operand
+from hwsim.vocab import LEVEL_NAMES, OPERAND_NAMES, Access, Level, Operand
 from hwsim.workload.ir import Graph, Layer, LayerKind
-
-OPERAND_NAMES = tuple(o.name.lower() for o in Operand)
-
 
 @dataclass(frozen=True)
 class LatencyBound:

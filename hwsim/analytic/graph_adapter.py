@@ -56,6 +56,7 @@ from types import MappingProxyType
 from hwsim.analytic.cnnergy import CnnergyLayer, cnnergy_schedule
 from hwsim.errors import ConfigError, NetworkError
 from hwsim.hardware.schema import Accelerator
+from hwsim.vocab import ceil_div
 from hwsim.workload.ir import Graph, Layer, LayerKind
 
 RELU_FAMILY = frozenset({"relu", "relu6", "thresholded_relu"})
@@ -337,7 +338,7 @@ def _schedulable_tile(layer: CnnergyLayer, hw: Accelerator) -> tuple[CnnergyLaye
         except ConfigError:
             if tile_e == 1:
                 raise
-            tile_e = -(-tile_e // 2)
+            tile_e = ceil_div(tile_e, 2)
             continue
         return tile, (layer.E / tile_e) ** 2
 

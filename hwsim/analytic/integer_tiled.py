@@ -43,11 +43,8 @@ from hwsim.mapping.row_stationary import (
     stream_tiles,
     tiles,
 )
-from hwsim.mapping.schedule import Access, Level, Operand
+from hwsim.vocab import ACCESS_SHAPE, Access, Level, Operand, ceil_div
 from hwsim.workload.ir import Graph, Layer
-
-ACCESS_SHAPE = (len(Level), len(Operand), len(Access))
-
 
 @dataclass(frozen=True)
 class LayerCounts:
@@ -95,10 +92,6 @@ def _sizes(extent: int, size: int) -> np.ndarray:
     return np.array([b - a for a, b in tiles(extent, size)], dtype=np.int64)
 
 
-def _ceil(a: np.ndarray | int, b: np.ndarray | int) -> np.ndarray:
-    return -(-np.asarray(a) // np.asarray(b))
-
-
 def conv_counts(layer: Layer, p_: ConvProblem, m: RsParams, hw: Accelerator, batch: int) -> LayerCounts:
     """Closed-form counts of a row-stationary CONV / FC / transposed-conv layer (see module docstring)."""
     G, S = p_.groups, p_.S
@@ -132,14 +125,14 @@ def conv_counts(layer: Layer, p_: ConvProblem, m: RsParams, hw: Accelerator, bat
     _add_transfer(table, Operand.OFMAP, Level.GLB, Level.DRAM, ofmap)
 
     macs = G * batch * p_.M * p_.C * p_.R * S * p_.E * p_.F
-    chain = (rp[None, :] * _ceil(cp, m.q)[:, None] - 1).sum()  # Σ over tiles of (PEs a psum crosses − 1)
+    chain = (rp[None, :] * ceil_div(cp, m.q)[:, None] - 1).sum()  # Σ over tiles of (PEs a psum crosses − 1)
     inter_pe = int(G * batch * grid * chain)
     passes = G * len(fp) * T * len(x_bands) * batch * len(y_passes)
     # A pass keeps ceil(fp/p)·ceil(cp/q)·rp·rows PEs busy with fp·cp·rp·S·rows·width MACs: rp and rows
     # cancel, so its cycles depend on the (filter tile, channel tile, x band) only.
     work = fp[:, None, None] * cp[None, :, None] * S * widths[None, None, :]
-    lanes = _ceil(fp, m.p)[:, None, None] * _ceil(cp, m.q)[None, :, None] * hw.pe_array.macs_per_cycle
-    cycles = int(_ceil(work, lanes).sum()) * G * batch * len(y_passes) * folds
+    lanes = ceil_div(fp, m.p)[:, None, None] * ceil_div(cp, m.q)[None, :, None] * hw.pe_array.macs_per_cycle
+    cycles = int(ceil_div(work, lanes).sum()) * G * batch * len(y_passes) * folds
     compute_cycles = cycles + passes * hw.pe_array.fill_drain_cycles
     return LayerCounts(layer.name, table, macs, 0, macs, macs, macs, macs - inter_pe, inter_pe, passes,
                        compute_cycles)
@@ -157,7 +150,7 @@ def stream_counts(layer: Layer, hw: Accelerator, batch: int) -> LayerCounts:
     n = stream_tiles(layer, hw)
     ops = split_sizes(layer.ops, n)
     lanes = np.clip(ops, 1, hw.pe_array.pes) * hw.pe_array.macs_per_cycle
-    cycles = int(_ceil(ops, lanes).sum()) * batch
+    cycles = int(ceil_div(ops, lanes).sum()) * batch
     passes = n * batch
     return LayerCounts(layer.name, table, 0, layer.ops * batch, 0, 0, 0, 0, 0, passes,
                        cycles + passes * hw.pe_array.fill_drain_cycles)

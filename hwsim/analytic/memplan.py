@@ -36,7 +36,7 @@ import numpy as np
 
 from hwsim.errors import HwsimError
 from hwsim.mapping.planned import TensorSlot
-from hwsim.mapping.schedule import Level
+from hwsim.vocab import ceil_div, Level
 from hwsim.workload.ir import Graph
 
 STRATEGIES = ("edge", "reuse", "greedy", "ceva", "bound")
@@ -393,7 +393,7 @@ def place_in_l2(buffers: tuple[Buffer, ...], capacity_bytes: int, granule_bytes:
     """Choose the buffers the L2 holds so that the traffic it serves is largest (CEVA's knapsack)."""
     if granule_bytes <= 0:
         raise HwsimError(f"--granularity {granule_bytes}: give a positive number of bytes, e.g. 1KB")
-    weights = [-(-b.size_bytes // granule_bytes) for b in buffers]
+    weights = [ceil_div(b.size_bytes, granule_bytes) for b in buffers]
     values = [b.traffic_bytes for b in buffers]
     served, chosen = knapsack(weights, values, capacity_bytes // granule_bytes)
     total = sum(values)

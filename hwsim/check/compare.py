@@ -12,11 +12,11 @@ from __future__ import annotations
 from dataclasses import dataclass, fields
 
 from hwsim.analytic.estimate import NetworkEstimate
-from hwsim.hardware.energy import ACCESS_NAMES, LEVEL_NAMES, ComputeCounts
+from hwsim.hardware.energy import ComputeCounts
 from hwsim.metrics.derive import TraceMetrics
+from hwsim.vocab import ACCESS_NAMES, LEVEL_NAMES, OPERAND_NAMES
 
 ENERGY_RTOL = 1e-9
-OPERAND_NAMES = ("ifmap", "filter", "psum", "ofmap")
 
 
 @dataclass(frozen=True)

@@ -21,16 +21,17 @@ from hwsim.analytic.cnnergy import (
     cnnergy_network,
     read_layer_table,
 )
-from hwsim.analytic.estimate import OPERAND_NAMES, NetworkEstimate, estimate_network, layer_record
+from hwsim.analytic.estimate import NetworkEstimate, estimate_network, layer_record
 from hwsim.analytic.graph_adapter import DEFAULT_RELU_SPARSITY, SPARSITY_PRESETS, SparsityModel, adapt_graph
 from hwsim.cli.cmd_info import add_network_arguments
 from hwsim.cli.cmd_partition import AUTO, RELU, batch_arg, choose_sparsity, fraction_arg
 from hwsim.cli.output import console, emit_json, format_count, table
 from hwsim.errors import ConfigError, HwsimError, NetworkError
 from hwsim.hardware import load_config
-from hwsim.hardware.energy import COMPONENTS, LEVEL_NAMES, with_glb_data_size
+from hwsim.hardware.energy import COMPONENTS, with_glb_data_size
 from hwsim.hardware.schema import Accelerator
 from hwsim.hardware.units import BYTES, format_bytes as fmt_bytes, parse_quantity
+from hwsim.vocab import LEVEL_NAMES, OPERAND_NAMES
 from hwsim.workload.ir import Graph
 from hwsim.workload.network import load_network
 

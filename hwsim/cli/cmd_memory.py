@@ -47,7 +47,7 @@ from hwsim.hardware.schema import Accelerator
 from hwsim.hardware.units import BYTES, parse_quantity
 from hwsim.mapping.phases import PHASE_RULES, PhasedGraph, derive_phases, phased_graph, phased_schedule
 from hwsim.mapping.planned import planned_schedule
-from hwsim.mapping.schedule import Level
+from hwsim.vocab import Level
 from hwsim.sim.run import simulate_to_trace
 from hwsim.workload.ir import Graph
 from hwsim.workload.network import load_network

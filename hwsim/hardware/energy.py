@@ -3,9 +3,9 @@
 Both sides of a cross-check price accesses with this one table (the analytic
 models their closed-form counts, the metrics the counts of a trace), so a
 difference between them is a difference in counts, never in prices. Levels
-are indexed as `hwsim.mapping.schedule.Level` (DRAM, L2, GLB, line buffer,
-RF) and accesses as Timeloop's (read, fill, update); writes into a level
-(fills and updates) cost its write energy.
+are indexed as `hwsim.vocab.Level` (DRAM, L2, GLB, line buffer, RF) and
+accesses as Timeloop's (`hwsim.vocab.Access`: read, fill, update); writes
+into a level (fills and updates) cost its write energy.
 """
 
 from __future__ import annotations
@@ -15,11 +15,8 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from hwsim.hardware.schema import Accelerator
+from hwsim.vocab import LEVEL_NAMES, Level, Operand
 
-LEVEL_NAMES = ("dram", "l2", "glb", "line_buffer", "rf")
-ACCESS_NAMES = ("read", "fill", "update")
-OPERAND_COUNT = 4  # ifmap, filter, psum, ofmap (`hwsim.mapping.schedule.Operand`)
-RF, IFMAP, FILTER, PSUM = 4, 0, 1, 2
 COMPONENTS = ("mac", "rf", "inter_pe", "glb", "l2", "line_buffer", "dram", "clock", "control")
 
 
@@ -61,13 +58,14 @@ class EnergyTable:
         the zero is detected) — CNNergy's e_RF·(3·NZ + NZ − IPE + MACs − NZ).
         """
         by_level = np.einsum("loa,la->lo", transfers.astype(np.float64), self.word_pj)
-        rf_pj, dense = self.word_pj[RF, 0], 1.0 - ifmap_zeros
-        by_level[RF, FILTER] += rf_pj * dense * compute.rf_filter_reads
-        by_level[RF, IFMAP] += rf_pj * compute.rf_ifmap_reads
-        by_level[RF, PSUM] += rf_pj * dense * (compute.rf_psum_reads + compute.rf_psum_writes)
+        rf = Level.RF
+        rf_pj, dense = self.word_pj[rf, 0], 1.0 - ifmap_zeros
+        by_level[rf, Operand.FILTER] += rf_pj * dense * compute.rf_filter_reads
+        by_level[rf, Operand.IFMAP] += rf_pj * compute.rf_ifmap_reads
+        by_level[rf, Operand.PSUM] += rf_pj * dense * (compute.rf_psum_reads + compute.rf_psum_writes)
         energy = {
             "mac": self.mac_pj * (dense * compute.macs + compute.ops),
-            "rf": float(by_level[RF].sum()),
+            "rf": float(by_level[rf].sum()),
             "inter_pe": self.inter_pe_pj * compute.inter_pe_words,
             **{name: float(by_level[i].sum()) for i, name in enumerate(LEVEL_NAMES) if name != "rf"},
             "clock": self.clock_pj_per_mac * (compute.macs + compute.ops),

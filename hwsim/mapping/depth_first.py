@@ -53,15 +53,8 @@ import numpy as np
 
 from hwsim.errors import HwsimError
 from hwsim.hardware.schema import Accelerator
-from hwsim.mapping.schedule import (
-    NO_LEVEL,
-    STEP_DTYPE,
-    LayerSchedule,
-    Level,
-    Operand,
-    Schedule,
-    StepKind,
-)
+from hwsim.mapping.schedule import LayerSchedule, Schedule
+from hwsim.vocab import NO_LEVEL, STEP_DTYPE, ceil_div, Level, Operand, StepKind
 from hwsim.workload.ir import Graph, Layer, LayerKind
 
 Cut = int | str
@@ -167,7 +160,7 @@ class AxisMap:
         if self.kind == "replicate":
             return min(n_in, y // self.s)
         if self.kind == "transposed":
-            return min(n_in, max(0, -(-(y + self.pad - self.k + 1) // self.s)))
+            return min(n_in, max(0, ceil_div(y + self.pad - self.k + 1, self.s)))
         return 0
 
     def end(self, y_end: int, n_in: int) -> int:
@@ -176,7 +169,7 @@ class AxisMap:
         if self.kind == "window":
             return max(0, min(n_in, self.s * (y_end - 1) - self.pad + self.k))
         if self.kind == "replicate":
-            return min(n_in, -(-y_end // self.s))
+            return min(n_in, ceil_div(y_end, self.s))
         if self.kind == "transposed":
             return max(0, min(n_in, (y_end - 1 + self.pad) // self.s + 1))
         return n_in
@@ -188,7 +181,7 @@ class AxisMap:
         if self.kind == "replicate":
             return np.minimum(n_in, y // self.s)
         if self.kind == "transposed":
-            return np.minimum(np.maximum(-(-(y + self.pad - self.k + 1) // self.s), 0), n_in)
+            return np.minimum(np.maximum(ceil_div(y + self.pad - self.k + 1, self.s), 0), n_in)
         return np.zeros_like(y)
 
     def end_array(self, y_end: np.ndarray, n_in: int) -> np.ndarray:
@@ -196,7 +189,7 @@ class AxisMap:
         if self.kind == "window":
             out = np.minimum(np.maximum(self.s * (y_end - 1) - self.pad + self.k, 0), n_in)
         elif self.kind == "replicate":
-            out = np.minimum(n_in, -(-y_end // self.s))
+            out = np.minimum(n_in, ceil_div(y_end, self.s))
         elif self.kind == "transposed":
             out = np.minimum(np.maximum((y_end - 1 + self.pad) // self.s + 1, 0), n_in)
         else:
@@ -210,7 +203,7 @@ class AxisMap:
         if self.kind == "window":
             return max(1, self.k - 1)
         if self.kind == "transposed":
-            return -(-self.k // self.s) - 1
+            return ceil_div(self.k, self.s) - 1
         return 0
 
 
@@ -305,7 +298,7 @@ def plan_stack(graph: Graph, stack: Sequence[Layer], tiling: int, long_edges: fr
     for l in reversed(stack):
         out = l.output
         if out not in bounds:  # an output of the stack: even tiles
-            q = -(-line[out] // tiling)
+            q = ceil_div(line[out], tiling)
             bounds[out] = np.minimum(line[out], np.arange(tiling + 1, dtype=np.int64) * q)
             starts[out] = bounds[out][:-1].copy()
         for t in inputs[l.name] + dram_inputs[l.name]:
@@ -357,7 +350,7 @@ def _column_lookahead(layer: Layer, scan_rows: bool) -> float:
     if m.kind == "window":
         return max(0, m.k - 1 - m.pad) / m.s
     if m.kind == "transposed":
-        return max(0, -(-m.pad // m.s))
+        return max(0, ceil_div(m.pad, m.s))
     return 0.0
 
 
@@ -400,7 +393,7 @@ def tile_events(plan: StackPlan) -> list[Event]:
     def events_of(l: Layer) -> int:
         if l.kind in GLOBAL_KINDS:
             return max(plan.scan[t] for t in l.inputs)
-        return -(-out_rows[l.name] // step_rows(l))
+        return ceil_div(out_rows[l.name], step_rows(l))
 
     def needs(l: Layer, k: int) -> dict[str, tuple[int, int]]:
         """Input lines event k of l reads, per input."""
@@ -561,7 +554,7 @@ class _DramLayout:
         for l in graph:
             for table in (self.base, self.boundary):
                 table[l.output] = cursor
-                cursor += -(-l.out_shape.elements // align) * align
+                cursor += ceil_div(l.out_shape.elements, align) * align
         self.weights = cursor
 
 

@@ -42,14 +42,8 @@ import numpy as np
 from hwsim.errors import HwsimError
 from hwsim.hardware.schema import Accelerator
 from hwsim.mapping.depth_first import GLOBAL_KINDS, WINDOW_KINDS, axis_maps
-from hwsim.mapping.schedule import (
-    LayerSchedule,
-    Level,
-    Operand,
-    Schedule,
-    StepKind,
-    empty_steps,
-)
+from hwsim.mapping.schedule import LayerSchedule, Schedule, empty_steps
+from hwsim.vocab import Level, Operand, StepKind
 from hwsim.workload.ir import Graph, Layer, LayerKind
 
 PHASE_RULES = ("thesis", "paper")

@@ -19,7 +19,8 @@ import numpy as np
 
 from hwsim.hardware.schema import Accelerator
 from hwsim.mapping.phases import chunk_words, steps_block
-from hwsim.mapping.schedule import LayerSchedule, Level, Operand, Schedule, StepKind
+from hwsim.mapping.schedule import LayerSchedule, Schedule
+from hwsim.vocab import Level, Operand, StepKind
 from hwsim.workload.ir import Graph, LayerKind
 
 NONE = 255

@@ -30,26 +30,13 @@ import numpy as np
 
 from hwsim.errors import HwsimError
 from hwsim.hardware.schema import Accelerator
-from hwsim.mapping.schedule import (
-    Level,
-    LayerSchedule,
-    Operand,
-    Schedule,
-    StepKind,
-    buffer_steps,
-    empty_steps,
-    set_transfers,
-    transfers,
-)
+from hwsim.mapping.schedule import LayerSchedule, Schedule, buffer_steps, empty_steps, set_transfers, transfers
+from hwsim.vocab import Level, Operand, StepKind, ceil_div
 from hwsim.workload.ir import Graph, Layer, LayerKind
 
 
 class MappingError(HwsimError):
     """A layer cannot be mapped onto the configured hardware."""
-
-
-def ceil_div(a: int, b: int) -> int:
-    return -(-a // b)
 
 
 @dataclass(frozen=True)
@@ -365,10 +352,10 @@ def _band_steps(p_: ConvProblem, m: RsParams, addr: DramLayout, hw: Accelerator,
         keep[:, head + 4] = False
     compute = passes[:, :, 2]
     macs = (fp * cp * rp * p_.S)[:, None] * (rows * width)[None, :]
-    inter_pe = (rp * ceil_div_array(cp, m.q) - 1)[:, None] * psum[None, :]
+    inter_pe = (rp * ceil_div(cp, m.q) - 1)[:, None] * psum[None, :]
     compute["kind"] = StepKind.COMPUTE
     compute["group"] = groups
-    compute["active_pes"] = (ceil_div_array(cp, m.q) * ceil_div(fp, m.p) * rp)[:, None] * rows[None, :]
+    compute["active_pes"] = (ceil_div(cp, m.q) * ceil_div(fp, m.p) * rp)[:, None] * rows[None, :]
     compute["macs"] = macs
     compute["rf_filter_reads"] = macs
     compute["rf_ifmap_reads"] = macs
@@ -392,10 +379,6 @@ def _band_steps(p_: ConvProblem, m: RsParams, addr: DramLayout, hw: Accelerator,
     out[-1] = buffer_steps(StepKind.FREE, Operand.PSUM, Level.GLB, np.array([last]),
                            np.array([n_img * band_psum]), np.array([0]))[0]
     return out
-
-
-def ceil_div_array(a: np.ndarray, b: int) -> np.ndarray:
-    return -(-a // b)
 
 
 @dataclass(frozen=True)

@@ -31,68 +31,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from enum import IntEnum
 from typing import Any
 
 import numpy as np
 
+from hwsim.vocab import NO_LEVEL, STEP_DTYPE, Access, Level, Operand, StepKind
 from hwsim.workload.ir import Layer
-
-
-class Level(IntEnum):
-    """Storage levels, from off-chip inwards."""
-
-    DRAM = 0
-    L2 = 1
-    GLB = 2
-    LINE_BUFFER = 3
-    RF = 4
-
-
-class Operand(IntEnum):
-    """The data a step moves or a buffer holds."""
-
-    IFMAP = 0
-    FILTER = 1
-    PSUM = 2
-    OFMAP = 3
-
-
-class StepKind(IntEnum):
-    TRANSFER = 0
-    COMPUTE = 1
-    ALLOC = 2
-    FREE = 3
-
-
-class Access(IntEnum):
-    """Timeloop's access kinds at a level."""
-
-    READ = 0
-    FILL = 1
-    UPDATE = 2
-
-
-NO_LEVEL = 255  # src/dst of steps that have none (COMPUTE; src of ALLOC/FREE)
-
-STEP_DTYPE = np.dtype([
-    ("kind", np.uint8),  # StepKind
-    ("operand", np.uint8),  # Operand (COMPUTE: unused)
-    ("src", np.uint8),  # Level or NO_LEVEL
-    ("dst", np.uint8),  # Level or NO_LEVEL
-    ("group", np.int64),  # processing pass this step belongs to
-    ("words", np.int64),  # words moved (TRANSFER) or claimed/released (ALLOC/FREE)
-    ("src_addr", np.int64),  # first word address read in src
-    ("dst_addr", np.int64),  # first word address written in dst
-    ("active_pes", np.int32),  # COMPUTE: PEs busy in this pass
-    ("macs", np.int64),  # COMPUTE: multiply-accumulates
-    ("ops", np.int64),  # COMPUTE: non-MAC operations (comparisons, adds)
-    ("rf_filter_reads", np.int64),  # COMPUTE: filter words read from RFs
-    ("rf_ifmap_reads", np.int64),  # COMPUTE: ifmap words read from RFs
-    ("rf_psum_reads", np.int64),  # COMPUTE: psum words read from RFs
-    ("rf_psum_writes", np.int64),  # COMPUTE: psum words written to RFs
-    ("inter_pe_words", np.int64),  # COMPUTE: psum words forwarded PE to PE
-])
 
 
 def empty_steps(n: int) -> np.ndarray:

@@ -15,16 +15,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from hwsim.hardware.energy import LEVEL_NAMES, ComputeCounts, energy_table
+from hwsim.hardware.energy import ComputeCounts, energy_table
 from hwsim.hardware.loader import from_dict
 from hwsim.hardware.schema import Accelerator
 from hwsim.trace.reader import Trace
-from hwsim.trace.schema import OPERANDS, OPS
-
-ACCESS_OF_OP = {OPS.index("read"): 0, OPS.index("fill"): 1, OPS.index("update"): 2}  # -> energy table access
-DATA_OPERANDS = 4  # ifmap, filter, psum, ofmap
-OTHER = OPERANDS.index("other")
-READ, WRITE, FILL, UPDATE = (OPS.index(n) for n in ("read", "write", "fill", "update"))
+from hwsim.vocab import ACCESS_OF_OP, ACCESS_SHAPE, LEVEL_NAMES, OP_NAMES, OTHER, TRACE_OPERAND_NAMES, Op, Operand
 
 
 @dataclass(frozen=True)
@@ -32,7 +27,7 @@ class LayerMetrics:
     """One layer as its records tell it."""
 
     name: str
-    transfers: np.ndarray  # [level, operand, access] words (levels as hwsim.hardware.energy.LEVEL_NAMES)
+    transfers: np.ndarray  # [level, operand, access] words (hwsim.vocab.ACCESS_SHAPE)
     compute: ComputeCounts
     passes: int  # pe records of MACs or ops
     start_cycle: int  # first record's start (-1: no records)
@@ -65,11 +60,11 @@ class TraceMetrics:
 
 def _accumulate(trace: Trace, n_layers: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Words per [layer, level, operand, access], pe counts per [layer, op, operand], and per-layer spans."""
-    counts = np.zeros((n_layers, len(LEVEL_NAMES), DATA_OPERANDS, 3), dtype=np.int64)
-    pe = np.zeros((n_layers, len(OPS), len(OPERANDS)), dtype=np.int64)
+    counts = np.zeros((n_layers, *ACCESS_SHAPE), dtype=np.int64)
+    pe = np.zeros((n_layers, len(OP_NAMES), len(TRACE_OPERAND_NAMES)), dtype=np.int64)
     first = np.full(n_layers, np.iinfo(np.int64).max, dtype=np.int64)
     last = np.full(n_layers, -1, dtype=np.int64)
-    access = np.full(len(OPS), -1, dtype=np.int64)
+    access = np.full(len(OP_NAMES), -1, dtype=np.int64)
     for op, a in ACCESS_OF_OP.items():
         access[op] = a
     for level in trace.levels:
@@ -94,13 +89,13 @@ def derive(trace: Trace) -> TraceMetrics:
     table = energy_table(hw)
     names = list(trace.layers)
     counts, pe, first, last = _accumulate(trace, len(names))
-    ifmap, filt, psum = OPERANDS.index("ifmap"), OPERANDS.index("filter"), OPERANDS.index("psum")
     lanes = hw.pe_array.pes * hw.pe_array.macs_per_cycle
     layers = []
     for i, name in enumerate(names):
         p = pe[i]
-        compute = ComputeCounts(int(p[UPDATE, OTHER]), int(p[WRITE, OTHER]), int(p[READ, filt]), int(p[READ, ifmap]),
-                                int(p[READ, psum]), int(p[UPDATE, psum]), int(p[FILL, psum]))
+        compute = ComputeCounts(int(p[Op.UPDATE, OTHER]), int(p[Op.WRITE, OTHER]), int(p[Op.READ, Operand.FILTER]),
+                                int(p[Op.READ, Operand.IFMAP]), int(p[Op.READ, Operand.PSUM]),
+                                int(p[Op.UPDATE, Operand.PSUM]), int(p[Op.FILL, Operand.PSUM]))
         energy, by_level = table.price(counts[i], compute, float(zeros.get(name, 0.0)))
         start = int(first[i]) if last[i] >= 0 else -1
         end = int(last[i]) if last[i] >= 0 else -1

@@ -22,10 +22,11 @@ import numpy as np
 
 from hwsim.metrics.derive import bandwidth
 from hwsim.trace.reader import Code, Trace, Window
+from hwsim.vocab import BANDWIDTH_LEVELS, TRACE_LEVELS
 
 PID = 1
 COUNTER_BINS = 400
-TRACKS = ("layers", "dram", "l2", "glb", "line_buffer", "noc", "rf", "pe")  # tid = 1 + index (DRAM: per channel)
+TRACKS = ("layers", *TRACE_LEVELS)  # tid = 1 + index (DRAM: per channel)
 CHANNEL_TID0 = 100  # DRAM channel c is tid CHANNEL_TID0 + c
 BUS_TID0 = 200  # NoC bus of operand o is tid BUS_TID0 + o
 
@@ -120,7 +121,7 @@ def _counter_events(trace: Trace, us_per_cycle: float) -> Iterator[dict[str, Any
     ends = [int(b["end_cycle"].max()) for level in trace.levels for b in trace.records(level) if len(b)]
     bin_cycles = max(1, max(ends, default=1) // COUNTER_BINS)
     word_bytes = int(trace.attrs.get("word_bits", 8)) // 8
-    for level in ("dram", "l2", "glb", "line_buffer", "noc"):
+    for level in BANDWIDTH_LEVELS:
         if level in trace.levels and trace.n_records(level):
             starts, words = bandwidth(trace, level, bin_cycles)
             for cycle, w in zip(starts.tolist(), words.tolist()):

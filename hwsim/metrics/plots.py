@@ -13,13 +13,12 @@ from typing import Any
 import numpy as np
 
 from hwsim.errors import HwsimError
-from hwsim.hardware.energy import LEVEL_NAMES
 from hwsim.metrics.derive import bandwidth, derive
 from hwsim.trace.reader import Trace
+from hwsim.vocab import BANDWIDTH_LEVELS, LEVEL_NAMES
 
 PLOT_KINDS = ("bandwidth", "occupancy", "energy", "timeline")
 TIME_BINS = 400  # bins over the run for rates and utilization
-BANDWIDTH_LEVELS = ("dram", "l2", "glb", "line_buffer", "noc")
 OPERAND_HATCHES = {"ifmap": "", "filter": "//", "psum": "..", "ofmap": "xx"}
 
 

@@ -64,6 +64,7 @@ from hwsim.sim.timing import (
     exact_rate,
     wait_for_reservation,
 )
+from hwsim.vocab import ceil_div
 
 READ = 0
 WRITE = 1
@@ -309,7 +310,7 @@ class Dram:
                                       runs=int(new_run[lo:hi].sum()), end_cycles=int(rel_end[hi - 1]),
                                       first_start_cycles=int(rel_start[lo])))
         n = len(k)
-        template = np.zeros((-(-n // channels) * channels, 4), dtype=np.int64)
+        template = np.zeros((ceil_div(n, channels) * channels, 4), dtype=np.int64)
         template[to_channel_major, 0] = rel_start
         template[to_channel_major, 1] = rel_end
         template[:n, 2] = lo_bytes // self.word_bytes

@@ -49,22 +49,20 @@ import simpy
 
 from hwsim.errors import HwsimError
 from hwsim.hardware.schema import Accelerator
-from hwsim.mapping.schedule import LayerSchedule, Level, Operand, Schedule, StepKind
+from hwsim.mapping.schedule import LayerSchedule, Schedule
 from hwsim.sim.dram import Dram
 from hwsim.sim.line_buffer import LineBuffer
 from hwsim.sim.noc import Noc
 from hwsim.sim.pe_array import PeArray
 from hwsim.sim.sram import Sram
 from hwsim.sim.timing import NO_ADDRESS, Space
-from hwsim.trace.schema import OCCUPANCY_DTYPE, OPERANDS, OPS, RECORD_DTYPE
+from hwsim.trace.schema import OCCUPANCY_DTYPE, RECORD_DTYPE
+from hwsim.vocab import BUS_OF_OPERAND, LEVEL_NAMES, OTHER, TRACE_LEVELS, Level, Op, Operand, StepField, StepKind
 
-READ, WRITE, FILL, UPDATE = (OPS.index(name) for name in ("read", "write", "fill", "update"))
-OTHER = OPERANDS.index("other")
+READ, WRITE, FILL, UPDATE = int(Op.READ), int(Op.WRITE), int(Op.FILL), int(Op.UPDATE)
 RING_BUFFER0 = 3  # occupancy buffer id of named buffer 0 (0-2: GLB data, GLB filter, line buffer)
-SIM_LEVELS = ("dram", "l2", "glb", "line_buffer", "noc", "rf", "pe")
-LEVEL_NAME = {Level.DRAM: "dram", Level.L2: "l2", Level.GLB: "glb", Level.LINE_BUFFER: "line_buffer",
-              Level.RF: "rf"}
-BUS = {Operand.IFMAP: "ifmap", Operand.FILTER: "filter", Operand.PSUM: "psum", Operand.OFMAP: "psum"}
+SIM_LEVELS = TRACE_LEVELS
+LEVEL_NAME = dict(zip(Level, LEVEL_NAMES))
 
 _DRAM, _L2, _GLB, _LINE_BUFFER, _RF = (int(Level.DRAM), int(Level.L2), int(Level.GLB), int(Level.LINE_BUFFER),
                                       int(Level.RF))
@@ -72,15 +70,19 @@ _NAMED_LEVELS = (_DRAM, _L2, _LINE_BUFFER)  # levels whose ALLOC/FREE steps carr
 _TRANSFER, _COMPUTE, _ALLOC = int(StepKind.TRANSFER), int(StepKind.COMPUTE), int(StepKind.ALLOC)
 _FILTER, _PSUM, _OFMAP = int(Operand.FILTER), int(Operand.PSUM), int(Operand.OFMAP)
 
-# The fields of a step tuple (`STEP_DTYPE` order).
-KIND, OPERAND, SRC, DST, GROUP, WORDS, SRC_ADDR, DST_ADDR, ACTIVE, MACS, OPS_, RF_F, RF_I, RF_PR, RF_PW, IPE = range(16)
+# Positions of the fields in a step tuple, from STEP_DTYPE.
+F = StepField
+KIND, OPERAND, SRC, DST, GROUP, WORDS, SRC_ADDR, DST_ADDR = (F.KIND, F.OPERAND, F.SRC, F.DST, F.GROUP, F.WORDS,
+                                                             F.SRC_ADDR, F.DST_ADDR)
+ACTIVE, MACS, OPS_ = F.ACTIVE_PES, F.MACS, F.OPS
 
 
 # A pass's records at level `pe`: (step field, op, operand, address = active PEs?) — the MACs (other, update),
 # non-MAC ops (other, write), the MACs' RF reads per operand, psum RF writes, psum words forwarded PE to PE.
-PE_RECORDS = ((MACS, UPDATE, OTHER, True), (OPS_, WRITE, OTHER, True), (RF_F, READ, int(Operand.FILTER), False),
-              (RF_I, READ, int(Operand.IFMAP), False), (RF_PR, READ, int(Operand.PSUM), False),
-              (RF_PW, UPDATE, int(Operand.PSUM), False), (IPE, FILL, int(Operand.PSUM), False))
+PE_RECORDS = ((MACS, UPDATE, OTHER, True), (OPS_, WRITE, OTHER, True),
+              (F.RF_FILTER_READS, READ, int(Operand.FILTER), False), (F.RF_IFMAP_READS, READ, int(Operand.IFMAP), False),
+              (F.RF_PSUM_READS, READ, int(Operand.PSUM), False), (F.RF_PSUM_WRITES, UPDATE, int(Operand.PSUM), False),
+              (F.INTER_PE_WORDS, FILL, int(Operand.PSUM), False))
 
 COLUMNS = ("start_cycle", "end_cycle", "op", "operand", "layer", "step", "address", "words")
 SMALL_BLOCK = 4  # component blocks up to this many records are kept as Python tuples
@@ -531,7 +533,7 @@ class LayerExecutor:
             end = max(end, self._reserve_side(dst, False, s[DST_ADDR], words, UPDATE if outward else FILL,
                                               operand, index, now))
         if _RF in (src, dst):  # the RF end rides the NoC
-            start = m.noc.book(BUS[operand], words, now)
+            start = m.noc.book(BUS_OF_OPERAND[operand], words, now)
             end = max(end, m.noc.reserved_end_cycle)
             if self.want_noc:
                 rec.row("noc", start, m.noc.reserved_end_cycle, WRITE, operand, index, NO_ADDRESS, words)

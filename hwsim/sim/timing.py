@@ -25,6 +25,7 @@ import numpy as np
 import simpy
 
 from hwsim.errors import HwsimError
+from hwsim.vocab import NO_ADDRESS, ceil_div
 
 RECORD_DTYPE = np.dtype([
     ("start_cycle", np.int64),  # first cycle of the access (data on the port, bus or PE array)
@@ -33,7 +34,6 @@ RECORD_DTYPE = np.dtype([
     ("words", np.int64),  # words moved (PE array: MACs + ops of the pass)
 ])
 
-NO_ADDRESS = -1  # address of records that have none (NoC transfers, PE-array passes)
 
 MAX_RATE_DENOMINATOR = 1_000_000  # rates such as 25.6 B/cycle become exact fractions (128/5)
 
@@ -55,11 +55,6 @@ def exact_rate(per_cycle: float, what: str) -> Fraction:
     if not per_cycle > 0:
         raise HwsimError(f"{what}: rate {per_cycle} per cycle must be positive")
     return Fraction(per_cycle).limit_denominator(MAX_RATE_DENOMINATOR)
-
-
-def ceil_div(numerator: int, denominator: int) -> int:
-    """⌈numerator / denominator⌉ for integers (denominator > 0)."""
-    return -(-numerator // denominator)
 
 
 def cycles_at_rate(amount: int, per_cycle: Fraction) -> int:

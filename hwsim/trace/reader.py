@@ -20,6 +20,7 @@ import numpy as np
 
 from hwsim.trace._codec import decode_chunk, is_shuffle_deflate, opaque, worker_threads
 from hwsim.trace.schema import OCCUPANCY_DTYPE, RECORD_DTYPE, TRACE_VERSION, TraceError
+from hwsim.vocab import ceil_div
 
 Code = str | int  # a name from a trace's table, or its index
 Window = tuple[int, int]  # cycles [start, end)
@@ -207,7 +208,7 @@ class Trace:
         """Rows [first_row, end_row) read whole chunks at a time, filtered, in blocks of <= chunk_records."""
         chunk_len = dataset.chunks[0] if dataset.chunks else chunk_records
         per_read = max(1, chunk_records // chunk_len)
-        end_chunk = -(-end_row // chunk_len)
+        end_chunk = ceil_div(end_row, chunk_len)
         for k0 in range(first_row // chunk_len, end_chunk, per_read):
             k1 = min(k0 + per_read, end_chunk)
             rows = self._read_chunks(dataset, k0, k1, chunk_len)

@@ -1,6 +1,6 @@
 """What a trace file holds: record layouts, the code tables and units every reader and writer agree on.
 
-A trace has one dataset of `RECORD_DTYPE` per memory level, one dataset of
+A trace has one dataset of `RECORD_DTYPE` per level of `TRACE_LEVELS`, one dataset of
 `OCCUPANCY_DTYPE` events, and tables that turn the small integer codes of the
 records back into names (Timeloop's access vocabulary for `op`). A record
 covers the cycles [start_cycle, end_cycle).
@@ -11,12 +11,12 @@ from __future__ import annotations
 import numpy as np
 
 from hwsim.errors import HwsimError
+from hwsim.vocab import OP_NAMES, TRACE_LEVELS, TRACE_OPERAND_NAMES
 
 TRACE_VERSION = 2  # bumped when a reader of the old layout would misread the new one (2: 16-bit buffer ids)
 
-TRACE_LEVELS = ("dram", "l2", "glb", "line_buffer", "noc", "rf", "pe")  # one dataset per level; pe: per-pass work
-OPS = ("read", "write", "fill", "update")  # record `op` code = index
-OPERANDS = ("ifmap", "filter", "psum", "ofmap", "other")  # record `operand` code = index
+OPS = OP_NAMES  # record `op` code = index (hwsim.vocab.Op)
+OPERANDS = TRACE_OPERAND_NAMES  # record `operand` code = index (hwsim.vocab.Operand, then "other")
 
 RECORD_DTYPE = np.dtype([
     ("start_cycle", np.int64),  # first cycle of the access

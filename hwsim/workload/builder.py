@@ -12,6 +12,7 @@ from dataclasses import replace
 from typing import Sequence
 
 from hwsim.errors import NetworkError, ShapeError
+from hwsim.vocab import ceil_div
 from hwsim.workload.ir import NO_PADDING, Graph, Layer, LayerKind, Padding, Shape
 
 Pair = int | tuple[int, int]
@@ -37,7 +38,7 @@ def window_out(size: int, pad_total: int, kernel: int, stride: int, dilation: in
         return 0
     if not ceil_mode:
         return room // stride + 1
-    out = -(-room // stride) + 1
+    out = ceil_div(room, stride) + 1
     pad_begin = pad_total // 2
     if (out - 1) * stride >= size + pad_begin:
         out -= 1
@@ -46,7 +47,7 @@ def window_out(size: int, pad_total: int, kernel: int, stride: int, dilation: in
 
 def same_padding(size: int, kernel: int, stride: int, dilation: int, upper: bool) -> tuple[int, int]:
     """(begin, end) padding that keeps out = ceil(size/stride) (TF 'SAME')."""
-    out = -(-size // stride)
+    out = ceil_div(size, stride)
     total = max(0, (out - 1) * stride + dilation * (kernel - 1) + 1 - size)
     small, large = total // 2, total - total // 2
     return (small, large) if upper else (large, small)

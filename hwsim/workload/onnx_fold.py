@@ -19,6 +19,8 @@ from functools import reduce
 from typing import Any
 
 import numpy as np
+
+from hwsim.vocab import ceil_div
 from onnx import TensorProto, helper, numpy_helper
 
 Array = np.ndarray
@@ -221,7 +223,7 @@ def split_sizes(node: OnnxNode, args: Args, length: int) -> list[int]:
     if given is not None and given.size:
         return list(ints(given))
     parts = node.attr_int("num_outputs", len(node.outputs))
-    step = -(-length // parts)
+    step = ceil_div(length, parts)
     return [min(step, length - i * step) for i in range(parts)]
 
 

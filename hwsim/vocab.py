@@ -1,0 +1,158 @@
+"""The words every part of hwsim shares: storage levels, operands, access kinds, trace codes, the step
+layout, and integer helpers.
+
+This module is the bottom of the package (it imports only numpy), so the
+workload, hardware, mapping, analytic, simulator, trace and metrics layers
+all speak one vocabulary, Timeloop's where the field has one:
+
+- `Level`: where data is stored, from off-chip inwards.
+- `Operand`: the data spaces of a convolution (ifmap, filter, psum, ofmap);
+  trace records add `OTHER` (PE-array work that moves no operand).
+- `Access`: what happens at a level (read, fill from the parent, update of a
+  psum from the child). Trace records encode their `op` as `Op` (read,
+  write, fill, update), where a NoC transfer or a non-MAC operation is a
+  `write`; `ACCESS_OF_OP` maps the one onto the other.
+- `STEP_DTYPE`: one step of a schedule; `StepField` gives each field's
+  position in the tuples `ndarray.tolist()` yields, derived from the dtype
+  so the two cannot drift apart.
+"""
+
+from __future__ import annotations
+
+from enum import IntEnum
+from typing import overload
+
+import numpy as np
+
+
+class Level(IntEnum):
+    """Storage levels, from off-chip inwards (a larger value is nearer the MACs)."""
+
+    DRAM = 0
+    L2 = 1
+    GLB = 2
+    LINE_BUFFER = 3
+    RF = 4
+
+
+class Operand(IntEnum):
+    """The data a step moves or a buffer holds; trace records add OTHER (index 4)."""
+
+    IFMAP = 0
+    FILTER = 1
+    PSUM = 2
+    OFMAP = 3
+
+
+class Access(IntEnum):
+    """Timeloop's access kinds at a level: a read, a fill (written from the parent), an update (a psum
+    written back from the child)."""
+
+    READ = 0
+    FILL = 1
+    UPDATE = 2
+
+
+class Op(IntEnum):
+    """The `op` code of a trace record: an `Access`, or a write that is none of them (a NoC transfer, a
+    non-MAC operation)."""
+
+    READ = 0
+    WRITE = 1
+    FILL = 2
+    UPDATE = 3
+
+
+class StepKind(IntEnum):
+    """What a schedule step does (see `hwsim.mapping.schedule`)."""
+
+    TRANSFER = 0
+    COMPUTE = 1
+    ALLOC = 2
+    FREE = 3
+
+
+def _names(enum: type[IntEnum]) -> tuple[str, ...]:
+    return tuple(member.name.lower() for member in enum)
+
+
+LEVEL_NAMES = _names(Level)  # ("dram", "l2", "glb", "line_buffer", "rf")
+OPERAND_NAMES = _names(Operand)  # ("ifmap", "filter", "psum", "ofmap")
+ACCESS_NAMES = _names(Access)  # ("read", "fill", "update")
+OP_NAMES = _names(Op)  # ("read", "write", "fill", "update"): trace `op` code = index
+TRACE_OPERAND_NAMES = (*OPERAND_NAMES, "other")  # trace `operand` code = index
+OTHER = len(OPERAND_NAMES)  # the trace operand code of PE-array work that moves no operand
+TRACE_LEVELS = ("dram", "l2", "glb", "line_buffer", "noc", "rf", "pe")  # one trace dataset each; pe: passes
+BANDWIDTH_LEVELS = ("dram", "l2", "glb", "line_buffer", "noc")  # trace levels whose words per cycle are bandwidth
+ACCESS_OF_OP = {Op.READ: Access.READ, Op.FILL: Access.FILL, Op.UPDATE: Access.UPDATE}  # Op.WRITE: none
+OP_OF_ACCESS = {access: op for op, access in ACCESS_OF_OP.items()}
+NOC_BUSES = ("ifmap", "filter", "psum")  # the multicast buses between the GLB and the PEs
+BUS_OF_OPERAND = {Operand.IFMAP: "ifmap", Operand.FILTER: "filter", Operand.PSUM: "psum", Operand.OFMAP: "psum"}
+ACCESS_SHAPE = (len(Level), len(Operand), len(Access))  # the [level, operand, access] count tables
+
+NO_LEVEL = 255  # src/dst of steps that have none (COMPUTE; src of ALLOC/FREE)
+NO_ADDRESS = -1  # address of records that have none (NoC transfers, PE-array passes)
+
+STEP_DTYPE = np.dtype([
+    ("kind", np.uint8),  # StepKind
+    ("operand", np.uint8),  # Operand (COMPUTE: unused)
+    ("src", np.uint8),  # Level or NO_LEVEL
+    ("dst", np.uint8),  # Level or NO_LEVEL
+    ("group", np.int64),  # processing pass this step belongs to
+    ("words", np.int64),  # words moved (TRANSFER) or claimed/released (ALLOC/FREE)
+    ("src_addr", np.int64),  # first word address read in src
+    ("dst_addr", np.int64),  # first word address written in dst
+    ("active_pes", np.int32),  # COMPUTE: PEs busy in this pass
+    ("macs", np.int64),  # COMPUTE: multiply-accumulates
+    ("ops", np.int64),  # COMPUTE: non-MAC operations (comparisons, adds)
+    ("rf_filter_reads", np.int64),  # COMPUTE: filter words read from RFs
+    ("rf_ifmap_reads", np.int64),  # COMPUTE: ifmap words read from RFs
+    ("rf_psum_reads", np.int64),  # COMPUTE: psum words read from RFs
+    ("rf_psum_writes", np.int64),  # COMPUTE: psum words written to RFs
+    ("inter_pe_words", np.int64),  # COMPUTE: psum words forwarded PE to PE
+])
+
+_STEP_NAMES: tuple[str, ...] = STEP_DTYPE.names or ()
+
+
+def _step_field(name: str) -> int:
+    return _STEP_NAMES.index(name)
+
+
+class StepField:
+    """Position of each `STEP_DTYPE` field in a step tuple (`block.tolist()` rows), looked up in the dtype."""
+
+    KIND = _step_field("kind")
+    OPERAND = _step_field("operand")
+    SRC = _step_field("src")
+    DST = _step_field("dst")
+    GROUP = _step_field("group")
+    WORDS = _step_field("words")
+    SRC_ADDR = _step_field("src_addr")
+    DST_ADDR = _step_field("dst_addr")
+    ACTIVE_PES = _step_field("active_pes")
+    MACS = _step_field("macs")
+    OPS = _step_field("ops")
+    RF_FILTER_READS = _step_field("rf_filter_reads")
+    RF_IFMAP_READS = _step_field("rf_ifmap_reads")
+    RF_PSUM_READS = _step_field("rf_psum_reads")
+    RF_PSUM_WRITES = _step_field("rf_psum_writes")
+    INTER_PE_WORDS = _step_field("inter_pe_words")
+
+
+@overload
+def ceil_div(numerator: int, denominator: int) -> int: ...
+@overload
+def ceil_div(numerator: np.ndarray, denominator: int | np.ndarray) -> np.ndarray: ...
+@overload
+def ceil_div(numerator: int, denominator: np.ndarray) -> np.ndarray: ...
+
+
+def ceil_div(numerator: int | np.ndarray, denominator: int | np.ndarray) -> int | np.ndarray:
+    """⌈numerator / denominator⌉ for integers or integer arrays (denominator > 0), exactly."""
+    return -(-numerator // denominator)
+
+
+def round_up(value: int, multiple: int) -> int:
+    """The smallest multiple of `multiple` that is ≥ `value`."""
+    return ceil_div(value, multiple) * multiple
