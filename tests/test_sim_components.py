@@ -55,7 +55,7 @@ def test_dram_one_channel_pipelined_bursts() -> None:
     assert rec["address"].tolist() == [32 * i for i in range(8)]  # word addresses (64 B = 32 words)
     assert rec["words"].tolist() == [32] * 8
     assert env.now == 74
-    assert dram.bursts == 8 and dram.bytes_read == 512 and dram.busy_channel_cycles == 74
+    assert dram.bursts == 8 and dram.read_amount == 512 and dram.read_requests == 1 and dram.busy_channel_cycles == 74
 
 
 def test_dram_partial_bursts_cost_a_whole_slot() -> None:
@@ -109,6 +109,19 @@ def test_dram_row_buffer_hits_and_misses() -> None:
     assert across["end_cycle"].tolist() == [80 + 4 + 8 * (i + 1) for i in range(4)] + \
         [80 + 4 + 12 + 8 * (i + 1) for i in range(4, 8)]
     assert dram.row_miss_bursts == 2 and dram.row_hit_bursts == 16 - 2
+
+
+def test_dram_closed_page_pays_every_row_opening() -> None:
+    rb = schema.RowBuffer(row_bytes=256, hit_latency_cycles=4, miss_latency_cycles=12, policy="closed")
+    env = simpy.Environment()
+    dram = Dram(env, dram_cfg(row_buffer=rb), WORD_BYTES)
+    first, again, across = run(env, dram.read(0, 256), dram.read(0, 256), dram.read(0, 512))
+    # closed page: no row stays open, so each of them pays the miss: 12 + 4·8 = 44, then 44 + 44 = 88,
+    # then rows 0 and 1: 88 + 12 + 32 + 12 + 32 = 176
+    assert first["end_cycle"][-1] == 44
+    assert again["end_cycle"][-1] == 88
+    assert across["end_cycle"][-1] == 176
+    assert dram.row_miss_bursts == 4 and dram.row_hit_bursts == 16 - 4
 
 
 def test_dram_row_buffer_far_addresses() -> None:
@@ -308,7 +321,7 @@ def test_noc_bus_time_and_contention() -> None:
     assert filt["end_cycle"][0] == 3  # another bus: in parallel
     assert ifmap2["end_cycle"][0] == 6  # same bus: 3 + 3
     assert psum["end_cycle"][0] == 5
-    assert noc.buses["ifmap"].busy_cycles == 6 and noc.buses["ifmap"].words == 20
+    assert noc.buses["ifmap"].busy_cycles == 6 and noc.buses["ifmap"].written_amount == 20
     with pytest.raises(HwsimError, match="unknown bus"):
         noc.transfer("weights", 1)
 
@@ -357,7 +370,7 @@ def test_line_buffer_port_and_space() -> None:
 
     def rows() -> Generator[simpy.Event, Any, None]:
         yield lb.allocate(2000)
-        yield env.process(lb.write(2000))  # ⌈2000/64⌉ = 32 cycles
+        yield env.process(lb.write(NO_ADDRESS, 2000))  # ⌈2000/64⌉ = 32 cycles
         yield lb.free(1000)
 
     def next_rows() -> Generator[simpy.Event, Any, None]:
@@ -366,7 +379,7 @@ def test_line_buffer_port_and_space() -> None:
 
     env.process(rows())
     env.process(next_rows())
-    w, r = run(env, lb.write(100), lb.read(64), at_cycles=(1, 1))
+    w, r = run(env, lb.write(NO_ADDRESS, 100), lb.read(NO_ADDRESS, 64), at_cycles=(1, 1))
     # the port is shared: 100 words take ⌈100/64⌉ = 2 cycles behind the 32, the read 1 more
     assert (w["end_cycle"][0], r["end_cycle"][0]) == (34, 35)
     assert granted == [32]
@@ -387,8 +400,8 @@ RESERVE_CASES: dict[str, list[tuple[int, str, tuple[Any, ...]]]] = {
             (1, "transfer", ("ifmap", 0)), (5, "transfer", ("filter", 7)), (20, "transfer", ("ifmap", 4))],
     "pe": [(0, "compute", (1000, 20, 100)), (0, "compute", (1680, 0, 168)), (7, "compute", (5, 5, 1)),
            (80, "compute", (168, 0, 168))],
-    "line_buffer": [(0, "write", (2000,)), (1, "read", (100, 7)), (1, "write", (64,)), (50, "read", (0,)),
-                    (60, "read", (640,))],
+    "line_buffer": [(0, "write", (NO_ADDRESS, 2000)), (1, "read", (7, 100)), (1, "write", (NO_ADDRESS, 64)),
+                    (50, "read", (NO_ADDRESS, 0)), (60, "read", (NO_ADDRESS, 640))],
 }
 
 PROCESS_TO_RESERVE = {"read": "reserve_read", "write": "reserve_write", "transfer": "reserve", "compute": "reserve"}

@@ -155,6 +155,10 @@ def _value(f: dataclasses.Field, hint: Any, node: yaml.Node, path: str, ctx: _Co
     if info.dim is None:
         if not isinstance(raw, str) or (f.name in ("name", "source") and not raw.strip()):
             raise ConfigError(f"{where}: expected a non-empty text")
+        if info.choices and raw not in info.choices:
+            close = difflib.get_close_matches(raw, info.choices, n=1, cutoff=0.5)
+            hint = f"did you mean '{close[0]}'? " if close else ""
+            raise ConfigError(f"{where}: unknown choice {raw!r}; {hint}use one of {', '.join(info.choices)}")
         return raw
     value = parse_quantity(raw, info.dim, ctx.clock_hz, where)
     return _check_number(value, info, where)

@@ -38,6 +38,7 @@ class ParamInfo:
     integer: bool
     positive: bool  # > 0 (otherwise >= 0)
     maximum: float | None
+    choices: tuple[str, ...] = ()  # the names a text field accepts (an implementation chosen by name)
 
 
 def param(dim: Dimension | None, description: str, default: Any = MISSING, *, integer: bool = False,
@@ -54,6 +55,14 @@ def section(description: str, default: Any = MISSING) -> Any:
 
 def text(description: str, default: Any = MISSING) -> Any:
     return field(default=default, metadata={"info": ParamInfo(None, description, False, False, None)})
+
+
+def choice(description: str, choices: tuple[str, ...], default: str) -> Any:
+    """A text field naming one of `choices`: the implementation (model, policy) the simulator uses."""
+    return field(default=default, metadata={"info": ParamInfo(None, description, False, False, None, choices)})
+
+
+SCHEDULER_CHOICES = ("fcfs",)  # hwsim.sim.policy.SCHEDULERS
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -93,6 +102,8 @@ class Noc:
     filter_bus_bits: int = param(BITS, "width of the filter multicast bus", integer=True)
     psum_bus_bits: int = param(BITS, "width of the psum bus between GLB and PE columns", integer=True)
     inter_pe_energy_pj: float = param(ENERGY, "energy of moving one word between neighbouring PEs")
+    model: str = choice("NoC model: buses (one ifmap, one filter and one psum multicast bus)", ("buses",), "buses")
+    scheduler: str = choice("order in which each bus serves its transfers", SCHEDULER_CHOICES, "fcfs")
     source: str = text("where the NoC energy comes from")
 
 
@@ -111,6 +122,7 @@ class Glb:
     energy_size_exponent: float = param(FRACTION, "x in E(S) = E·(S/size)^x, the CACTI-like law "
                                                   "used when a sweep changes the size", 0.5, positive=False,
                                         maximum=2.0)
+    scheduler: str = choice("order in which the ports serve transfers", SCHEDULER_CHOICES, "fcfs")
     source: str = text("where the GLB energies come from")
 
     @property
@@ -129,6 +141,7 @@ class L2:
     latency_cycles: int = param(CYCLES, "access latency", 1, integer=True, positive=False)
     read_energy_pj: float = param(ENERGY, "energy of reading one word")
     write_energy_pj: float = param(ENERGY, "energy of writing one word")
+    scheduler: str = choice("order in which the port serves transfers", SCHEDULER_CHOICES, "fcfs")
     source: str = text("where the L2 energies come from")
 
 
@@ -140,6 +153,7 @@ class LineBuffer:
     words_per_port: int = param(WORDS, "words the line buffer moves per cycle", integer=True)
     read_energy_pj: float = param(ENERGY, "energy of reading one word")
     write_energy_pj: float = param(ENERGY, "energy of writing one word")
+    scheduler: str = choice("order in which the port serves transfers", SCHEDULER_CHOICES, "fcfs")
     source: str = text("where the line-buffer energies come from")
 
 
@@ -150,6 +164,8 @@ class RowBuffer:
     row_bytes: int = param(BYTES, "bytes of one open DRAM row", integer=True)
     hit_latency_cycles: int = param(CYCLES, "latency of an access to the open row", integer=True)
     miss_latency_cycles: int = param(CYCLES, "latency of an access that opens a new row", integer=True)
+    policy: str = choice("open: a channel's last row stays open and later accesses to it hit; closed: every "
+                         "access opens its row", ("open", "closed"), "open")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -164,6 +180,11 @@ class Dram:
                                    integer=True, positive=False)
     energy_pj_per_bit: float = param(ENERGY_PER_BIT, "energy of moving one bit")
     row_buffer: RowBuffer | None = section("row-buffer hit/miss model (omit for a flat latency)", None)
+    model: str = choice("DRAM model: simple (channels moving whole bursts, access latency, optional row buffer "
+                        "and turnaround)", ("simple",), "simple")
+    scheduler: str = choice("order in which each channel serves its transactions", SCHEDULER_CHOICES, "fcfs")
+    address_map: str = choice("how byte addresses spread over channels: burst_interleave (burst k on channel "
+                              "k mod channels)", ("burst_interleave",), "burst_interleave")
     source: str = text("where the DRAM energy comes from")
 
 

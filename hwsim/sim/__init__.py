@@ -1,22 +1,29 @@
-"""The simpy model of the accelerator: one module per hardware component.
+"""The simpy model of the accelerator: one module (or folder) per hardware component, on a common base.
 
-Each component is built from `(env, cfg, word_bytes)`. Its resources keep the
-cycle they are next free, and a transaction reserves them when it is
-requested (`reserve_read`, `reserve_write`, `reserve`): first come, first
-served, with the exact per-burst or per-transfer records returned at once as
-one `RECORD_DTYPE` block and no simpy event; the component's
-`reserved_end_cycle` is when it ends. A caller moving data through several
-components reserves on each and waits once for the latest end. The process
-methods (`read`, `write`, `transfer`, `compute`) reserve when they start and
-wait with one timeout. Buffer space (`Space`) is a simpy Container:
-allocating blocks while the buffer is full.
+Every component derives from `hwsim.sim.component.Component` (reservation
+state, declared statistics, the process wrapper); those that move words at an
+address from `Port` (DRAM, SRAM/L2, line buffer, NoC bus). Implementations
+and their policies are chosen by name from the config through registries
+(`hwsim.sim.policy`): `dram.model`, `dram.address_map`, `dram.scheduler`,
+`dram.row_buffer.policy`, `noc.model`, the SRAMs' `scheduler`. A transaction
+books its resources when it is requested (`book`, `reserve_read`,
+`reserve_write`, `reserve`): first come, first served under `fcfs`, with the
+exact per-burst or per-transfer records returned at once as one
+`RECORD_DTYPE` block and no simpy event; `reserved_end_cycle` is when it ends.
+The process methods (`read`, `write`, `transfer`, `compute`) reserve when they
+start and wait with one timeout. Buffer space (`Space`) is claimed and
+released at a cycle; a claim that does not fit waits for releases.
 """
 
-from hwsim.sim.dram import Dram
+from hwsim.sim.component import Component, Port, Stat
+from hwsim.sim.dram import Dram, SimpleDram, build_dram
 from hwsim.sim.line_buffer import LineBuffer
-from hwsim.sim.noc import Noc
+from hwsim.sim.noc import Bus, Noc
 from hwsim.sim.pe_array import PeArray
+from hwsim.sim.space import Space
 from hwsim.sim.sram import Sram
-from hwsim.sim.timing import NO_ADDRESS, RECORD_DTYPE, Space, Stat
+from hwsim.sim.timing import RECORD_DTYPE
+from hwsim.vocab import NO_ADDRESS
 
-__all__ = ["NO_ADDRESS", "RECORD_DTYPE", "Dram", "LineBuffer", "Noc", "PeArray", "Space", "Sram", "Stat"]
+__all__ = ["NO_ADDRESS", "RECORD_DTYPE", "Bus", "Component", "Dram", "LineBuffer", "Noc", "PeArray", "Port",
+           "SimpleDram", "Space", "Sram", "Stat", "build_dram"]

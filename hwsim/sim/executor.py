@@ -1,47 +1,60 @@
 """The executor: walks a `Schedule` on the simpy components and emits every access as trace records.
 
 Each layer runs after the previous one (tensors pass through DRAM). Inside a
-layer the steps form groups (one processing pass each: its loads, its
-COMPUTE, its stores) and three processes share them, in group order:
+layer the steps form groups, one processing pass each, with the same anatomy
+under every execution policy:
 
-- the *prefetcher* performs a group's loads into on-chip buffers (ALLOC,
-  DRAM → GLB): it runs ahead of the array as far as buffer space allows, so
-  DRAM traffic overlaps compute (double buffering whenever two tiles fit);
-- the *array* loads a tile's filters into the RFs once the previous pass is
-  done with them, then runs the pass while its ifmap and psum words stream
-  in from the GLB over the NoC (a pass ends when its compute and its
-  streams are done); a pass that reads psums back first waits until the
-  pass that last wrote them (to the same GLB address) has stored them;
-- the *storer* performs the steps after a COMPUTE (psums RF → GLB, ofmaps
-  GLB → DRAM, FREE), overlapping the next passes.
+- *loads*: the steps before the COMPUTE that fill on-chip buffers (ALLOC,
+  DRAM → GLB, L2 → line buffer, FREE), all requested when the group starts;
+  an ALLOC in the line buffer first waits until the previous group's stores
+  are done (ring rows are overwritten only once released);
+- the *pass*: once every earlier pass that wrote the psums it reads back has
+  stored them, its filters go into the RFs one transfer after another, then
+  its ifmap and psum words stream in over the NoC while the array computes
+  (a pass ends when its compute and its streams are done);
+- *stores*: the steps after the COMPUTE (psums RF → GLB, ofmaps → DRAM,
+  FREE), one after another.
 
-A layer schedule that is not `pipelined` (a depth-first stack, whose line
-buffers are rings reused line by line) runs in one process instead: each
-group's loads start when the previous group's stores have ended, then its
-filters, its pass and its stores, every transaction reserved at the cycle it
-is requested (`book(..., request_cycle)`) and allocations claimed at that
-cycle; the simpy clock catches up every SEQUENTIAL_CLOCK_GROUPS groups.
+A step is performed by `StepRunner` at the cycle it is requested: every
+component books it at once (`book`, no simpy event) and it ends when its
+source, destination and bus are all done. The two execution policies differ
+only in when groups start and what an ALLOC that does not fit means:
+
+- `pipelined` (layer-by-layer schedules): three simpy processes share the
+  groups in order — the prefetcher issues a group's loads as soon as the
+  previous group's loads have landed (it runs ahead of the array as far as
+  buffer space allows, so DRAM traffic overlaps compute: double buffering),
+  the array runs the passes, the storer the stores. Chained steps wait for
+  the simpy clock to reach their request cycle, so every resource is booked
+  in the order requests are made; an ALLOC waits while its space is full.
+- `sequential` (depth-first stacks, phased and planned schedules: rings and
+  buffers reused group by group): one process; a group's loads start when the
+  previous group's stores have ended. Nothing else runs meanwhile, so steps
+  are booked ahead of the simpy clock (it catches up every
+  SEQUENTIAL_CLOCK_GROUPS groups) and an ALLOC that does not fit can never
+  fit: an impossible mapping.
+
 ALLOC/FREE steps in the line buffer, the L2 or DRAM carry a buffer id (a
 depth-first ring, a phased edge buffer, a planned buffer); each id's
 occupancy is traced as its own buffer (RING_BUFFER0 + id). An L2 or DRAM
-ALLOC whose `src_addr` is a word address (≥ 0) places its words there: two live
-allocations of one level that overlap are an impossible mapping.
+ALLOC whose `src_addr` is a word address (≥ 0) places its words there (see
+`hwsim.sim.machine`).
 
-A transfer occupies its source and destination at once (data streams from
-one into the other) and ends when both are done. Records (see
-`hwsim.trace.schema`; op codes are Timeloop's access kinds): DRAM one per
-burst (or one per transaction when asked), GLB / L2 / line buffer one per transfer, NoC one per bus transfer (op write), RF one
-per transfer (fill, or read for psums going out), and per pass at level `pe`:
-the MACs (operand other, op update, address = active PEs), non-MAC ops
-(other, write), the MACs' RF reads per operand (read), psum RF writes
-(psum, update) and psum words forwarded PE to PE (psum, fill).
+Records (see `hwsim.trace.schema`; op codes `hwsim.vocab.Op`): DRAM one per
+burst (or one per transaction when asked), GLB / L2 / line buffer one per
+transfer, NoC one per bus transfer (op write), RF one per transfer (fill, or
+read for psums going out), and per pass at level `pe`: the MACs (operand
+other, op update, address = active PEs), non-MAC ops (other, write), the MACs'
+RF reads per operand (read), psum RF writes (psum, update) and psum words
+forwarded PE to PE (psum, fill).
 """
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections import deque
 from collections.abc import Callable, Generator, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -50,219 +63,184 @@ import simpy
 from hwsim.errors import HwsimError
 from hwsim.hardware.schema import Accelerator
 from hwsim.mapping.schedule import LayerSchedule, Schedule
-from hwsim.sim.dram import Dram
-from hwsim.sim.line_buffer import LineBuffer
-from hwsim.sim.noc import Noc
-from hwsim.sim.pe_array import PeArray
-from hwsim.sim.sram import Sram
-from hwsim.sim.timing import NO_ADDRESS, Space
-from hwsim.trace.schema import OCCUPANCY_DTYPE, RECORD_DTYPE
-from hwsim.vocab import BUS_OF_OPERAND, LEVEL_NAMES, OTHER, TRACE_LEVELS, Level, Op, Operand, StepField, StepKind
+from hwsim.sim.component import Port
+from hwsim.sim.machine import NAMED_LEVELS, PLACED_LEVELS, Machine
+from hwsim.sim.policy import Registry
+from hwsim.sim.recorder import Recorder
+from hwsim.trace.schema import OCCUPANCY_DTYPE
+from hwsim.vocab import NO_ADDRESS, OTHER, TRACE_LEVELS, Level, Op, Operand, StepField, StepKind
 
-READ, WRITE, FILL, UPDATE = int(Op.READ), int(Op.WRITE), int(Op.FILL), int(Op.UPDATE)
 RING_BUFFER0 = 3  # occupancy buffer id of named buffer 0 (0-2: GLB data, GLB filter, line buffer)
 SIM_LEVELS = TRACE_LEVELS
-LEVEL_NAME = dict(zip(Level, LEVEL_NAMES))
+SEQUENTIAL_CLOCK_GROUPS = 1024  # a sequential layer advances the simpy clock every this many groups
 
+READ, WRITE, FILL, UPDATE = int(Op.READ), int(Op.WRITE), int(Op.FILL), int(Op.UPDATE)
 _DRAM, _L2, _GLB, _LINE_BUFFER, _RF = (int(Level.DRAM), int(Level.L2), int(Level.GLB), int(Level.LINE_BUFFER),
                                       int(Level.RF))
-_NAMED_LEVELS = (_DRAM, _L2, _LINE_BUFFER)  # levels whose ALLOC/FREE steps carry a buffer id
 _TRANSFER, _COMPUTE, _ALLOC = int(StepKind.TRANSFER), int(StepKind.COMPUTE), int(StepKind.ALLOC)
 _FILTER, _PSUM, _OFMAP = int(Operand.FILTER), int(Operand.PSUM), int(Operand.OFMAP)
+_BUS_OF_OPERAND = ("ifmap", "filter", "psum", "psum")  # NoC bus of each operand (`hwsim.vocab.BUS_OF_OPERAND`)
 
 # Positions of the fields in a step tuple, from STEP_DTYPE.
 F = StepField
 KIND, OPERAND, SRC, DST, GROUP, WORDS, SRC_ADDR, DST_ADDR = (F.KIND, F.OPERAND, F.SRC, F.DST, F.GROUP, F.WORDS,
                                                              F.SRC_ADDR, F.DST_ADDR)
-ACTIVE, MACS, OPS_ = F.ACTIVE_PES, F.MACS, F.OPS
-
 
 # A pass's records at level `pe`: (step field, op, operand, address = active PEs?) — the MACs (other, update),
 # non-MAC ops (other, write), the MACs' RF reads per operand, psum RF writes, psum words forwarded PE to PE.
-PE_RECORDS = ((MACS, UPDATE, OTHER, True), (OPS_, WRITE, OTHER, True),
-              (F.RF_FILTER_READS, READ, int(Operand.FILTER), False), (F.RF_IFMAP_READS, READ, int(Operand.IFMAP), False),
-              (F.RF_PSUM_READS, READ, int(Operand.PSUM), False), (F.RF_PSUM_WRITES, UPDATE, int(Operand.PSUM), False),
+PE_RECORDS = ((F.MACS, UPDATE, OTHER, True), (F.OPS, WRITE, OTHER, True),
+              (F.RF_FILTER_READS, READ, int(Operand.FILTER), False),
+              (F.RF_IFMAP_READS, READ, int(Operand.IFMAP), False),
+              (F.RF_PSUM_READS, READ, int(Operand.PSUM), False),
+              (F.RF_PSUM_WRITES, UPDATE, int(Operand.PSUM), False),
               (F.INTER_PE_WORDS, FILL, int(Operand.PSUM), False))
 
-COLUMNS = ("start_cycle", "end_cycle", "op", "operand", "layer", "step", "address", "words")
-SMALL_BLOCK = 4  # component blocks up to this many records are kept as Python tuples
-FLUSH_RECORDS = 1 << 20  # records held before they are handed to the sink
-SEQUENTIAL_CLOCK_GROUPS = 1024  # a sequential layer advances the simpy clock every this many groups
+Step = tuple[Any, ...]  # one STEP_DTYPE row as a tuple
 
 
-@dataclass
-class Recorder:
-    """Collects records per level for one layer; `flush` hands them to the sink as numpy blocks.
+@dataclass(slots=True)
+class Group:
+    """One processing pass: its index in the layer, the layer index of its first step, its steps, and the
+    position of its COMPUTE among them (len(steps) if it has none)."""
 
-    Single-record transactions (most of them) are kept flattened in int lists and multi-burst ones as int64
-    [n, 8] arrays, so building a layer's records costs one conversion, not one per transaction.
-    Every FLUSH_RECORDS records they go to the sink, sorted by start cycle within the slab, so
-    memory stays bounded on layers with tens of millions of records.
-    """
-
-    levels: frozenset[str]
-    sink: Callable[[str, np.ndarray], None]
-    layer: int = 0
-    per_transaction: frozenset[str] = frozenset()  # levels recorded once per transaction, not per burst
-    rows: dict[str, list[int]] = field(default_factory=dict)  # per level, records flattened (8 ints each)
-    arrays: dict[str, list[np.ndarray]] = field(default_factory=dict)
-    held: int = 0  # records (tuples + array rows) waiting for the next flush
-
-    def wants(self, level: str) -> bool:
-        return level in self.levels
-
-    def block(self, level: str, comp: np.ndarray, op: int, operand: int, step: int) -> None:
-        """Component records (start, end, address, words) as trace records of one step."""
-        layer = self.layer
-        if len(comp) > 1 and level in self.per_transaction:
-            self.row(level, int(comp["start_cycle"].min()), int(comp["end_cycle"].max()), op, operand, step,
-                     int(comp["address"][0]), int(comp["words"].sum()))
-            return
-        self._count(len(comp))
-        if len(comp) <= SMALL_BLOCK:
-            rows = self.rows.setdefault(level, [])
-            for start, end, address, words in comp.tolist():
-                rows.extend((start, end, op, operand, layer, step, address, words))
-            return
-        out = np.empty((len(comp), len(COLUMNS)), dtype=np.int64)
-        out[:, 0] = comp["start_cycle"]
-        out[:, 1] = comp["end_cycle"]
-        out[:, 2:6] = (op, operand, layer, step)
-        out[:, 6] = comp["address"]
-        out[:, 7] = comp["words"]
-        self.arrays.setdefault(level, []).append(out)
-
-    def row(self, level: str, start: int, end: int, op: int, operand: int, step: int, address: int,
-            words: int) -> None:
-        rows = self.rows.get(level)
-        if rows is None:
-            rows = self.rows[level] = []
-        rows.extend((start, end, op, operand, self.layer, step, address, words))
-        self.held += 1
-        if self.held >= FLUSH_RECORDS:
-            self.flush()
-
-    def _count(self, records: int) -> None:
-        self.held += records
-        if self.held >= FLUSH_RECORDS:
-            self.flush()
-
-    def flush(self) -> None:
-        """Hand each level's held records, in start-cycle order, to the sink as one block."""
-        self.held = 0
-        for level in SIM_LEVELS:
-            parts = self.arrays.pop(level, [])
-            rows = self.rows.pop(level, [])
-            if rows:
-                parts.append(np.array(rows, dtype=np.int64).reshape(-1, len(COLUMNS)))
-            if not parts:
-                continue
-            table = np.concatenate(parts) if len(parts) > 1 else parts[0]
-            table = table[np.argsort(table[:, 0], kind="stable")]
-            block = np.empty(len(table), dtype=RECORD_DTYPE)
-            for j, name in enumerate(COLUMNS):
-                block[name] = table[:, j]
-            self.sink(level, block)
+    index: int
+    first: int
+    steps: list[Step]
+    compute: int
 
 
-@dataclass
-class Machine:
-    """The components of one accelerator in one simpy environment."""
+class StepRunner:
+    """Performs single steps requested at a given cycle on the machine and records them: the one path
+    every execution policy uses."""
 
-    env: simpy.Environment
-    hw: Accelerator
-    dram: Dram
-    glb: Sram
-    noc: Noc
-    pe: PeArray
-    line_buffer: LineBuffer | None = None
-    l2: Sram | None = None
-    ring_words: dict[int, int] = field(default_factory=dict)  # named buffer id -> words held
-    ring_log: list[tuple[int, int, int]] = field(default_factory=list)  # (cycle, id, words after a change)
-    placed: dict[int, dict[int, int]] = field(default_factory=dict)  # level -> live allocations: address -> words
+    def __init__(self, m: Machine, rec: Recorder) -> None:
+        self.m, self.rec = m, rec
+        self.want_noc, self.want_rf, self.want_pe = rec.wants("noc"), rec.wants("rf"), rec.wants("pe")
+        self.dram_per_burst = rec.wants("dram") and "dram" not in rec.per_transaction
+        self.buses = [m.noc.bus(name) for name in _BUS_OF_OPERAND]
+        self.passes = 0
+        self.compute_cycles = 0
 
-    def ring_change(self, ring: int, words: int, cycle: int | None = None) -> None:
-        """Log a named buffer's occupancy (a ring, an edge buffer) after an ALLOC (+words) or FREE (−words)
-        at `cycle` (now)."""
-        held = self.ring_words[ring] = self.ring_words.get(ring, 0) + words
-        self.ring_log.append((int(self.env.now) if cycle is None else cycle, ring, held))
+    def transfer(self, index: int, s: Step, at: int) -> int:
+        """Book the source, destination and bus of a transfer requested at `at`, record it; its end cycle."""
+        operand, src, dst, words = s[OPERAND], s[SRC], s[DST], s[WORDS]
+        if words == 0:
+            return at
+        end = at
+        if src != _RF:
+            end = max(end, self._side(src, True, s[SRC_ADDR], words, READ, operand, index, at))
+        if dst != _RF:
+            outward = dst < src and (operand == _PSUM or operand == _OFMAP)
+            end = max(end, self._side(dst, False, s[DST_ADDR], words, UPDATE if outward else FILL, operand, index,
+                                      at))
+        if src == _RF or dst == _RF:  # the RF end rides the NoC
+            bus = self.buses[operand]
+            start = bus.book(False, NO_ADDRESS, words, at)
+            end = max(end, bus.reserved_end_cycle)
+            if self.want_noc:
+                self.rec.row("noc", start, bus.reserved_end_cycle, WRITE, operand, index, NO_ADDRESS, words)
+            if self.want_rf:
+                filled = dst == _RF
+                self.rec.row("rf", at, end, FILL if filled else READ, operand, index,
+                             s[DST_ADDR] if filled else s[SRC_ADDR], words)
+        return end
 
-    def place(self, level: int, address: int, words: int) -> None:
-        """Claim words address … address + words of `level`; an overlap with a live allocation is an error."""
-        live = self.placed.setdefault(level, {})
-        for start, size in live.items():
-            if start < address + words and address < start + size:
-                raise HwsimError(f"{LEVEL_NAME[Level(level)]}: words {address}..{address + words} overlap the live "
-                                 f"allocation at {start}..{start + size}; the memory plan puts two live tensors "
-                                 "in one place")
-        live[address] = words
+    def _side(self, level: int, is_read: bool, address: int, words: int, op: int, operand: int, index: int,
+              at: int) -> int:
+        """Book one end of a transfer (DRAM, L2, GLB or line buffer) and record it; its end cycle."""
+        m, rec = self.m, self.rec
+        if level == _DRAM:
+            wb = m.hw.word_bytes
+            if self.dram_per_burst:
+                burst = (m.dram.reserve_read if is_read else m.dram.reserve_write)(address * wb, words * wb, at)
+                rec.block("dram", burst, op, operand, index)
+                return m.dram.reserved_end_cycle
+            start = m.dram.book(is_read, address * wb, words * wb, at)
+            component: Port = m.dram
+        else:
+            component = self._on_chip(level)
+            if level == _LINE_BUFFER:
+                address = NO_ADDRESS
+            start = component.book(is_read, address, words, at)
+        name = component.name
+        if name in rec.levels:
+            rec.row(name, start, component.reserved_end_cycle, op, operand, index, address, words)
+        return component.reserved_end_cycle
 
-    def unplace(self, level: int, address: int) -> None:
-        self.placed.get(level, {}).pop(address, None)
+    def _on_chip(self, level: int) -> Port:
+        if level == _GLB:
+            return self.m.glb
+        if level == _LINE_BUFFER:
+            return self.m.require_line_buffer()
+        if level == _L2:
+            return self.m.require_l2()
+        raise HwsimError(f"level {Level(level).name} has no component in this simulator")
 
-    def stall_cycles(self) -> dict[str, int]:
-        """Cycles transactions have queued so far, by cause: DRAM channels (incl. read/write turnaround),
-        GLB ports and bank conflicts, NoC buses, GLB space (allocations waiting for frees)."""
-        return {
-            "dram": int(self.dram.queue_stall_cycles + self.dram.turnaround_stall_cycles),
-            "glb_port": int(self.glb.port_stall_cycles),
-            "glb_bank": int(self.glb.bank_conflict_stall_cycles),
-            "noc": int(sum(bus.queue_stall_cycles for bus in self.noc.buses.values())),
-            "glb_space": int(sum(space.allocate_stall_cycles for space in self.glb.spaces.values())),
-            "line_buffer_port": int(self.line_buffer.port_stall_cycles) if self.line_buffer else 0,
-            "l2_port": int(self.l2.port_stall_cycles) if self.l2 else 0,
-        }
+    def compute(self, index: int, s: Step, at: int) -> int:
+        """Book the PE array for a pass requested at `at`; record its work at level `pe`; its end cycle."""
+        active = max(1, s[F.ACTIVE_PES])
+        start = self.m.pe.book(s[F.MACS], s[F.OPS], active, at)
+        end = self.m.pe.reserved_end_cycle
+        self.passes += 1
+        self.compute_cycles += end - start
+        if self.want_pe:
+            row = self.rec.row
+            for field_index, op, operand, has_address in PE_RECORDS:
+                count = s[field_index]
+                if count:
+                    row("pe", start, end, op, operand, index, s[F.ACTIVE_PES] if has_address else -1, count)
+        return end
 
-    @classmethod
-    def build(cls, hw: Accelerator) -> Machine:
-        env = simpy.Environment()
-        wb = hw.word_bytes
-        line_buffer = LineBuffer(env, hw.line_buffer, wb) if hw.line_buffer else None
-        l2 = Sram(env, hw.l2, wb, "l2") if hw.l2 else None
-        return cls(env, hw, Dram(env, hw.dram, wb), Sram(env, hw.glb, wb, "glb"), Noc(env, hw.noc, wb),
-                   PeArray(env, hw.pe_array, wb), line_buffer, l2)
+    def claim(self, s: Step, at: int, may_wait: bool) -> simpy.Event | None:
+        """An ALLOC at `at`: place it (L2/DRAM with an address), claim its space, log its named buffer; None
+        when granted at once, else the event of a claim waiting for space (only if `may_wait`): call
+        `claimed` once it fires."""
+        level = s[DST]
+        if s[SRC_ADDR] >= 0 and level in PLACED_LEVELS:
+            self.m.place(level, s[SRC_ADDR], s[WORDS])
+        space = self.m.space(level, s[OPERAND])
+        waiting = space.claim(s[WORDS], at, may_wait) if space is not None else None
+        if waiting is None:
+            self.claimed(s, at)
+        return waiting
 
-    def require_line_buffer(self) -> LineBuffer:
-        if self.line_buffer is None:
-            raise HwsimError(f"{self.hw.name}: the schedule uses line buffers but the config has no "
-                             "line_buffer section; add one")
-        return self.line_buffer
+    def claimed(self, s: Step, at: int) -> None:
+        """Log an ALLOC granted at `at` in its named buffer."""
+        if s[DST] in NAMED_LEVELS:
+            self.m.ring_change(s[DST_ADDR], s[WORDS], at)
 
-    def require_l2(self) -> Sram:
-        if self.l2 is None:
-            raise HwsimError(f"{self.hw.name}: the schedule uses an L2 but the config has no l2 section; add one")
-        return self.l2
-
-    def space(self, level: int, operand: int) -> Space | None:
-        """The buffer space an ALLOC/FREE step claims: a GLB partition, the line buffer, the L2, or none
-        (DRAM is not bounded)."""
-        if level == Level.LINE_BUFFER:
-            return self.require_line_buffer().space
-        if level == Level.L2:
-            return self.require_l2().spaces["data"]
-        if level == Level.DRAM:
-            return None
-        return self.glb.spaces["filter" if operand == Operand.FILTER and "filter" in self.glb.spaces else "data"]
+    def release(self, s: Step, at: int) -> None:
+        """A FREE at `at` (never waits)."""
+        level = s[DST]
+        if s[SRC_ADDR] >= 0 and level in PLACED_LEVELS:
+            self.m.unplace(level, s[SRC_ADDR])
+        space = self.m.space(level, s[OPERAND])
+        if space is not None:
+            space.release(s[WORDS], at)
+        if level in NAMED_LEVELS:
+            self.m.ring_change(s[DST_ADDR], -s[WORDS], at)
 
 
-@dataclass
-class LayerRun:
-    """What the simulation measured for one layer."""
+class Progress:
+    """How far a stage has got (the index of the last group it finished), and waiting for it; costs a simpy
+    event only when a process actually waits."""
 
-    name: str
-    start_cycle: int
-    end_cycle: int
-    steps: int
-    passes: int
-    compute_cycles: int  # cycles the array was busy with this layer's passes
-    rf_wait_cycles: int  # cycles passes waited for their filters to reach the RFs
-    load_wait_cycles: int  # cycles the array waited for prefetched data (DRAM bandwidth, buffer space)
-    psum_wait_cycles: int  # cycles passes waited for earlier passes' psums to be stored
-    resource_stall_cycles: dict[str, int]  # cycles transactions queued for each resource during the layer
+    def __init__(self, env: simpy.Environment) -> None:
+        self.env = env
+        self.done_upto = -1
+        self._reached: simpy.Event | None = None
 
-    @property
-    def cycles(self) -> int:
-        return self.end_cycle - self.start_cycle
+    def advance(self, index: int) -> None:
+        self.done_upto = index
+        if self._reached is not None:
+            reached, self._reached = self._reached, None
+            reached.succeed()
+
+    def wait_for(self, index: int) -> Generator[simpy.Event, Any, None]:
+        while self.done_upto < index:
+            if self._reached is None:
+                self._reached = self.env.event()
+            yield self._reached
 
 
 class Handoff:
@@ -287,15 +265,15 @@ class Handoff:
         return self.items.popleft()
 
 
-def _groups(layer: LayerSchedule) -> Iterator[tuple[int, list[tuple[Any, ...]], int]]:
-    """(first step index, step tuples, index of the COMPUTE within them) per pass, in order."""
+def _groups(layer: LayerSchedule) -> Iterator[Group]:
+    """The layer's groups in order, each with the index of its first step in the layer."""
     offset = 0
-    pending: list[tuple[Any, ...]] = []
+    index = 0
+    pending: list[Step] = []
     pending_start = 0
     for block in layer.blocks():
         steps = block.tolist()
-        groups = block["group"]
-        cuts = np.flatnonzero(np.diff(groups)) + 1
+        cuts = np.flatnonzero(np.diff(block["group"])) + 1
         bounds = [0, *cuts.tolist(), len(steps)]
         for a, b in zip(bounds[:-1], bounds[1:]):
             part = steps[a:b]
@@ -303,289 +281,237 @@ def _groups(layer: LayerSchedule) -> Iterator[tuple[int, list[tuple[Any, ...]], 
                 pending.extend(part)
                 continue
             if pending:
-                yield pending_start, pending, _compute_index(pending)
+                yield Group(index, pending_start, pending, _compute_index(pending))
+                index += 1
             pending, pending_start = part, offset + a
         offset += len(steps)
     if pending:
-        yield pending_start, pending, _compute_index(pending)
+        yield Group(index, pending_start, pending, _compute_index(pending))
 
 
-def _compute_index(steps: list[tuple[Any, ...]]) -> int:
+def _compute_index(steps: list[Step]) -> int:
     for i, s in enumerate(steps):
         if s[KIND] == _COMPUTE:
             return i
     return len(steps)
 
 
+class ExecutionPolicy(ABC):
+    """When a layer's groups start, and whether steps follow the simpy clock and claims wait for space."""
+
+    follows_clock: bool  # chained steps wait until the clock reaches their request cycle
+    claims_wait: bool  # an ALLOC that does not fit waits for frees (else: an impossible mapping)
+
+    @abstractmethod
+    def run(self, ex: LayerExecutor) -> Generator[simpy.Event, Any, None]:
+        """Execute every group of the layer."""
+
+
+EXECUTION_POLICIES: Registry[type[ExecutionPolicy]] = Registry("execution policy")
+
+
 class LayerExecutor:
-    """Runs one layer's groups through the prefetcher, the array and the storer."""
+    """Runs one layer's groups under its execution policy: the group anatomy both policies share."""
 
     def __init__(self, m: Machine, layer: LayerSchedule, rec: Recorder) -> None:
-        self.m, self.layer, self.rec = m, layer, rec
-        env = m.env
-        self.to_array = Handoff(env)
-        self.to_store = Handoff(env)
-        self.stored_upto = -1  # index of the last group whose stores finished
+        self.m, self.layer = m, layer
+        self.runner = StepRunner(m, rec)
+        self.policy = EXECUTION_POLICIES.get("pipelined" if layer.pipelined else "sequential")()
+        self.stored = Progress(m.env)  # groups whose stores have finished
         self.psum_writer: dict[int, int] = {}  # GLB psum address -> the last group that stores psums there
-        self.stored_event = env.event()
-        self.want_noc, self.want_rf, self.want_pe = rec.wants("noc"), rec.wants("rf"), rec.wants("pe")
-        self.dram_per_burst = rec.wants("dram") and "dram" not in rec.per_transaction
-        self.passes = self.steps = 0
-        self.compute_cycles = self.rf_wait = self.load_wait = self.psum_wait = 0
+        self.steps = 0
+        self.rf_wait = self.load_wait = self.psum_wait = 0
 
     def run(self) -> Generator[simpy.Event, Any, None]:
-        env = self.m.env
-        if not self.layer.pipelined:
-            yield from self._sequential()
-            return
-        prefetch = env.process(self._prefetcher())
-        array = env.process(self._array())
-        store = env.process(self._storer())
-        yield prefetch & array & store
+        yield from self.policy.run(self)
 
-    # -- the three processes --------------------------------------------------------------------------
-
-    def _prefetcher(self) -> Generator[simpy.Event, Any, None]:
-        """A group's loads into on-chip buffers are issued back to back, like a DMA engine with
-        outstanding requests (each resource still serves them in order); the group goes to the array
-        when the last one has landed. Only an allocation that does not fit makes it wait earlier."""
+    def until(self, at: int) -> Generator[simpy.Event, Any, int]:
+        """Under a clock-following policy, wait until cycle `at`; the cycle the next step is requested."""
         env = self.m.env
-        for index, (first, steps, c) in enumerate(_groups(self.layer)):
-            self.steps += len(steps)
-            near = []
-            end = int(env.now)
-            for k in range(c):
-                s = steps[k]
-                kind = s[KIND]
-                if s[DST] == Level.RF:
-                    near.append(k)
-                elif kind == StepKind.TRANSFER:
-                    end = max(end, self._reserve_transfer(first + k, s))
-                elif kind == StepKind.ALLOC:
-                    if s[DST] == Level.LINE_BUFFER:  # a ring row is overwritten only once released
-                        while self.stored_upto < index - 1:
-                            yield self.stored_event
-                        end = max(end, int(env.now))
-                    yield from self._allocate(s)
-                    end = max(end, int(env.now))
-                elif kind == StepKind.FREE:
-                    self._free(s)
-            if end > env.now:
-                yield env.timeout(end - env.now)
-            self.to_array.put((index, first, steps, c, near))
-        self.to_array.put(None)
+        if self.policy.follows_clock and at > env.now:
+            yield env.timeout(at - env.now)
+        return at
 
-    def _array(self) -> Generator[simpy.Event, Any, None]:
-        env = self.m.env
+    def _granted(self, s: Step, waiting: simpy.Event) -> Generator[simpy.Event, Any, int]:
+        """Wait for an ALLOC's space; log it in its named buffer; the cycle it was granted."""
+        yield waiting
+        at = int(self.m.env.now)
+        self.runner.claimed(s, at)
+        return at
+
+    def loads(self, g: Group, at: int) -> Generator[simpy.Event, Any, tuple[int, list[int]]]:
+        """Issue the group's loads at `at`; (cycle the last one lands, positions of its RF transfers)."""
+        runner, steps, first = self.runner, g.steps, g.first
+        self.steps += len(steps)
+        near, end = [], at
+        for k in range(g.compute):
+            s = steps[k]
+            kind = s[KIND]
+            if s[DST] == _RF:
+                near.append(k)
+            elif kind == _TRANSFER:
+                end = max(end, runner.transfer(first + k, s, at))
+            elif kind == _ALLOC:
+                if s[DST] == _LINE_BUFFER and self.stored.done_upto < g.index - 1:
+                    yield from self.stored.wait_for(g.index - 1)  # a ring row is overwritten only once released
+                    at = max(at, int(self.m.env.now))
+                waiting = runner.claim(s, at, self.policy.claims_wait)
+                if waiting is not None:
+                    at = yield from self._granted(s, waiting)
+                end = max(end, at)
+            else:
+                runner.release(s, at)
+        return end, near
+
+    def run_pass(self, g: Group, near: list[int], at: int) -> Generator[simpy.Event, Any, int]:
+        """Filters into the RFs one after another from `at`, then the pass with its streams; its end cycle."""
+        steps, first, runner = g.steps, g.first, self.runner
+        if self.policy.follows_clock:  # groups run out of order only under a clock-following policy
+            at = yield from self._wait_for_psums(g, near, at)
+        env, follows = self.m.env, self.policy.follows_clock
+        ready = at
+        for k in near:  # filters must sit in the RFs before the pass starts
+            if steps[k][OPERAND] == _FILTER:
+                if follows and ready > env.now:
+                    yield env.timeout(ready - env.now)
+                ready = runner.transfer(first + k, steps[k], ready)
+        if follows and ready > env.now:
+            yield env.timeout(ready - env.now)
+        self.rf_wait += ready - at
+        end = ready
+        for k in near:
+            if steps[k][OPERAND] != _FILTER:
+                end = max(end, runner.transfer(first + k, steps[k], ready))
+        if g.compute < len(steps):
+            end = max(end, runner.compute(first + g.compute, steps[g.compute], ready))
+        return end
+
+    def _wait_for_psums(self, g: Group, near: list[int], at: int) -> Generator[simpy.Event, Any, int]:
+        """Wait until every earlier pass that wrote the psums this pass reads back has stored them; note the
+        psums this pass writes. The cycle the pass may start."""
+        steps = g.steps
+        readers = [self.psum_writer[steps[k][SRC_ADDR]] for k in near
+                   if steps[k][OPERAND] == _PSUM and steps[k][SRC_ADDR] in self.psum_writer]
+        if readers and self.stored.done_upto < max(readers):
+            yield from self.stored.wait_for(max(readers))
+            waited = max(at, int(self.m.env.now))
+            self.psum_wait += waited - at
+            at = waited
+        for k in range(g.compute + 1, len(steps)):
+            if steps[k][OPERAND] == _PSUM and steps[k][SRC] == _RF:
+                self.psum_writer[steps[k][DST_ADDR]] = g.index
+        return at
+
+    def stores(self, g: Group, at: int) -> Generator[simpy.Event, Any, int]:
+        """The group's stores one after another from `at`; the cycle the last one ends."""
+        runner, steps, first = self.runner, g.steps, g.first
+        env, follows = self.m.env, self.policy.follows_clock
+        for k in range(g.compute + 1, len(steps)):
+            s = steps[k]
+            if follows and at > env.now:
+                yield env.timeout(at - env.now)
+            kind = s[KIND]
+            if kind == _TRANSFER:
+                at = runner.transfer(first + k, s, at)
+            elif kind == _ALLOC:
+                waiting = runner.claim(s, at, self.policy.claims_wait)
+                if waiting is not None:
+                    at = yield from self._granted(s, waiting)
+            else:
+                runner.release(s, at)
+        if follows and at > env.now:
+            yield env.timeout(at - env.now)
+        self.stored.advance(g.index)
+        return at
+
+
+@EXECUTION_POLICIES.register("pipelined")
+class Pipelined(ExecutionPolicy):
+    """Loads run ahead of the array as far as space allows; passes and stores overlap (module docstring)."""
+
+    follows_clock = True
+    claims_wait = True
+
+    def run(self, ex: LayerExecutor) -> Generator[simpy.Event, Any, None]:
+        env = ex.m.env
+        to_array, to_store = Handoff(env), Handoff(env)
+        processes = [env.process(self._prefetcher(ex, to_array)), env.process(self._array(ex, to_array, to_store)),
+                     env.process(self._storer(ex, to_store))]
+        yield env.all_of(processes)
+
+    @staticmethod
+    def _prefetcher(ex: LayerExecutor, to_array: Handoff) -> Generator[simpy.Event, Any, None]:
+        """A group's loads are issued back to back, like a DMA engine with outstanding requests; the group
+        goes to the array when the last one has landed."""
+        for g in _groups(ex.layer):
+            end, near = yield from ex.loads(g, int(ex.m.env.now))
+            yield from ex.until(end)
+            to_array.put((g, near))
+        to_array.put(None)
+
+    @staticmethod
+    def _array(ex: LayerExecutor, to_array: Handoff, to_store: Handoff) -> Generator[simpy.Event, Any, None]:
+        env = ex.m.env
         while True:
-            wait_from = env.now
-            item = yield from self.to_array.take()
+            wait_from = int(env.now)
+            item = yield from to_array.take()
             if item is None:
-                self.to_store.put(None)
+                to_store.put(None)
                 return
-            index, first, steps, c, near = item
-            self.load_wait += env.now - wait_from
-            writers = [self.psum_writer[steps[k][SRC_ADDR]] for k in near
-                       if steps[k][OPERAND] == Operand.PSUM and steps[k][SRC_ADDR] in self.psum_writer]
-            if writers:
-                wait_from = env.now
-                while self.stored_upto < max(writers):
-                    yield self.stored_event
-                self.psum_wait += env.now - wait_from
-            for k in range(c + 1, len(steps)):
-                if steps[k][OPERAND] == Operand.PSUM and steps[k][SRC] == Level.RF:
-                    self.psum_writer[steps[k][DST_ADDR]] = index
-            wait_from = env.now
-            end = env.now
-            for k in near:
-                if steps[k][OPERAND] == Operand.FILTER:  # filters must sit in the RFs before the pass starts
-                    yield from self._step(first + k, steps[k])
-            self.rf_wait += env.now - wait_from
-            end = env.now
-            for k in near:
-                if steps[k][OPERAND] != Operand.FILTER:
-                    end = max(end, self._reserve_transfer(first + k, steps[k]))
-            if c < len(steps):
-                end = max(end, self._reserve_compute(first + c, steps[c]))
-            if end > env.now:
-                yield env.timeout(end - env.now)
-            self.to_store.put((index, first, steps, c))
+            g, near = item
+            ex.load_wait += int(env.now) - wait_from
+            end = yield from ex.run_pass(g, near, int(env.now))
+            yield from ex.until(end)
+            to_store.put(g)
 
-    def _storer(self) -> Generator[simpy.Event, Any, None]:
+    @staticmethod
+    def _storer(ex: LayerExecutor, to_store: Handoff) -> Generator[simpy.Event, Any, None]:
         while True:
-            item = yield from self.to_store.take()
-            if item is None:
+            g = yield from to_store.take()
+            if g is None:
                 return
-            index, first, steps, c = item
-            for k in range(c + 1, len(steps)):
-                yield from self._step(first + k, steps[k])
-            self.stored_upto = index
-            event, self.stored_event = self.stored_event, self.m.env.event()
-            event.succeed()
+            yield from ex.stores(g, int(ex.m.env.now))
 
-    def _sequential(self) -> Generator[simpy.Event, Any, None]:
-        """Groups strictly one after another: loads from the end of the previous group, filters into the
-        RFs, then the pass with its streams, then the stores one after another. Each transaction is reserved
-        at the cycle it is requested; nothing else runs meanwhile, so the clock need only catch up every
-        SEQUENTIAL_CLOCK_GROUPS groups and at the end."""
-        env = self.m.env
-        step, transfer = self._sequential_step, self._reserve_transfer
+
+@EXECUTION_POLICIES.register("sequential")
+class Sequential(ExecutionPolicy):
+    """Groups strictly one after another, booked ahead of the simpy clock (module docstring)."""
+
+    follows_clock = False
+    claims_wait = False
+
+    def run(self, ex: LayerExecutor) -> Generator[simpy.Event, Any, None]:
+        env = ex.m.env
         end = int(env.now)
-        for group, (first, steps, c) in enumerate(_groups(self.layer)):
-            self.steps += len(steps)
-            start = end
-            loaded = start
-            near = []
-            for k in range(c):
-                s = steps[k]
-                if s[DST] == _RF:
-                    near.append(k)
-                else:
-                    loaded = max(loaded, step(first + k, s, start))
-            at = loaded
-            for k in near:  # filters must sit in the RFs before the pass starts
-                if steps[k][OPERAND] == _FILTER:
-                    at = transfer(first + k, steps[k], at)
-            self.load_wait += loaded - start
-            self.rf_wait += at - loaded
-            end = at
-            for k in near:
-                if steps[k][OPERAND] != _FILTER:
-                    end = max(end, transfer(first + k, steps[k], at))
-            if c < len(steps):
-                end = max(end, self._reserve_compute(first + c, steps[c], at))
-            for k in range(c + 1, len(steps)):
-                end = step(first + k, steps[k], end)
-            if group % SEQUENTIAL_CLOCK_GROUPS == 0 and end > env.now:
+        for g in _groups(ex.layer):
+            loaded, near = yield from ex.loads(g, end)
+            ex.load_wait += loaded - end
+            end = yield from ex.run_pass(g, near, loaded)
+            end = yield from ex.stores(g, end)
+            if g.index % SEQUENTIAL_CLOCK_GROUPS == 0 and end > env.now:
                 yield env.timeout(end - env.now)
         if end > env.now:
             yield env.timeout(end - env.now)
 
-    def _sequential_step(self, index: int, s: tuple[Any, ...], at: int) -> int:
-        """A transfer, allocation or free requested at cycle `at`; the cycle it ends."""
-        kind = s[KIND]
-        if kind == _TRANSFER:
-            return self._reserve_transfer(index, s, at)
-        words = s[WORDS] if kind == _ALLOC else -s[WORDS]
-        level = s[DST]
-        space = self.m.space(level, s[OPERAND])
-        if s[SRC_ADDR] >= 0 and (level == _L2 or level == _DRAM):  # a placed allocation
-            if words >= 0:
-                self.m.place(level, s[SRC_ADDR], words)
-            else:
-                self.m.unplace(level, s[SRC_ADDR])
-        if space is not None:
-            if words >= 0:
-                space.claim_at(words, at)
-            else:
-                space.release_at(-words, at)
-        if level in _NAMED_LEVELS:
-            self.m.ring_change(s[DST_ADDR], words, at)
-        return at
 
-    # -- steps ----------------------------------------------------------------------------------------
+@dataclass
+class LayerRun:
+    """What the simulation measured for one layer."""
 
-    def _step(self, index: int, s: tuple[Any, ...]) -> Generator[simpy.Event, Any, None]:
-        kind = s[KIND]
-        if kind == StepKind.TRANSFER:
-            yield from self._transfer(index, s)
-        elif kind == StepKind.ALLOC:
-            yield from self._allocate(s)
-        elif kind == StepKind.FREE:
-            self._free(s)
+    name: str
+    start_cycle: int
+    end_cycle: int
+    steps: int
+    passes: int
+    compute_cycles: int  # cycles the array was busy with this layer's passes
+    rf_wait_cycles: int  # cycles passes waited for their filters to reach the RFs
+    load_wait_cycles: int  # cycles the array waited for prefetched data (DRAM bandwidth, buffer space)
+    psum_wait_cycles: int  # cycles passes waited for earlier passes' psums to be stored
+    resource_stall_cycles: dict[str, int]  # cycles transactions queued for each resource during the layer
 
-    def _allocate(self, s: tuple[Any, ...]) -> Generator[simpy.Event, Any, None]:
-        """Claim an ALLOC's space now, waiting while it is full."""
-        space = self.m.space(s[DST], s[OPERAND])
-        if space is not None:
-            granted = space.allocate(s[WORDS])
-            if not granted.triggered:
-                yield granted
-        if s[DST] in _NAMED_LEVELS:
-            self.m.ring_change(s[DST_ADDR], s[WORDS])
-
-    def _free(self, s: tuple[Any, ...]) -> None:
-        """Release a FREE's space now (never waits)."""
-        space = self.m.space(s[DST], s[OPERAND])
-        if space is not None:
-            space.free(s[WORDS])
-        if s[DST] in _NAMED_LEVELS:
-            self.m.ring_change(s[DST_ADDR], -s[WORDS])
-
-    def _transfer(self, index: int, s: tuple[Any, ...]) -> Generator[simpy.Event, Any, None]:
-        end = self._reserve_transfer(index, s)
-        if end > self.m.env.now:
-            yield self.m.env.timeout(end - self.m.env.now)
-
-    def _reserve_transfer(self, index: int, s: tuple[Any, ...], at: int | None = None) -> int:
-        """Reserve the source, destination and bus of a transfer requested at cycle `at` (default now);
-        record it; return its end cycle."""
-        m, rec = self.m, self.rec
-        now = int(m.env.now) if at is None else at
-        operand, src, dst, words = s[OPERAND], s[SRC], s[DST], s[WORDS]
-        if words == 0:
-            return now
-        end = now
-        if src != _RF:
-            end = max(end, self._reserve_side(src, True, s[SRC_ADDR], words, READ, operand, index, now))
-        if dst != _RF:
-            outward = dst < src and (operand == _PSUM or operand == _OFMAP)
-            end = max(end, self._reserve_side(dst, False, s[DST_ADDR], words, UPDATE if outward else FILL,
-                                              operand, index, now))
-        if _RF in (src, dst):  # the RF end rides the NoC
-            start = m.noc.book(BUS_OF_OPERAND[operand], words, now)
-            end = max(end, m.noc.reserved_end_cycle)
-            if self.want_noc:
-                rec.row("noc", start, m.noc.reserved_end_cycle, WRITE, operand, index, NO_ADDRESS, words)
-            if self.want_rf:
-                filled = dst == _RF
-                rec.row("rf", now, end, FILL if filled else READ, operand, index,
-                        s[DST_ADDR] if filled else s[SRC_ADDR], words)
-        return end
-
-    def _reserve_side(self, level: int, is_read: bool, address: int, words: int, op: int, operand: int,
-                      index: int, at: int) -> int:
-        """Reserve one end of a transfer (DRAM, GLB or line buffer) and record it; its end cycle."""
-        m, rec = self.m, self.rec
-        if level == _DRAM:
-            wb = m.hw.word_bytes
-            if self.dram_per_burst:
-                burst = (m.dram.reserve_read if is_read else m.dram.reserve_write)(address * wb, words * wb, at)
-                rec.block("dram", burst, op, operand, index)
-                return m.dram.reserved_end_cycle
-            component: Dram | Sram = m.dram
-            start = m.dram.book(is_read, address * wb, words * wb, at)
-            name = "dram"
-        elif level == _GLB:
-            component, name = m.glb, "glb"
-            start = m.glb.book(is_read, address, words, at)
-        elif level == _LINE_BUFFER:
-            component, name = m.line_buffer or m.require_line_buffer(), "line_buffer"
-            address = NO_ADDRESS
-            start = component.book(is_read, address, words, at)
-        elif level == _L2:
-            component, name = m.require_l2(), "l2"
-            start = component.book(is_read, address, words, at)
-        else:
-            raise HwsimError(f"level {Level(level).name} has no component in this simulator")
-        if name in rec.levels:
-            rec.row(name, start, component.reserved_end_cycle, op, operand, index, address, words)
-        return component.reserved_end_cycle
-
-    def _reserve_compute(self, index: int, s: tuple[Any, ...], at: int | None = None) -> int:
-        """Reserve the PE array for a pass requested at `at` (default now); record its work at level `pe`;
-        return its end cycle."""
-        start = self.m.pe.book(s[MACS], s[OPS_], max(1, s[ACTIVE]), at)
-        end = self.m.pe.reserved_end_cycle
-        self.passes += 1
-        self.compute_cycles += end - start
-        if self.want_pe:
-            row = self.rec.row
-            for field_index, op, operand, has_address in PE_RECORDS:
-                count = s[field_index]
-                if count:
-                    row("pe", start, end, op, operand, index, s[ACTIVE] if has_address else -1, count)
-        return end
+    @property
+    def cycles(self) -> int:
+        return self.end_cycle - self.start_cycle
 
 
 @dataclass
@@ -602,6 +528,16 @@ class SimResult:
         return self.layers[-1].end_cycle if self.layers else 0
 
 
+def _run_layer(m: Machine, layer: LayerSchedule, rec: Recorder) -> LayerRun:
+    ex = LayerExecutor(m, layer, rec)
+    start = int(m.env.now)
+    before = m.stall_cycles()
+    m.env.run(m.env.process(ex.run()))
+    after = m.stall_cycles()
+    return LayerRun(layer.name, start, int(m.env.now), ex.steps, ex.runner.passes, ex.runner.compute_cycles,
+                    ex.rf_wait, ex.load_wait, ex.psum_wait, {k: after[k] - before[k] for k in after})
+
+
 def simulate(schedule: Schedule, hw: Accelerator, sink: Callable[[str, np.ndarray], None],
              levels: frozenset[str] = frozenset(SIM_LEVELS),
              progress: Callable[[int, LayerRun], None] | None = None,
@@ -610,20 +546,14 @@ def simulate(schedule: Schedule, hw: Accelerator, sink: Callable[[str, np.ndarra
     """Execute `schedule` layer after layer; every record of the chosen `levels` goes to `sink(level, block)`
     (one per transaction rather than per burst for the levels in `per_transaction`) and the buffers'
     allocate/free events to `occupancy_sink` (buffer 0 = GLB data, 1 = GLB filter, 2 = line buffer,
-    RING_BUFFER0 + k = the line buffer's ring k, for the ring ids of depth-first schedules)."""
+    RING_BUFFER0 + k = named buffer k: a depth-first ring, a phased or planned buffer)."""
     m = Machine.build(hw)
     runs: list[LayerRun] = []
-    spaces = [m.glb.spaces.get(p) for p in ("data", "filter")] + [m.line_buffer.space if m.line_buffer else None]
+    spaces = m.buffer_spaces()
     emitted = [0] * len(spaces)
     for index, layer in enumerate(schedule.layers):
         rec = Recorder(levels, sink, index, per_transaction)
-        ex = LayerExecutor(m, layer, rec)
-        start = int(m.env.now)
-        before = m.stall_cycles()
-        m.env.run(m.env.process(ex.run()))
-        after = m.stall_cycles()
-        run = LayerRun(layer.name, start, int(m.env.now), ex.steps, ex.passes, ex.compute_cycles, ex.rf_wait,
-                       ex.load_wait, ex.psum_wait, {k: after[k] - before[k] for k in after})
+        run = _run_layer(m, layer, rec)
         rec.flush()
         if occupancy_sink is not None:
             for b, space in enumerate(spaces):
@@ -643,7 +573,7 @@ def simulate(schedule: Schedule, hw: Accelerator, sink: Callable[[str, np.ndarra
 
 
 def ring_events(log: list[tuple[int, int, int]], layer: int, word_bytes: int) -> np.ndarray:
-    """Line-buffer ring changes (cycle, ring, words after) as trace occupancy events in bytes."""
+    """Named-buffer changes (cycle, id, words after) as trace occupancy events in bytes."""
     table = np.array(log, dtype=np.int64)
     out = np.empty(len(table), dtype=OCCUPANCY_DTYPE)
     out["buffer"] = RING_BUFFER0 + table[:, 1]

@@ -25,45 +25,32 @@ import simpy
 
 from hwsim.errors import HwsimError
 from hwsim.hardware import schema
-from hwsim.sim.timing import (
-    NO_ADDRESS,
-    Stat,
-    StatInfo,
-    ceil_div,
-    check_count,
-    collect_stats,
-    one_record,
-    wait_for_reservation,
-)
+from hwsim.sim.component import Component, StatInfo, Statistic
+from hwsim.sim.policy import scheduler
+from hwsim.sim.timing import check_count, one_record
+from hwsim.vocab import NO_ADDRESS, ceil_div
 
 
-class PeArray:
-    """The processing-element array: `reserve` times and reserves a pass at once, `compute` is a simpy
-    process doing the same and waiting until it ends."""
+class PeArray(Component):
+    """The processing-element array: `book`/`reserve` a pass at once, or run it as a process (`compute`)."""
 
-    STATS = (
-        StatInfo("passes", "count", "processing passes run"),
-        StatInfo("macs", "MACs", "multiply-accumulates done"),
-        StatInfo("ops", "ops", "non-MAC operations done"),
-        StatInfo("busy_cycles", "cycles", "cycles the array ran a pass, fill and drain included"),
+    passes = Statistic("count", "processing passes run")
+    macs = Statistic("MACs", "multiply-accumulates done")
+    ops = Statistic("ops", "non-MAC operations done")
+    busy_cycles = Statistic("cycles", "cycles the array ran a pass, fill and drain included")
+    queue_stall_cycles = Statistic("cycles", "cycles passes waited for the array")
+    DERIVED_STATS = (
         StatInfo("idle_cycles", "cycles", "cycles since start the array ran no pass"),
-        StatInfo("queue_stall_cycles", "cycles", "cycles passes waited for the array"),
         StatInfo("utilization", "fraction", "MACs / (busy cycles · PEs · MACs per PE-cycle)"),
     )
 
     def __init__(self, env: simpy.Environment, cfg: schema.PeArray, word_bytes: int,
                  name: str = "pe_array") -> None:
-        self.env = env
+        super().__init__(env, name)
         self.cfg = cfg
-        self.name = name
         self.word_bytes = word_bytes
+        self._scheduler = scheduler("fcfs")  # one pass at a time, in the order they are requested
         self.free_at_cycle = 0  # end of the last pass reserved
-        self.reserved_end_cycle = 0  # cycle the latest reservation ends
-        self.passes = 0
-        self.macs = 0
-        self.ops = 0
-        self.busy_cycles = 0
-        self.queue_stall_cycles = 0
 
     @property
     def idle_cycles(self) -> int:
@@ -85,39 +72,12 @@ class PeArray:
         self._check(macs, ops, active_pes)
         return ceil_div(macs + ops, active_pes * self.cfg.macs_per_cycle) + self.cfg.fill_drain_cycles
 
-    def reserve(self, macs: int, ops: int, active_pes: int) -> np.ndarray:
-        """Reserve the array for one pass requested now; returns a one-record block with
-        words = macs + ops. Yields no event: the pass ends at `reserved_end_cycle`."""
-        return self._reserve(macs, ops, self.pass_cycles(macs, ops, active_pes))
-
-    def compute(self, macs: int, ops: int, active_pes: int) -> Generator[simpy.Event, Any, np.ndarray]:
-        """Process running one pass (reserved when it starts); returns `reserve`'s record once it ends."""
-        duration_cycles = self.pass_cycles(macs, ops, active_pes)
-        return wait_for_reservation(self.env, self, self._reserve, macs, ops, duration_cycles)
-
-    def stats(self, prefix: str = "") -> dict[str, Stat]:
-        """The statistics with units and descriptions."""
-        return collect_stats(self, self.STATS, prefix)
-
-    def _check(self, macs: int, ops: int, active_pes: int) -> None:
-        check_count(macs, "macs", self.name)
-        check_count(ops, "ops", self.name)
-        if int(active_pes) != active_pes or not 1 <= active_pes <= self.cfg.pes:
-            raise HwsimError(f"{self.name}: a pass on {active_pes} PEs is impossible; the array has "
-                             f"{self.cfg.rows}x{self.cfg.cols} = {self.cfg.pes} PEs")
-
     def book(self, macs: int, ops: int, active_pes: int, request_cycle: int | None = None) -> int:
-        """Reserve a pass requested at `request_cycle` (default now) like `reserve`, without building its
-        record: returns its start cycle (it ends at `reserved_end_cycle`). The executor's fast path."""
-        return self._book(macs, ops, self.pass_cycles(macs, ops, active_pes), request_cycle)
-
-    def _reserve(self, macs: int, ops: int, duration_cycles: int) -> np.ndarray:
-        start_cycle = self._book(macs, ops, duration_cycles)
-        return one_record(start_cycle, self.reserved_end_cycle, NO_ADDRESS, macs + ops)
-
-    def _book(self, macs: int, ops: int, duration_cycles: int, request_cycle: int | None = None) -> int:
-        now = int(self.env.now) if request_cycle is None else request_cycle
-        start_cycle = max(now, self.free_at_cycle)
+        """Reserve a pass requested at `request_cycle` (default now); its start cycle (it ends at
+        `reserved_end_cycle`). The executor's fast path."""
+        duration_cycles = self.pass_cycles(macs, ops, active_pes)
+        now = self.request_cycle(request_cycle)
+        start_cycle = self._scheduler.start_cycle(now, self.free_at_cycle)
         self.free_at_cycle = self.reserved_end_cycle = start_cycle + duration_cycles
         self.passes += 1
         self.macs += macs
@@ -125,3 +85,23 @@ class PeArray:
         self.busy_cycles += duration_cycles
         self.queue_stall_cycles += start_cycle - now
         return start_cycle
+
+    def reserve(self, macs: int, ops: int, active_pes: int) -> np.ndarray:
+        """Reserve the array for one pass requested now; its one record (words = macs + ops)."""
+        start_cycle = self.book(macs, ops, active_pes)
+        return one_record(start_cycle, self.reserved_end_cycle, NO_ADDRESS, macs + ops)
+
+    def compute(self, macs: int, ops: int, active_pes: int) -> Generator[simpy.Event, Any, np.ndarray]:
+        """Process running one pass (reserved when it starts); its record once it ends."""
+        self._check(macs, ops, active_pes)
+        return self._compute(macs, ops, active_pes)
+
+    def _compute(self, macs: int, ops: int, active_pes: int) -> Generator[simpy.Event, Any, np.ndarray]:
+        return (yield from self.wait_until_reserved_end(self.reserve(macs, ops, active_pes)))
+
+    def _check(self, macs: int, ops: int, active_pes: int) -> None:
+        check_count(macs, "macs", self.name)
+        check_count(ops, "ops", self.name)
+        if int(active_pes) != active_pes or not 1 <= active_pes <= self.cfg.pes:
+            raise HwsimError(f"{self.name}: a pass on {active_pes} PEs is impossible; the array has "
+                             f"{self.cfg.rows}x{self.cfg.cols} = {self.cfg.pes} PEs")

@@ -9,9 +9,10 @@
 """
 
 from hwsim.trace.reader import Trace, open  # shadows the builtin here only: callers write hwsim.trace.open
-from hwsim.trace.schema import (OCCUPANCY_DTYPE, OPERANDS, OPS, RECORD_DTYPE, TRACE_LEVELS, TRACE_VERSION, UNITS,
+from hwsim.trace.schema import (OCCUPANCY_DTYPE, OPERANDS, OPS, RECORD_DTYPE, TRACE_VERSION, UNITS,
                                 TraceError, empty_occupancy, empty_records)
 from hwsim.trace.writer import TraceWriter, attrs_json
+from hwsim.vocab import TRACE_LEVELS
 
 __all__ = ["OCCUPANCY_DTYPE", "OPERANDS", "OPS", "RECORD_DTYPE", "TRACE_LEVELS", "TRACE_VERSION", "UNITS", "Trace",
            "TraceError", "TraceWriter", "attrs_json", "empty_occupancy", "empty_records", "open"]

@@ -1,0 +1,24 @@
+"""Off-chip DRAM models, chosen by `dram.model`: today `simple` (channels moving whole bursts with access
+latency, optional row buffers and turnaround). A model is a `Port` whose amounts and addresses are bytes
+and whose records are one per burst; `build_dram` makes the configured one."""
+
+from __future__ import annotations
+
+import simpy
+
+from hwsim.hardware import schema
+from hwsim.sim.dram.simple import SimpleDram
+from hwsim.sim.policy import Registry
+
+DRAM_MODELS: Registry[type[SimpleDram]] = Registry("dram.model")
+DRAM_MODELS.register("simple")(SimpleDram)
+
+Dram = SimpleDram  # the default model
+
+
+def build_dram(env: simpy.Environment, cfg: schema.Dram, word_bytes: int, name: str = "dram") -> SimpleDram:
+    """The DRAM model the config names."""
+    return DRAM_MODELS.get(cfg.model)(env, cfg, word_bytes, name)
+
+
+__all__ = ["DRAM_MODELS", "Dram", "SimpleDram", "build_dram"]
