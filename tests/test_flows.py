@@ -66,6 +66,8 @@ def test_estimate_rs_totals_by_hand(example, eyeriss) -> None:
     # Compulsory DRAM traffic at 16 bit: the image read once (1x32x32) and the two output values written.
     assert r.totals.dram_bytes >= 2 * (32 * 32 + 2)
     assert estimate_rs(example, eyeriss, batch=2).totals.macs == 2 * EXAMPLE_MACS
+    with pytest.raises(HwsimError, match="batch 0"):
+        estimate_rs(example, eyeriss, batch=0)
 
 
 def test_estimate_takes_names_and_overrides_the_clock_power(eyeriss) -> None:
@@ -89,6 +91,9 @@ def test_glb_sizes_and_the_energy_size_law(example) -> None:
     assert glb_sizes(8192, 65536) == (8192, 16384, 32768, 65536)
     assert glb_sizes(1000, 3000) == (1000, 2000, 3000)  # doubling, then the top
     assert glb_sizes(16384, 65536, 3) == (16384, 32768, 65536)  # geometric: x2 per step
+    for low, high, points in ((0, 8192, None), (8192, 8192, None), (8192, 65536, 1)):
+        with pytest.raises(ConfigError, match="0 < LOW < HIGH"):
+            glb_sizes(low, high, points)
     # eyeriss-v1: 10.16 pJ per access at 100 KiB, E ~ S^0.5: 64 B -> 10.16 * 0.025, 25 KiB -> 10.16 / 2.
     s = sweep_glb_size(example, "eyeriss-v1", (64, 25 * 1024, 100 * 1024))
     assert [p.glb_read_energy_pj for p in s.points] == pytest.approx([0.254, 5.08, 10.16], rel=1e-12)
@@ -122,6 +127,9 @@ def test_simulation_of_some_levels_and_two_images(example, eyeriss, tmp_path: Pa
     assert sim.totals.dram_bytes == estimate_rs(example, eyeriss, batch=2).totals.dram_bytes
     with pytest.raises(HwsimError, match="every level"):
         check_simulation(sim)
+    with pytest.raises(HwsimError, match="batch 0"):
+        simulate_network(example, eyeriss, batch=0, trace_path=tmp_path / "none.h5")
+    assert not (tmp_path / "none.h5").exists()
 
 
 def test_check_passes_and_can_fail(example, eyeriss, tmp_path: Path) -> None:

@@ -21,7 +21,13 @@ from hwsim.analytic.cnnergy import (
 from hwsim.analytic.estimate import NetworkEstimate, estimate_network
 from hwsim.analytic.graph_adapter import SparsityModel, adapt_graph
 from hwsim.errors import ConfigError, HwsimError, NetworkError
-from hwsim.flows.inputs import HardwareLike, NetworkLike, as_graph, as_hardware
+from hwsim.flows.inputs import (
+    HardwareLike,
+    NetworkLike,
+    as_graph,
+    as_hardware,
+    check_batch,
+)
 from hwsim.flows.totals import RunTotals
 from hwsim.hardware.energy import COMPONENTS, with_glb_data_size
 from hwsim.hardware.schema import Accelerator
@@ -75,7 +81,7 @@ def estimate_rs(network: NetworkLike, hw: HardwareLike, batch: int = 1, sparsity
     """Price the row-stationary schedule of `batch` images; `sparsity` None is dense (no zero gating)."""
     graph = as_graph(network)
     priced = with_control(as_hardware(hw), clock_power_w, throughput_gmacs)
-    e = estimate_network(graph, priced, batch, ifmap_zeros(graph, sparsity))
+    e = estimate_network(graph, priced, check_batch(batch), ifmap_zeros(graph, sparsity))
     return RsEstimate(e, priced, estimate_totals(e, priced))
 
 
@@ -168,6 +174,9 @@ class GlbSizeSweep:
 def glb_sizes(low_bytes: int, high_bytes: int, points: int | None = None) -> tuple[int, ...]:
     """Sizes from `low_bytes` to `high_bytes`: doubling steps (and the top), or `points` geometric steps
     rounded to whole 8-byte lines."""
+    if not 0 < low_bytes < high_bytes or (points is not None and points < 2):
+        raise ConfigError(f"glb.size {low_bytes}..{high_bytes} B in {points or 'doubling'} steps: give "
+                          "0 < LOW < HIGH and at least 2 points")
     if points is not None:
         values = [SIZE_QUANTUM_BYTES * round(low_bytes * (high_bytes / low_bytes) ** (k / (points - 1))
                                              / SIZE_QUANTUM_BYTES) for k in range(points)]
@@ -204,6 +213,8 @@ def sweep_glb_size(source: NetworkLike | LayerTable, hw: HardwareLike, sizes_byt
     """Energy per image at every GLB ifmap+psum capacity of `sizes_bytes` (in the settings' model). A
     size some layer cannot be mapped into is a point with its error; ConfigError when no size can run
     the network."""
+    if not sizes_bytes:
+        raise ConfigError("a GLB size sweep needs at least one size")
     if settings.model not in MODELS:
         raise ConfigError(f"model {settings.model!r}: choose one of {', '.join(MODELS)}")
     if isinstance(source, LayerTable) and settings.model != "cnnergy":

@@ -11,6 +11,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from hwsim.analytic.graph_adapter import SPARSITY_PRESETS, SparsityModel, preset_fits
+from hwsim.errors import HwsimError
 from hwsim.hardware import load_config
 from hwsim.hardware.schema import Accelerator
 from hwsim.workload.ir import Graph
@@ -35,6 +36,13 @@ def as_hardware(hw: HardwareLike) -> Accelerator:
     return hw if isinstance(hw, Accelerator) else load_config(hw)
 
 
+def check_batch(batch: int) -> int:
+    """`batch`, a number of images ≥ 1."""
+    if not isinstance(batch, int) or batch < 1:
+        raise HwsimError(f"batch {batch!r}: give a number of images ≥ 1")
+    return batch
+
+
 def choose_sparsity(choice: str, relu_sparsity: float, graph: Graph) -> SparsityModel:
     """The sparsity model a choice names: `relu` (defaults after every ReLU), `auto` (a measured preset
     whose layers are exactly the graph's weighted layers, else the ReLU defaults), or a preset's name."""
@@ -47,5 +55,5 @@ def choose_sparsity(choice: str, relu_sparsity: float, graph: Graph) -> Sparsity
     return replace(SPARSITY_PRESETS[choice], relu_sparsity=relu_sparsity)
 
 
-__all__ = ["AUTO", "RELU", "SPARSITY_CHOICES", "HardwareLike", "NetworkLike", "as_graph", "as_hardware",
+__all__ = ["AUTO", "RELU", "SPARSITY_CHOICES", "HardwareLike", "NetworkLike", "as_graph", "as_hardware", "check_batch",
            "choose_sparsity"]

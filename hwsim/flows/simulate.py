@@ -10,7 +10,13 @@ from pathlib import Path
 import numpy as np
 
 import hwsim.trace
-from hwsim.flows.inputs import HardwareLike, NetworkLike, as_graph, as_hardware
+from hwsim.flows.inputs import (
+    HardwareLike,
+    NetworkLike,
+    as_graph,
+    as_hardware,
+    check_batch,
+)
 from hwsim.flows.totals import RunTotals
 from hwsim.hardware.energy import COMPONENTS
 from hwsim.hardware.schema import Accelerator
@@ -72,7 +78,8 @@ def simulate_network(network: NetworkLike, hw: HardwareLike, batch: int = 1, tra
     `trace_path` (default traces/NETWORK-CONFIG.h5), and derive the report from the trace."""
     graph, accelerator = as_graph(network), as_hardware(hw)
     path = Path(trace_path) if trace_path is not None else Path("traces") / f"{graph.name}-{accelerator.name}.h5"
-    result = simulate_to_trace(rs_schedule(graph, accelerator, batch), accelerator, path, levels, progress=progress)
+    schedule = rs_schedule(graph, accelerator, check_batch(batch))
+    result = simulate_to_trace(schedule, accelerator, path, levels, progress=progress)
     with hwsim.trace.open(path) as trace:
         metrics = derive(trace)
         peaks = peak_occupancy(trace)
