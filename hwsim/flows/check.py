@@ -21,6 +21,7 @@ from hwsim.flows.inputs import HardwareLike, NetworkLike
 from hwsim.flows.simulate import ALL_LEVELS, Progress, Simulation, simulate_network
 from hwsim.metrics import TraceMetrics
 from hwsim.trace import Trace
+from hwsim.workload import zoo
 
 PASS, FAIL, NOT_AVAILABLE = "PASS", "FAIL", "not available"
 
@@ -56,8 +57,6 @@ def check_trace(trace: Trace, metrics: TraceMetrics) -> TraceCheck:
     mapper = trace.attrs.get("mapper")
     network = str(trace.attrs.get("network", ""))
     try:
-        from hwsim.workload import zoo
-
         graph = zoo.build(network, None)
     except HwsimError:
         return TraceCheck(NOT_AVAILABLE, f"network {network!r} is not in the zoo (an ONNX file?); run hwsim "
