@@ -100,7 +100,15 @@ def test_interrupted_simulation_leaves_no_trace(tmp_path: Path) -> None:
 def test_check_command_passes_and_reports(cli) -> None:
     result = cli("check", "phases_example", "--hw", "eyeriss-v1")
     assert result.code == 0, result.out + result.err
-    assert "PASS" in result.out
+    assert result.out.rstrip().endswith("PASS")
+    # Each summary line names the evidence it is: counts from two computations, energy as a consistency
+    # line (one price table on both sides), latency as a lower bound. The example computes in 3 layers.
+    lines = result.out.splitlines()
+    counts = next(l for l in lines if l.startswith("counts (evidence: two computations"))
+    equal, compared = counts.split("): ", 1)[1].split(" ", 1)[0].split("/")
+    assert equal == compared and "over 3 layers" in counts
+    assert any(l.startswith("energy (consistency only: one price table on both sides): 3/3 layers") for l in lines)
+    assert any(l.startswith("latency (a lower bound only: simulated ≥ analytic): 3/3 layers") for l in lines)
 
 
 def test_simulate_command_writes_a_complete_trace(cli, tmp_path: Path) -> None:

@@ -19,7 +19,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from hwsim.analytic.depth_first_pareto import depth_first_pareto  # noqa: E402
 from hwsim.check.depth_first import check_point  # noqa: E402
-from hwsim.cli.cmd_depthfirst import NAMED_POINTS  # noqa: E402
+from hwsim.flows.depth_first import NAMED_POINTS  # noqa: E402
 from hwsim.hardware import load_config  # noqa: E402
 from hwsim.mapping.depth_first import DepthFirstMapping  # noqa: E402
 from hwsim.trace import open as open_trace  # noqa: E402

@@ -5,28 +5,10 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from hwsim.cli.args import add_network_arguments
 from hwsim.cli.output import console, emit_json, format_bytes, format_count, table
-from hwsim.errors import HwsimError
 from hwsim.workload.ir import Graph, Layer
-from hwsim.workload.network import load_network, parse_input_size
-
-
-def input_size_arg(text: str) -> tuple[int, int]:
-    """argparse type for --input WxH: (height, width)."""
-    try:
-        return parse_input_size(text)
-    except HwsimError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
-
-
-def add_network_arguments(parser: argparse.ArgumentParser, required: bool = True) -> None:
-    """NETWORK, --input and --allow-unknown: shared by every command that loads a network."""
-    parser.add_argument("network", nargs=None if required else "?", default=None,
-                        help="zoo network name (see `hwsim zoo`) or path to an .onnx file")
-    parser.add_argument("--input", metavar="WxH", type=input_size_arg, default=None,
-                        help="override the input resolution, e.g. 3840x2160")
-    parser.add_argument("--allow-unknown", action="store_true",
-                        help="treat ONNX ops hwsim cannot map as zero-cost pass-through layers (with a warning)")
+from hwsim.workload.network import load_network
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:

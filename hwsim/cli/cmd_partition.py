@@ -5,30 +5,24 @@ from __future__ import annotations
 import argparse
 import math
 import re
-from dataclasses import replace
 from typing import Any
 
 from hwsim.analytic.graph_adapter import (
     DEFAULT_MAX_BATCH,
     DEFAULT_RELU_SPARSITY,
-    SPARSITY_PRESETS,
     SparsityModel,
-    preset_fits,
 )
 from hwsim.analytic.neupart import (
     CutCost,
-    Link,
     OptimumChange,
     PartitionModel,
     PartitionResult,
     SweepPoint,
-    evaluate_partition,
-    optimum_changes,
-    partition_model,
-    rate_sweep,
 )
-from hwsim.cli.cmd_info import add_network_arguments
+from hwsim.cli.args import add_network_arguments, fraction_arg, positive_int
 from hwsim.cli.output import console, emit_json, format_count, table
+from hwsim.flows.inputs import AUTO, SPARSITY_CHOICES, choose_sparsity
+from hwsim.flows.partition import Partition, partition_network
 from hwsim.hardware import load_config
 from hwsim.workload.ir import Graph
 from hwsim.workload.network import load_network
@@ -40,7 +34,6 @@ _QUANTITY = re.compile(r"^\s*([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)\s*([A-Z
 
 MAX_SWEEP_POINTS = 200
 SWEEP_UNIT_BPS = 1e6  # bare numbers in --sweep-rate are Mbps
-AUTO, RELU = "auto", "relu"
 
 
 # ----- argument parsing -------------------------------------------------------------------------
@@ -70,24 +63,6 @@ def rate_arg(text: str) -> float:
 def power_arg(text: str) -> float:
     """argparse type for --ptx: '0.5W', '500mW' in W."""
     return _quantity(text, POWER_UNITS_W, True, None, "transmission power", "0.5W")
-
-
-def fraction_arg(text: str) -> float:
-    """argparse type for a fraction of zeros in [0, 1]."""
-    try:
-        value = float(text)
-    except ValueError:
-        value = math.nan
-    if not 0.0 <= value <= 1.0:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a fraction of zeros in [0, 1]")
-    return value
-
-
-def batch_arg(text: str) -> int:
-    """argparse type for --max-batch: a positive integer."""
-    if not text.strip().isdigit() or int(text) < 1:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a positive integer")
-    return int(text)
 
 
 def _sweep_step(low_bps: float, high_bps: float) -> float:
@@ -132,28 +107,17 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--input-sparsity", type=fraction_arg, default=0.0, metavar="S",
                    help="zeros in the image as sent (the paper's SparsityIn of the JPEG-coded image); "
                         "0 sends raw 8-bit pixels (default)")
-    p.add_argument("--sparsity", choices=(AUTO, RELU, *SPARSITY_PRESETS), default=AUTO,
+    p.add_argument("--sparsity", choices=SPARSITY_CHOICES, default=AUTO,
                    help="activation sparsity: measured AlexNet values when they fit the network (auto, "
                         "default), or ReLU defaults")
     p.add_argument("--relu-sparsity", type=fraction_arg, default=DEFAULT_RELU_SPARSITY, metavar="F",
                    help=f"zeros after a ReLU where nothing was measured (default {DEFAULT_RELU_SPARSITY})")
-    p.add_argument("--max-batch", type=batch_arg, default=DEFAULT_MAX_BATCH, metavar="N",
+    p.add_argument("--max-batch", type=positive_int, default=DEFAULT_MAX_BATCH, metavar="N",
                    help=f"cap on CNNergy's batch per layer (default {DEFAULT_MAX_BATCH}, the reference's)")
     p.add_argument("--sweep-rate", type=sweep_arg, default=None, metavar="LOW:HIGH[:STEP]",
                    help="also find the optimum over a range of rates in Mbps, e.g. 1:200")
     p.add_argument("--json", action="store_true", help="print one JSON document instead of tables")
     p.set_defaults(run=run)
-
-
-def choose_sparsity(choice: str, relu_sparsity: float, graph: Graph) -> SparsityModel:
-    """The sparsity model --sparsity names; auto takes a preset whose layers are the graph's."""
-    if choice == RELU:
-        return SparsityModel(relu_sparsity=relu_sparsity)
-    if choice == AUTO:
-        fitting = [m for m in SPARSITY_PRESETS.values() if preset_fits(m, graph)]
-        return replace(fitting[0], relu_sparsity=relu_sparsity) if fitting else SparsityModel(
-            relu_sparsity=relu_sparsity)
-    return replace(SPARSITY_PRESETS[choice], relu_sparsity=relu_sparsity)
 
 
 # ----- JSON -------------------------------------------------------------------------------------
@@ -169,7 +133,7 @@ def cost_record(cost: CutCost) -> dict[str, Any]:
             "cloud_latency_s": cut.cloud_latency_s, "delay_s": cost.delay_s}
 
 
-def sweep_record(points: list[SweepPoint], changes: list[OptimumChange], ptx_w: float) -> dict[str, Any]:
+def sweep_record(points: tuple[SweepPoint, ...], changes: tuple[OptimumChange, ...], ptx_w: float) -> dict[str, Any]:
     """The rate sweep: the optimum at every rate and where it moves."""
     return {"ptx_w": ptx_w,
             "points": [{"rate_bps": p.rate_bps, "optimum": p.optimum, "side": p.side,
@@ -179,9 +143,9 @@ def sweep_record(points: list[SweepPoint], changes: list[OptimumChange], ptx_w: 
                          "crossover_bps": c.crossover_bps} for c in changes]}
 
 
-def document(graph: Graph, model: PartitionModel, sparsity: SparsityModel, result: PartitionResult,
-             sweep: dict[str, Any] | None, warnings: tuple[str, ...]) -> dict[str, Any]:
+def document(graph: Graph, p: Partition, ptx_w: float, swept: bool, warnings: tuple[str, ...]) -> dict[str, Any]:
     """Everything `partition` reports, as one JSON-ready document."""
+    model, sparsity, result = p.model, p.sparsity, p.result
     return {
         "network": graph.name,
         "source": graph.source,
@@ -198,7 +162,7 @@ def document(graph: Graph, model: PartitionModel, sparsity: SparsityModel, resul
         "layers": [{"name": l.name, "kind": l.kind, "macs": l.macs, "batch": l.batch,
                     "client_energy_j": l.client_energy_j, "client_latency_s": l.client_latency_s,
                     "cloud_latency_s": l.cloud_latency_s} for l in model.layers],
-        "sweep": sweep,
+        "sweep": sweep_record(p.sweep, p.changes, ptx_w) if swept else None,
     }
 
 
@@ -234,7 +198,7 @@ def _print_cuts(model: PartitionModel, sparsity: SparsityModel, result: Partitio
               f"(fully cloud {cloud.delay_s * 1e3:.2f} ms, fully client {client.delay_s * 1e3:.2f} ms)")
 
 
-def _segments(points: list[SweepPoint]) -> list[tuple[float, float, SweepPoint, SweepPoint]]:
+def _segments(points: tuple[SweepPoint, ...]) -> list[tuple[float, float, SweepPoint, SweepPoint]]:
     """Runs of consecutive sweep rates with the same optimum: (first rate, last rate, first, last point)."""
     runs: list[tuple[float, float, SweepPoint, SweepPoint]] = []
     for point in points:
@@ -246,7 +210,7 @@ def _segments(points: list[SweepPoint]) -> list[tuple[float, float, SweepPoint, 
     return runs
 
 
-def _print_sweep(points: list[SweepPoint], changes: list[OptimumChange], ptx_w: float) -> None:
+def _print_sweep(points: tuple[SweepPoint, ...], changes: tuple[OptimumChange, ...], ptx_w: float) -> None:
     """Which cut is optimal over which rates, and the exact rates where it moves."""
     out = console()
     t = table(f"optimum over the rate sweep, P_tx {ptx_w:g} W",
@@ -269,19 +233,15 @@ def _print_sweep(points: list[SweepPoint], changes: list[OptimumChange], ptx_w: 
 def run(args: argparse.Namespace) -> int:
     loaded = load_network(args.network, args.input, args.allow_unknown)
     graph = loaded.graph
-    hw = load_config(args.hw)
     sparsity = choose_sparsity(args.sparsity, args.relu_sparsity, graph)
-    model = partition_model(graph, hw, sparsity, args.input_sparsity, args.max_batch)
-    result = evaluate_partition(model, Link(args.rate, args.ptx))
-    points = rate_sweep(model, args.sweep_rate, args.ptx) if args.sweep_rate else []
-    changes = optimum_changes(model, points, args.ptx)
+    p = partition_network(graph, load_config(args.hw), args.rate, args.ptx, sparsity, args.input_sparsity,
+                          args.max_batch, args.sweep_rate or ())
     if args.json:
-        sweep = sweep_record(points, changes, args.ptx) if args.sweep_rate else None
-        emit_json(document(graph, model, sparsity, result, sweep, loaded.warnings))
+        emit_json(document(graph, p, args.ptx, bool(args.sweep_rate), loaded.warnings))
         return 0
     for warning in loaded.warnings:
         console().print(f"[yellow]warning:[/] {warning}")
-    _print_cuts(model, sparsity, result)
+    _print_cuts(p.model, p.sparsity, p.result)
     if args.sweep_rate:
-        _print_sweep(points, changes, args.ptx)
+        _print_sweep(p.sweep, p.changes, args.ptx)
     return 0

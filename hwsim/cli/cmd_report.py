@@ -19,7 +19,7 @@ from typing import Any
 import hwsim
 import hwsim.trace
 from hwsim.cli.output import console, format_bytes, format_count, write_atomically
-from hwsim.errors import HwsimError
+from hwsim.flows.check import check_trace
 from hwsim.hardware.energy import COMPONENTS
 from hwsim.metrics import TraceMetrics, derive
 from hwsim.metrics.plots import plot, require_matplotlib
@@ -66,32 +66,8 @@ def _figure(trace: hwsim.trace.Trace, kind: str) -> str:
 
 def cross_check(trace: hwsim.trace.Trace, metrics: TraceMetrics) -> dict[str, Any]:
     """{"status": PASS | FAIL | not available, "detail": one line}: the analytic model against this trace."""
-    mapper = trace.attrs.get("mapper")
-    network = str(trace.attrs.get("network", ""))
-    try:
-        from hwsim.workload import zoo
-
-        graph = zoo.build(network, None)
-    except HwsimError:
-        return {"status": "not available", "detail": f"network {network!r} is not in the zoo (an ONNX file?); "
-                                                     "run hwsim check on it"}
-    batch = int(trace.attrs.get("batch", 1))
-    if graph.total_macs * batch != sum(l.compute.macs for l in metrics.layers):
-        return {"status": "not available", "detail": f"the trace's MACs differ from {network} at its default "
-                                                     "input: it was simulated at another size; run hwsim check "
-                                                     "with that --input"}
-    if mapper == "row_stationary":
-        from hwsim.analytic.estimate import estimate_network
-        from hwsim.check import compare
-
-        report = compare(estimate_network(graph, metrics.hardware, batch), metrics)
-        bad = report.mismatches
-        detail = (f"{len(report.layers)} layers: every count equal, energy equal, latency at or above the bound"
-                  if report.ok else f"{len(bad)} counts differ, e.g. {bad[0].layer} {bad[0].level} {bad[0].operand} "
-                                    f"{bad[0].access}: {bad[0].analytic} vs {bad[0].simulated}")
-        return {"status": "PASS" if report.ok else "FAIL", "detail": detail}
-    return {"status": "not available", "detail": f"no analytic cross-check for {mapper} traces here; use "
-                                                 "hwsim check --depthfirst"}
+    check = check_trace(trace, metrics)
+    return {"status": check.status, "detail": check.detail}
 
 
 def render(path: str, attrs: dict[str, Any], metrics: TraceMetrics, figures: dict[str, str],

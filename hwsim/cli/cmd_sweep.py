@@ -17,6 +17,7 @@ from typing import Any
 
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
+from hwsim.cli.args import positive_int
 from hwsim.cli.output import console, emit_json, table, write_atomically
 from hwsim.errors import SweepError
 from hwsim.sweep.executors import EXECUTORS, dask_rows, local_rows
@@ -30,12 +31,6 @@ DEFAULT_OUT = Path("results")
 SHOWN_ERRORS = 10
 
 
-def _positive(text: str) -> int:
-    if not text.strip().isdigit() or int(text) < 1:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a positive integer")
-    return int(text)
-
-
 def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "sweep", help="evaluate a sweep file's points in parallel (resumable); 'sweep pareto' finds the front",
@@ -47,14 +42,14 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("target", metavar="FILE | pareto", help="the sweep file, or 'pareto'")
     p.add_argument("results", metavar="RESULTS", nargs="?", default=None,
                    help="pareto: results.parquet, results.csv or the sweep's output folder")
-    p.add_argument("--jobs", type=_positive, default=None, metavar="N",
+    p.add_argument("--jobs", type=positive_int, default=None, metavar="N",
                    help="local worker processes (default: the number of CPUs; 1 runs in this process)")
     p.add_argument("--executor", choices=EXECUTORS, default=None, help="local process pool (default) or dask")
     p.add_argument("--scheduler", metavar="ADDR", default=None, help="dask: the scheduler, e.g. tcp://host:8786")
     p.add_argument("--out", metavar="DIR | FILE.png", default=None,
                    help="sweep: output folder (default results/NAME); pareto: write the plot here")
     p.add_argument("--retry-failed", action="store_true", help="sweep: evaluate failed points again")
-    p.add_argument("--limit", type=_positive, default=None, metavar="N",
+    p.add_argument("--limit", type=positive_int, default=None, metavar="N",
                    help="sweep: evaluate at most N of the missing points, then write the table (rerun for the rest)")
     p.add_argument("--x", metavar="METRIC", default=None, help="pareto: the metric on the x axis")
     p.add_argument("--y", metavar="METRIC", default=None, help="pareto: the metric on the y axis")

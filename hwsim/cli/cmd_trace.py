@@ -10,11 +10,9 @@ from __future__ import annotations
 
 import argparse
 import csv
-from dataclasses import dataclass, field
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
-
-import numpy as np
 
 import hwsim.trace
 from hwsim.cli.output import (
@@ -26,12 +24,11 @@ from hwsim.cli.output import (
     write_atomically,
 )
 from hwsim.errors import HwsimError
+from hwsim.flows.trace_stats import TraceQuery, query_trace, summarize_trace
 from hwsim.metrics.perfetto import write_perfetto
 from hwsim.metrics.plots import PLOT_KINDS, plot, require_matplotlib
-from hwsim.trace.schema import RECORD_DTYPE
 
 DEFAULT_LIMIT = 20  # matching records shown (table) or listed (JSON)
-CSV_SLICE_RECORDS = 1 << 14  # records turned into CSV rows at a time
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -112,67 +109,9 @@ def cycles_arg(text: str) -> tuple[int, int]:
 # ----- summary ------------------------------------------------------------------------------------
 
 
-@dataclass
-class LevelTotals:
-    """Totals of one level, overall and per layer (words, records, first and last cycle)."""
-
-    layers: int
-    records: int = 0
-    words: np.ndarray = field(init=False)
-    counts: np.ndarray = field(init=False)
-    first_cycle: np.ndarray = field(init=False)
-    last_cycle: np.ndarray = field(init=False)
-
-    def __post_init__(self) -> None:
-        self.words = np.zeros(self.layers, dtype=np.int64)
-        self.counts = np.zeros(self.layers, dtype=np.int64)
-        self.first_cycle = np.full(self.layers, np.iinfo(np.int64).max, dtype=np.int64)
-        self.last_cycle = np.full(self.layers, -1, dtype=np.int64)
-
-    def add(self, block: np.ndarray) -> None:
-        layer = block["layer"]
-        self.records += len(block)
-        self.words += np.bincount(layer, weights=block["words"], minlength=self.layers).astype(np.int64)
-        self.counts += np.bincount(layer, minlength=self.layers)
-        np.minimum.at(self.first_cycle, layer, block["start_cycle"])
-        np.maximum.at(self.last_cycle, layer, block["end_cycle"])
-
-
-def summarize(trace: hwsim.trace.Trace) -> dict[str, Any]:
-    """Attributes, per-level totals and per-layer totals, streamed."""
-    n = len(trace.layers)
-    totals = {}
-    for level in trace.levels:
-        t = LevelTotals(n)
-        for block in trace.records(level):
-            t.add(block)
-        totals[level] = t
-    word_bytes = int(trace.attrs.get("word_bits", 8)) // 8
-    levels = {}
-    for level, t in totals.items():
-        seen = t.counts > 0
-        levels[level] = {"records": t.records, "words": int(t.words.sum()),
-                         "first_cycle": int(t.first_cycle[seen].min()) if seen.any() else None,
-                         "last_cycle": int(t.last_cycle.max()) if seen.any() else None}
-    layers = []
-    for i, name in enumerate(trace.layers):
-        first = min((int(t.first_cycle[i]) for t in totals.values() if t.counts[i]), default=None)
-        last = max((int(t.last_cycle[i]) for t in totals.values() if t.counts[i]), default=None)
-        layers.append({"name": name, "first_cycle": first, "last_cycle": last,
-                       "records": {level: int(t.counts[i]) for level, t in totals.items()},
-                       "words": {level: int(t.words[i]) for level, t in totals.items()}})
-    firsts = [v["first_cycle"] for v in levels.values() if v["first_cycle"] is not None]
-    lasts = [v["last_cycle"] for v in levels.values() if v["last_cycle"] is not None]
-    return {"file": trace.path, "network": trace.attrs.get("network"), "hardware": trace.attrs.get("hardware"),
-            "mapper": trace.attrs.get("mapper"), "batch": trace.attrs.get("batch"),
-            "clock_hz": trace.attrs.get("clock_hz"), "word_bytes": word_bytes,
-            "first_cycle": min(firsts, default=None), "last_cycle": max(lasts, default=None),
-            "levels": levels, "layers": layers}
-
-
 def run_summary(args: argparse.Namespace) -> int:
     with hwsim.trace.open(args.file) as trace:
-        doc = summarize(trace)
+        doc = asdict(summarize_trace(trace))
     if args.json:
         emit_json(doc)
         return 0
@@ -204,107 +143,58 @@ def _cycle(value: int | None) -> str:
 # ----- query --------------------------------------------------------------------------------------
 
 
-@dataclass
-class QueryTotals:
-    """What the matching records add up to, and the first few of them."""
-
-    limit: int
-    records: int = 0
-    words: int = 0
-    first_cycle: int | None = None
-    last_cycle: int | None = None
-    by_op_operand: dict[tuple[int, int], list[int]] = field(default_factory=dict)  # -> [records, words]
-    shown: list[np.ndarray] = field(default_factory=list)
-
-    def add(self, block: np.ndarray) -> None:
-        if not len(block):
-            return
-        self.records += len(block)
-        self.words += int(block["words"].sum())
-        start, end = int(block["start_cycle"].min()), int(block["end_cycle"].max())
-        self.first_cycle = start if self.first_cycle is None else min(self.first_cycle, start)
-        self.last_cycle = end if self.last_cycle is None else max(self.last_cycle, end)
-        keys, inverse = np.unique(block["op"].astype(np.int64) * 256 + block["operand"], return_inverse=True)
-        words = np.bincount(inverse, weights=block["words"])
-        counts = np.bincount(inverse)
-        for key, n, w in zip(keys.tolist(), counts.tolist(), words.tolist()):
-            entry = self.by_op_operand.setdefault(divmod(key, 256), [0, 0])
-            entry[0] += n
-            entry[1] += int(w)
-        held = sum(len(b) for b in self.shown)
-        if held < self.limit:
-            self.shown.append(block[:self.limit - held].copy())
-
-
-def query(trace: hwsim.trace.Trace, args: argparse.Namespace, sink: Any = None) -> QueryTotals:
-    """Stream the matching records into totals (and CSV rows)."""
-    totals = QueryTotals(max(0, args.limit))
-    for block in trace.records(args.level, args.layer, args.operand, args.op, args.cycles):
-        totals.add(block)
-        if sink is not None:  # in slices: a million Python rows would cost hundreds of MB
-            for i in range(0, len(block), CSV_SLICE_RECORDS):
-                sink.writerows(_named_rows(trace, block[i:i + CSV_SLICE_RECORDS]))
-    return totals
-
-
-def _named_rows(trace: hwsim.trace.Trace, block: np.ndarray) -> list[tuple[Any, ...]]:
-    """Records with layer, op and operand spelled out."""
-    layers, ops, operands = trace.layers, trace.ops, trace.operands
-    return [(start, end, ops[op], operands[operand], layers[layer], step, address, words)
-            for start, end, op, operand, layer, step, address, words in block.tolist()]
-
-
 CSV_HEADER = ("start_cycle", "end_cycle", "op", "operand", "layer", "step", "address", "words")
+
+
+def _query(args: argparse.Namespace, trace: hwsim.trace.Trace) -> TraceQuery:
+    """The query, every match also written to --csv when given."""
+    if not args.csv:
+        return query_trace(trace, args.level, args.layer, args.op, args.operand, args.cycles, args.limit)
+    holder: list[TraceQuery] = []
+
+    def write(tmp: str) -> None:
+        with open(tmp, "w", newline="") as f:
+            w = csv.writer(f)
+            w.writerow(CSV_HEADER)
+            holder.append(query_trace(trace, args.level, args.layer, args.op, args.operand, args.cycles, args.limit,
+                                      w.writerows))
+    write_atomically(args.csv, write)
+    return holder[0]
+
+
+def query_document(args: argparse.Namespace, q: TraceQuery) -> dict[str, Any]:
+    return {"file": args.file, "level": args.level,
+            "filter": {"layer": args.layer, "op": args.op, "operand": args.operand,
+                       "cycles": list(args.cycles) if args.cycles else None},
+            "records": q.records, "words": q.words, "bytes": q.bytes, "first_cycle": q.first_cycle,
+            "last_cycle": q.last_cycle, "by_op_operand": [asdict(b) for b in q.by_op_operand],
+            "first_records": [dict(zip(CSV_HEADER, r)) for r in q.first_records], "csv": args.csv}
 
 
 def run_query(args: argparse.Namespace) -> int:
     if args.limit < 0:
         raise HwsimError(f"--limit {args.limit}: give a number of records ≥ 0")
     with hwsim.trace.open(args.file) as trace:
-        if args.level not in trace.levels:
-            raise HwsimError(f"{args.file}: no level {args.level!r} in this trace; it has {', '.join(trace.levels)}")
-        if args.csv:
-            holder: dict[str, QueryTotals] = {}
-
-            def write(tmp: str) -> None:
-                with open(tmp, "w", newline="") as f:
-                    w = csv.writer(f)
-                    w.writerow(CSV_HEADER)
-                    holder["totals"] = query(trace, args, w)
-            write_atomically(args.csv, write)
-            totals = holder["totals"]
-        else:
-            totals = query(trace, args)
-        shown = np.concatenate(totals.shown) if totals.shown else np.empty(0, dtype=RECORD_DTYPE)
-        rows = _named_rows(trace, shown)
-        breakdown = [{"op": trace.ops[op], "operand": trace.operands[operand], "records": n, "words": w}
-                     for (op, operand), (n, w) in sorted(totals.by_op_operand.items())]
-        word_bytes = int(trace.attrs.get("word_bits", 8)) // 8
-    doc = {"file": args.file, "level": args.level,
-           "filter": {"layer": args.layer, "op": args.op, "operand": args.operand,
-                      "cycles": list(args.cycles) if args.cycles else None},
-           "records": totals.records, "words": totals.words,
-           "bytes": totals.words * word_bytes if args.level != "pe" else None,
-           "first_cycle": totals.first_cycle, "last_cycle": totals.last_cycle, "by_op_operand": breakdown,
-           "first_records": [dict(zip(CSV_HEADER, r)) for r in rows], "csv": args.csv}
+        q = _query(args, trace)
+    doc = query_document(args, q)
     if args.json:
         emit_json(doc)
         return 0
     out = console()
     what = ", ".join(f"{k} {v}" for k, v in doc["filter"].items() if v is not None) or "no filter"
-    out.print(f"{args.level} records matching {what}: {format_count(totals.records)} records, "
-              f"{format_count(totals.words)} words"
-              + (f" = {format_bytes(doc['bytes'])}" if doc["bytes"] is not None else "")
-              + (f", cycles {totals.first_cycle}…{totals.last_cycle}" if totals.records else ""))
+    out.print(f"{args.level} records matching {what}: {format_count(q.records)} records, "
+              f"{format_count(q.words)} words"
+              + (f" = {format_bytes(q.bytes)}" if q.bytes is not None else "")
+              + (f", cycles {q.first_cycle}…{q.last_cycle}" if q.records else ""))
     t = table("by op and operand", [("op", "left"), ("operand", "left"), ("records", "right"), ("words", "right")])
-    for b in breakdown:
-        t.add_row(b["op"], b["operand"], format_count(b["records"]), format_count(b["words"]))
+    for b in q.by_op_operand:
+        t.add_row(b.op, b.operand, format_count(b.records), format_count(b.words))
     out.print(t)
-    if rows:
-        t = table(f"first {len(rows)} records", [(h, "right") for h in CSV_HEADER])
-        for r in rows:
+    if q.first_records:
+        t = table(f"first {len(q.first_records)} records", [(h, "right") for h in CSV_HEADER])
+        for r in q.first_records:
             t.add_row(*(str(v) for v in r))
         out.print(t)
     if args.csv:
-        out.print(f"all {format_count(totals.records)} matching records written to {args.csv}")
+        out.print(f"all {format_count(q.records)} matching records written to {args.csv}")
     return 0

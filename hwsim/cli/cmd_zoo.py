@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from hwsim.cli.cmd_info import input_size_arg
+from hwsim.cli.args import input_size_arg
 from hwsim.cli.output import console, emit_json, format_count, table
 from hwsim.workload import zoo
 

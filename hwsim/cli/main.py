@@ -9,7 +9,8 @@ from __future__ import annotations
 import argparse
 import sys
 import traceback
-from typing import NoReturn, Sequence
+from collections.abc import Sequence
+from typing import NoReturn
 
 from hwsim import __version__
 from hwsim.errors import HwsimError
@@ -27,6 +28,7 @@ class _Parser(argparse.ArgumentParser):
 
 def build_parser() -> argparse.ArgumentParser:
     from hwsim.cli import (
+        cmd_check,
         cmd_config,
         cmd_depthfirst,
         cmd_estimate,
@@ -44,8 +46,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"hwsim {__version__}")
     parser.add_argument("--debug", action="store_true", help="show tracebacks of errors")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True, parser_class=_Parser)
-    for module in (cmd_zoo, cmd_info, cmd_config, cmd_estimate, cmd_partition, cmd_simulate, cmd_depthfirst,
-                   cmd_memory, cmd_trace, cmd_report, cmd_sweep):
+    for module in (cmd_zoo, cmd_info, cmd_config, cmd_estimate, cmd_partition, cmd_simulate, cmd_check,
+                   cmd_depthfirst, cmd_memory, cmd_trace, cmd_report, cmd_sweep):
         module.add_parser(sub)
     return parser
 

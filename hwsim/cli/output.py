@@ -4,9 +4,18 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+)
 from rich.table import Table
 
 from hwsim.files import write_atomically
@@ -46,4 +55,18 @@ def table(title: str, columns: list[tuple[str, str]]) -> Table:
     return t
 
 
-__all__ = ["emit_json", "console", "table", "format_bytes", "format_count", "write_atomically"]
+@contextmanager
+def layer_progress(what: str, layers: int, quiet: bool) -> Iterator[Callable[[int, Any], None]]:
+    """A transient progress bar over a run's layers (none when `quiet` or not on a terminal); yields the
+    callback the simulator calls after each layer with its index and its run (which has a `name`)."""
+    out = console()
+    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                  console=out, transient=True, disable=quiet or not out.is_terminal) as bar:
+        task = bar.add_task(what, total=layers)
+
+        def advance(index: int, run: Any) -> None:
+            bar.update(task, advance=1, description=f"{what}: {run.name}")
+        yield advance
+
+
+__all__ = ["console", "emit_json", "format_bytes", "format_count", "layer_progress", "table", "write_atomically"]

@@ -11,19 +11,16 @@ from __future__ import annotations
 import functools
 import tempfile
 import time
-from dataclasses import dataclass
 from pathlib import Path
 
-import hwsim.trace
-from hwsim.analytic.estimate import estimate_network
 from hwsim.errors import ConfigError, HwsimError
+from hwsim.flows.estimate import estimate_rs
+from hwsim.flows.simulate import simulate_network
+from hwsim.flows.totals import RunTotals
 from hwsim.hardware.energy import COMPONENTS, with_glb_data_size
 from hwsim.hardware.loader import Overrides, consistency_errors, parse_config
 from hwsim.hardware.schema import Accelerator
 from hwsim.hardware.units import BYTES, parse_quantity
-from hwsim.mapping.row_stationary import rs_schedule
-from hwsim.metrics import derive
-from hwsim.sim.run import simulate_to_trace
 from hwsim.sweep.spec import BATCH, GLB_DATA_SIZE, Point
 from hwsim.workload.ir import Graph
 from hwsim.workload.network import load_network, parse_input_size
@@ -52,16 +49,6 @@ def is_axis_column(name: str) -> bool:
     return name not in (*POINT_COLUMNS, *HARDWARE_COLUMNS, *METRIC_COLUMNS, *TAIL_COLUMNS)
 
 
-@dataclass(frozen=True)
-class Totals:
-    """What both modes measure for a whole network run."""
-
-    energy_by_component_pj: dict[str, float]
-    latency_cycles: int
-    dram_bytes: int
-    macs: int
-
-
 def point_hardware(point: Point) -> Accelerator:
     """The base config with the point's settings applied (cross-field rules checked on the result)."""
     overrides = point.hardware_overrides()
@@ -81,24 +68,6 @@ def _graph(network: str, input_size: str | None) -> Graph:
     return load_network(network, parse_input_size(input_size) if input_size else None).graph
 
 
-def estimate_totals(graph: Graph, hw: Accelerator, batch: int) -> Totals:
-    """The closed-form row-stationary estimate (dense activations)."""
-    e = estimate_network(graph, hw, batch)
-    dram_words = sum(int(l.counts.transfers[0].sum()) for l in e.layers)
-    return Totals({c: e.total_pj(c) for c in COMPONENTS}, e.cycles, dram_words * hw.word_bytes,
-                  sum(l.counts.macs for l in e.layers))
-
-
-def simulate_totals(graph: Graph, hw: Accelerator, batch: int, trace_path: Path) -> Totals:
-    """Simulate the row-stationary schedule into `trace_path` and derive the totals from the trace."""
-    result = simulate_to_trace(rs_schedule(graph, hw, batch), hw, trace_path)
-    with hwsim.trace.open(trace_path) as trace:
-        metrics = derive(trace)
-    energy = {c: sum(l.energy_pj[c] for l in metrics.layers) for c in COMPONENTS}
-    dram_words = sum(int(l.transfers[0].sum()) for l in metrics.layers)
-    return Totals(energy, result.cycles, dram_words * hw.word_bytes, sum(l.compute.macs for l in metrics.layers))
-
-
 def _hardware_row(hw: Accelerator) -> Row:
     return {"pe_rows": hw.pe_array.rows, "pe_cols": hw.pe_array.cols, "glb_bytes": hw.glb.size_bytes,
             "glb_data_bytes": hw.glb.data_bytes, "glb_read_energy_pj": float(hw.glb.read_energy_pj),
@@ -106,8 +75,8 @@ def _hardware_row(hw: Accelerator) -> Row:
             "dram_bandwidth_bytes_per_cycle": float(hw.dram.bandwidth_bytes_per_cycle)}
 
 
-def _metrics_row(t: Totals, hw: Accelerator, batch: int) -> Row:
-    total_pj = sum(t.energy_by_component_pj.values())
+def _metrics_row(t: RunTotals, hw: Accelerator, batch: int) -> Row:
+    total_pj = t.energy_pj
     lanes = hw.pe_array.pes * hw.pe_array.macs_per_cycle
     return {"energy_pj": float(total_pj), "energy_per_image_pj": float(total_pj / batch),
             **{f"energy_{c}_pj": float(v) for c, v in t.energy_by_component_pj.items()},
@@ -133,14 +102,14 @@ def evaluate(point: Point, trace_dir: str | None) -> Row:
         row.update(_hardware_row(hw))
         graph = _graph(point.network.name, point.network.input_size)
         if point.mode == "estimate":
-            totals = estimate_totals(graph, hw, point.batch)
+            totals = estimate_rs(graph, hw, point.batch).totals
         elif trace_dir is not None:
             path = Path(trace_dir) / f"{point.point_id}.h5"
-            totals = simulate_totals(graph, hw, point.batch, path)
+            totals = simulate_network(graph, hw, point.batch, path).totals
             row["trace"] = str(Path("traces") / path.name)
         else:
             with tempfile.TemporaryDirectory(prefix="hwsim-sweep-") as tmp:
-                totals = simulate_totals(graph, hw, point.batch, Path(tmp) / "point.h5")
+                totals = simulate_network(graph, hw, point.batch, Path(tmp) / "point.h5").totals
         row.update(_metrics_row(totals, hw, point.batch))
     except HwsimError as exc:  # bad input for this point only, e.g. a layer that cannot fit
         row["status"], row["error"] = ERROR, str(exc)

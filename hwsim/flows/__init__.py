@@ -1,0 +1,96 @@
+"""hwsim's flows: what the `hwsim` commands compute, as typed functions for the sweep runner, notebooks
+and scripts. Each takes plain arguments (a network name, .onnx path or `Graph`; a config name, YAML path
+or `Accelerator`; a batch, ...) and returns a frozen dataclass; none prints.
+
+    from hwsim.flows import estimate_rs, simulate_network, check_simulation
+    est = estimate_rs("alexnet", "eyeriss-v1")
+    sim = simulate_network("alexnet", "eyeriss-v1", trace_path="traces/alexnet.h5")
+    report = check_simulation(sim)
+"""
+
+from hwsim.flows.check import TraceCheck, check_network, check_simulation, check_trace
+from hwsim.flows.depth_first import (
+    DepthFirstGains,
+    DepthFirstStudy,
+    FrontPoint,
+    PointCheck,
+    check_depth_first,
+    check_front_points,
+    depth_first_front,
+    pick_points,
+)
+from hwsim.flows.estimate import (
+    CnnergyEstimate,
+    EstimateSettings,
+    GlbSizePoint,
+    GlbSizeSweep,
+    LayerTable,
+    RsEstimate,
+    estimate_cnnergy,
+    estimate_rs,
+    glb_sizes,
+    sweep_glb_size,
+)
+from hwsim.flows.inputs import as_graph, as_hardware, choose_sparsity
+from hwsim.flows.memplan import MemoryStudy, StrategyMemory, study_memory
+from hwsim.flows.partition import Partition, partition_network
+from hwsim.flows.phases import (
+    BufferSimulation,
+    PhasedResult,
+    PhasesStudy,
+    phases_sdf3_xml,
+    study_phases,
+)
+from hwsim.flows.simulate import Simulation, simulate_network
+from hwsim.flows.totals import RunTotals
+from hwsim.flows.trace_stats import (
+    TraceQuery,
+    TraceSummary,
+    query_trace,
+    summarize_trace,
+)
+
+__all__ = [
+    "BufferSimulation",
+    "CnnergyEstimate",
+    "DepthFirstGains",
+    "DepthFirstStudy",
+    "EstimateSettings",
+    "FrontPoint",
+    "GlbSizePoint",
+    "GlbSizeSweep",
+    "LayerTable",
+    "MemoryStudy",
+    "Partition",
+    "PhasedResult",
+    "PhasesStudy",
+    "PointCheck",
+    "RsEstimate",
+    "RunTotals",
+    "Simulation",
+    "StrategyMemory",
+    "TraceCheck",
+    "TraceQuery",
+    "TraceSummary",
+    "as_graph",
+    "as_hardware",
+    "check_depth_first",
+    "check_front_points",
+    "check_network",
+    "check_simulation",
+    "check_trace",
+    "choose_sparsity",
+    "depth_first_front",
+    "estimate_cnnergy",
+    "estimate_rs",
+    "glb_sizes",
+    "partition_network",
+    "phases_sdf3_xml",
+    "pick_points",
+    "query_trace",
+    "simulate_network",
+    "study_memory",
+    "study_phases",
+    "summarize_trace",
+    "sweep_glb_size",
+]

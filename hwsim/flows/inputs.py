@@ -1,0 +1,59 @@
+"""What the flows take: a network (a zoo name, an .onnx path or a `Graph`), an accelerator (a shipped
+config name, a YAML path or an `Accelerator`) and the activation sparsity to price.
+
+Passing a loaded `Graph` or `Accelerator` lets a notebook load once and run many flows; passing a name
+loads it with the defaults (the network's own input size, unknown ONNX ops rejected).
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+from hwsim.analytic.graph_adapter import SPARSITY_PRESETS, SparsityModel, preset_fits
+from hwsim.errors import HwsimError
+from hwsim.hardware import load_config
+from hwsim.hardware.schema import Accelerator
+from hwsim.workload.ir import Graph
+from hwsim.workload.network import load_network
+
+NetworkLike = Graph | str | Path
+HardwareLike = Accelerator | str | Path
+
+AUTO, RELU = "auto", "relu"
+SPARSITY_CHOICES = (AUTO, RELU, *SPARSITY_PRESETS)
+
+
+def as_graph(network: NetworkLike) -> Graph:
+    """The graph of `network`: itself, or the zoo network or ONNX file it names."""
+    if isinstance(network, Graph):
+        return network
+    return load_network(str(network)).graph
+
+
+def as_hardware(hw: HardwareLike) -> Accelerator:
+    """The accelerator `hw` is or names (a shipped config or a YAML path)."""
+    return hw if isinstance(hw, Accelerator) else load_config(hw)
+
+
+def check_batch(batch: int) -> int:
+    """`batch`, a number of images ≥ 1."""
+    if not isinstance(batch, int) or batch < 1:
+        raise HwsimError(f"batch {batch!r}: give a number of images ≥ 1")
+    return batch
+
+
+def choose_sparsity(choice: str, relu_sparsity: float, graph: Graph) -> SparsityModel:
+    """The sparsity model a choice names: `relu` (defaults after every ReLU), `auto` (a measured preset
+    whose layers are exactly the graph's weighted layers, else the ReLU defaults), or a preset's name."""
+    if choice == RELU:
+        return SparsityModel(relu_sparsity=relu_sparsity)
+    if choice == AUTO:
+        fitting = [m for m in SPARSITY_PRESETS.values() if preset_fits(m, graph)]
+        return replace(fitting[0], relu_sparsity=relu_sparsity) if fitting else SparsityModel(
+            relu_sparsity=relu_sparsity)
+    return replace(SPARSITY_PRESETS[choice], relu_sparsity=relu_sparsity)
+
+
+__all__ = ["AUTO", "RELU", "SPARSITY_CHOICES", "HardwareLike", "NetworkLike", "as_graph", "as_hardware", "check_batch",
+           "choose_sparsity"]

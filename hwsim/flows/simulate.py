@@ -1,0 +1,89 @@
+"""Simulate a network's row-stationary schedule cycle by cycle into an HDF5 trace, and read back what
+the trace gives: per-layer counts, energy and utilization, the buffers' peak occupancy and the totals."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+import hwsim.trace
+from hwsim.flows.inputs import (
+    HardwareLike,
+    NetworkLike,
+    as_graph,
+    as_hardware,
+    check_batch,
+)
+from hwsim.flows.totals import RunTotals
+from hwsim.hardware.energy import COMPONENTS
+from hwsim.hardware.schema import Accelerator
+from hwsim.mapping.row_stationary import rs_schedule
+from hwsim.metrics import TraceMetrics, derive
+from hwsim.sim.executor import LayerRun, SimResult
+from hwsim.sim.run import simulate_to_trace
+from hwsim.trace import Trace
+from hwsim.vocab import TRACE_LEVELS
+from hwsim.workload.ir import Graph
+
+ALL_LEVELS = frozenset(TRACE_LEVELS)
+Progress = Callable[[int, LayerRun], None]  # called after each layer with its index and measurements
+
+
+@dataclass(frozen=True)
+class Simulation:
+    """A simulated run of `batch` images: the simulator's per-layer timing, the trace it wrote (of the
+    recorded `levels`) and what the trace gives. Totals cover the recorded levels; latency is simulated."""
+
+    graph: Graph
+    hardware: Accelerator
+    batch: int
+    trace: Path
+    levels: frozenset[str]
+    result: SimResult
+    metrics: TraceMetrics
+    peak_occupancy_bytes: Mapping[str, int]  # per buffer the schedule used
+    totals: RunTotals
+
+    @property
+    def network_macs(self) -> int:
+        """The workload's MACs for the batch, whether the PE array's records were kept or not."""
+        return self.graph.total_macs * self.batch
+
+
+def peak_occupancy(trace: Trace) -> dict[str, int]:
+    """The most bytes each buffer held, for the buffers the schedule used."""
+    occ = trace.occupancy()
+    peaks = {}
+    for b, name in enumerate(trace.buffers):
+        held = occ["bytes"][occ["buffer"] == b]
+        if len(held):
+            peaks[name] = int(np.max(held))
+    return peaks
+
+
+def trace_totals(metrics: TraceMetrics, result: SimResult) -> RunTotals:
+    """Energy by component, simulated cycles, DRAM bytes and MACs of a run, from its trace."""
+    energy = {c: sum(l.energy_pj[c] for l in metrics.layers) for c in COMPONENTS}
+    dram_words = sum(int(l.transfers[0].sum()) for l in metrics.layers)
+    return RunTotals(energy, result.cycles, dram_words * metrics.hardware.word_bytes,
+                     sum(l.compute.macs for l in metrics.layers))
+
+
+def simulate_network(network: NetworkLike, hw: HardwareLike, batch: int = 1, trace_path: str | Path | None = None,
+                     levels: frozenset[str] = ALL_LEVELS, progress: Progress | None = None) -> Simulation:
+    """Simulate the row-stationary schedule of `batch` images, recording `levels` to the trace at
+    `trace_path` (default traces/NETWORK-CONFIG.h5), and derive the report from the trace."""
+    graph, accelerator = as_graph(network), as_hardware(hw)
+    path = Path(trace_path) if trace_path is not None else Path("traces") / f"{graph.name}-{accelerator.name}.h5"
+    schedule = rs_schedule(graph, accelerator, check_batch(batch))
+    result = simulate_to_trace(schedule, accelerator, path, levels, progress=progress)
+    with hwsim.trace.open(path) as trace:
+        metrics = derive(trace)
+        peaks = peak_occupancy(trace)
+    return Simulation(graph, accelerator, batch, path, levels, result, metrics, peaks, trace_totals(metrics, result))
+
+
+__all__ = ["ALL_LEVELS", "Progress", "Simulation", "peak_occupancy", "simulate_network", "trace_totals"]
