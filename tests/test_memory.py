@@ -179,11 +179,34 @@ def all_networks() -> list[str]:
     return zoo.names() + [os.path.join(LIGHT, f) for f in sorted(os.listdir(LIGHT)) if f.endswith(".onnx")]
 
 
-GREEDY_BOUND_RATIO = 1.12  # greedy-by-size over the bound, worst case over the zoo (DenseNet-121: 1.11)
+def assert_greedy_by_size_guarantee(plan: MemoryPlan) -> None:
+    """What greedy-by-size guarantees, from the algorithm itself.
+
+    Placing tensors at offsets with known lifetimes is dynamic storage allocation, NP-complete (Garey &
+    Johnson 1979, SR2); the polynomial algorithms with a proven ratio to the optimum are not greedy ones
+    (3, Gergov 1999; 2 + ε, Buchsbaum et al. 2003). Pisarchyk & Lee (2020), who describe TFLite's
+    greedy-by-size, give it no ratio: they measure it against the peak-live-bytes lower bound. So no
+    ratio to the bound is asserted. What the algorithm does guarantee: tensors go in non-increasing size
+    order; each goes either into a gap below an already placed tensor (its end is at most that tensor's
+    offset) or on top of the highest tensor it overlaps in time (its end is that top plus its own size).
+    By induction the highest end after k placements is at most the sum of the first k sizes, so the
+    total is at most the sum of all tensor sizes (never above one buffer per edge). Over the zoo and the
+    ONNX light models the largest ratio to the bound is DenseNet-121's 1.11 (2,007,040 against
+    1,806,336 bytes at 8 bit): a reported figure, not a limit.
+    """
+    end = {s.tensor: s.offset_bytes + plan.tensors[s.tensor].size_bytes for s in plan.slots}
+    assert len(end) == len(plan.tensors) == len(plan.slots)  # one slot per tensor
+    order = sorted(range(len(plan.tensors)), key=lambda i: (-plan.tensors[i].size_bytes, i))
+    placed_bytes = 0
+    for i in order:
+        placed_bytes += plan.tensors[i].size_bytes
+        assert end[i] <= placed_bytes, (plan.tensors[i].name, end[i], placed_bytes)
+    assert plan.total_bytes == max(end.values(), default=0)
+    assert plan.total_bytes <= sum(t.size_bytes for t in plan.tensors)
 
 
 @pytest.mark.parametrize("network", all_networks(), ids=os.path.basename)
-def test_planners_are_valid_and_greedy_stays_near_the_bound(network):
+def test_planners_are_valid_and_greedy_keeps_its_guarantee(network):
     graph = load_network(network).graph
     plans = {s: plan_memory(graph, s, 8) for s in STRATEGIES}
     bound = plans["bound"].total_bytes
@@ -194,7 +217,8 @@ def test_planners_are_valid_and_greedy_stays_near_the_bound(network):
         assert_valid(plans[s])
         assert plans[s].total_bytes >= bound
     assert plans["edge"].total_bytes == sum(t.size_bytes * len(t.consumer_steps) for t in plans["edge"].tensors)
-    assert plans["greedy"].total_bytes <= GREEDY_BOUND_RATIO * bound
+    assert_greedy_by_size_guarantee(plans["greedy"])
+    assert plans["greedy"].total_bytes <= plans["edge"].total_bytes
 
 
 # ----- knapsack --------------------------------------------------------------------------------------
