@@ -50,9 +50,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--jobs", type=_positive, default=None, metavar="N",
                    help="worker processes of the local pool or of the Dask LocalCluster started without --scheduler "
                         "(default: the number of CPUs; with the local pool 1 runs in this process)")
-    p.add_argument("--executor", choices=EXECUTORS, default=None, help="local process pool (default) or dask: a cluster at --scheduler, or "
-                        "without it a LocalCluster started for the sweep and closed at its end")
-    p.add_argument("--scheduler", metavar="ADDR", default=None, help="dask: the scheduler of a running cluster, e.g. tcp://host:8786")
+    p.add_argument("--executor", choices=EXECUTORS, default=None,
+                   help="local process pool (default) or dask: a cluster at --scheduler, or without it a "
+                        "LocalCluster started for the sweep and closed at its end")
+    p.add_argument("--scheduler", metavar="ADDR", default=None,
+                   help="dask: the scheduler of a running cluster, e.g. tcp://host:8786")
     p.add_argument("--out", metavar="DIR | FILE.png", default=None,
                    help="sweep: output folder (default results/NAME); pareto: write the plot here")
     p.add_argument("--retry-failed", action="store_true", help="sweep: evaluate failed points again")
