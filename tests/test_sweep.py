@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conftest import CONFIGS, REPO, assert_one_line_error
+from conftest import CONFIGS, REPO, assert_one_line_error, reference
 from hwsim.analytic.estimate import estimate_network
 from hwsim.errors import ConfigError
 from hwsim.hardware import load_config
@@ -133,8 +133,9 @@ def test_settings_reach_the_hardware(tmp_path: Path) -> None:
     # per second over the 200 MHz clock; the text "12.8 GB/s" is parsed and divided, one or two roundings
     assert hw.dram.bandwidth_bytes_per_cycle == pytest.approx(12.8e9 / 200e6, rel=1e-15)
     assert hw.glb.data_bytes == 32 * 1024 and hw.glb.size_bytes == 40 * 1024  # the 8 KiB filter part kept
-    # GLB access energy follows E(S) = E·(S / 100 KiB)^0.5 from Eyeriss v1's 10.16 pJ
-    assert hw.glb.read_energy_pj == pytest.approx(10.16 * math.sqrt(32 / 100), rel=1e-12)
+    # GLB access energy follows E(S) = E·(S / 100 KiB)^0.5 from Eyeriss v1's 10.16 pJ (CNNergy's table)
+    glb_pj = reference("cnnergy-energy-per-op.yaml")["pj_65nm_1v"]["glb"]
+    assert hw.glb.read_energy_pj == pytest.approx(glb_pj * math.sqrt(32 / 100), rel=1e-12)
 
 
 def test_estimate_row_equals_the_estimate_of_the_edited_config(tmp_path: Path) -> None:
