@@ -348,7 +348,7 @@ def test_dask_without_a_scheduler_starts_and_closes_a_local_cluster(cli, tmp_pat
     assert result.code == 0, result.err
     assert len(result.json()["evaluated"]) == 64
     _assert_same_table(tmp_path / "dask", tmp_path / "one")
-    assert len(seen) == len(os.sched_getaffinity(0))  # one single-threaded worker process per CPU
+    assert len(seen) == min(len(os.sched_getaffinity(0)), 64)  # one worker process per CPU, at most one per point
     assert not _worker_processes() - before  # all of them closed with the sweep
 
 
