@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import csv
 import json
 import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
+import yaml
 
 from hwsim.cli.main import main
 from hwsim.workload import zoo
@@ -16,6 +19,33 @@ from hwsim.workload.ir import Graph
 
 REPO = Path(__file__).resolve().parents[1]
 CONFIGS = REPO / "configs"
+DATA = Path(__file__).resolve().parent / "data"  # published figures the tests assert, each file with its source
+
+
+def reference(name: str) -> Any:
+    """A file of tests/data: YAML as loaded; CSV as a list of rows (dicts of int, float, text or None for an
+    empty cell), its leading `#` lines (the provenance) skipped."""
+    path = DATA / name
+    if path.suffix != ".csv":
+        return yaml.safe_load(path.read_text())
+    lines = [line for line in path.read_text().splitlines() if not line.startswith("#")]
+    return [{k: _number(v) for k, v in row.items()} for row in csv.DictReader(lines)]
+
+
+def reference_rows(name: str, key: str) -> dict[str, dict[str, Any]]:
+    """A CSV of tests/data as {row[key]: row}."""
+    return {str(row[key]): row for row in reference(name)}
+
+
+def _number(text: str) -> int | float | str | None:
+    if not text.strip():
+        return None  # an empty cell: a figure the source does not give
+    for kind in (int, float):
+        try:
+            return kind(text)
+        except ValueError:
+            pass
+    return text
 
 
 @dataclass

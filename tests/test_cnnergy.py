@@ -20,39 +20,22 @@ from hwsim.analytic.cnnergy import (
 from hwsim.errors import ConfigError, NetworkError
 from hwsim.hardware import load_config
 
+from conftest import DATA, reference, reference_rows
+
 EYERISS = load_config("eyeriss-v1")
-CLOCK_POWER_W = 0.1063
-THROUGHPUT_GMACS = 23.1
 MJ = 1e9  # pJ per mJ
 
-# AlexNet as the CNNergy reference feeds it (../shared/reference/cnnergy.md, "The reference run to
-# reproduce"): name, R, M, H (padded), C, U, E, sp_if, sp_of, n (batch used).
-ALEXNET = [
-    ("C1", 11, 96, 227, 3, 4, 55, 0.0001, 0.5102, 1),
-    ("C2", 5, 256, 31, 48, 1, 27, 0.3870, 0.8066, 2),
-    ("C3", 3, 384, 15, 256, 1, 13, 0.7250, 0.7244, 6),
-    ("C4", 3, 384, 15, 192, 1, 13, 0.7930, 0.7018, 6),
-    ("C5", 3, 256, 15, 192, 1, 13, 0.7760, 0.9050, 6),
-    ("FC1", 6, 4096, 6, 256, 1, 1, 0.7113, 0.8312, 18),
-    ("FC2", 1, 4096, 1, 4096, 1, 1, 0.8312, 0.8125, 18),
-    ("FC3", 1, 1000, 1, 4096, 1, 1, 0.8125, 0.0, 18),
-]
-
-# The reference's output, energy per image in mJ, typed from the table "Its output, energy per image
-# in mJ" of ../shared/reference/cnnergy.md (16-bit, clock 0.1063 W at 23.1 GMAC/s, other control 15 %).
+# The CNNergy reference run of AlexNet, from tests/data (each file names its source): the layers as it feeds
+# them (name, R, M, H (padded), C, U, E, sp_if, sp_of, n), its settings and totals, and its output per layer.
+LAYER_TABLE = DATA / "cnnergy-alexnet-layers.csv"
+ALEXNET = [tuple(row.values()) for row in reference(LAYER_TABLE.name)]
+RUN = reference("cnnergy-alexnet.yaml")
+CLOCK_POWER_W, THROUGHPUT_GMACS = RUN["clock_power_w"], RUN["throughput_gmacs"]
 COMPONENTS = ("mac", "rf", "inter_pe", "glb", "dram", "clock", "other_control", "total")
-REFERENCE_MJ = {
-    "C1": (0.179, 0.700, 0.030, 0.024, 0.347, 0.485, 0.250, 2.013),
-    "C2": (0.233, 1.043, 0.068, 0.051, 0.217, 1.031, 0.428, 3.071),
-    "C3": (0.070, 0.443, 0.039, 0.034, 0.211, 0.688, 0.225, 1.709),
-    "C4": (0.039, 0.293, 0.029, 0.026, 0.132, 0.516, 0.159, 1.195),
-    "C5": (0.028, 0.202, 0.019, 0.017, 0.089, 0.344, 0.108, 0.808),
-    "FC1": (0.018, 0.114, 0.010, 0.048, 0.984, 0.174, 0.064, 1.413),
-    "FC2": (0.005, 0.041, 0.004, 0.021, 0.387, 0.077, 0.026, 0.562),
-    "FC3": (0.001, 0.010, 0.001, 0.005, 0.097, 0.019, 0.006, 0.140),
-}
+OUTPUT = reference_rows("cnnergy-alexnet-energy.csv", "layer")
+REFERENCE_MJ = {name: tuple(row[c] for c in COMPONENTS) for name, row in OUTPUT.items()}
 REL_TOL = 0.01
-ROUNDING_MJ = 0.0005  # half the last printed digit: the table is rounded to 0.001 mJ
+ROUNDING_MJ = RUN["printed_resolution_mj"] / 2  # half the last printed digit
 
 
 def alexnet_layers() -> list[CnnergyLayer]:
@@ -79,15 +62,16 @@ def test_alexnet_layer_matches_reference(alexnet_run, name: str) -> None:
 
 def test_alexnet_totals_match_reference(alexnet_run) -> None:
     total = alexnet_run.total
-    assert total.total_pj / MJ == pytest.approx(10.91, rel=REL_TOL)
-    assert total.without_control_pj / MJ == pytest.approx(6.31, rel=REL_TOL)  # clock and other control excluded
+    assert total.total_pj / MJ == pytest.approx(RUN["total_mj"], rel=REL_TOL)
+    # clock and other control excluded
+    assert total.without_control_pj / MJ == pytest.approx(RUN["without_control_mj"], rel=REL_TOL)
     conv_mj = sum(r.energy.total_pj for r in alexnet_run.layers[:5]) / MJ
-    assert conv_mj == pytest.approx(8.80, rel=REL_TOL)
+    assert conv_mj == pytest.approx(RUN["conv_mj"], rel=REL_TOL)
 
 
 def test_alexnet_proposed_batches_match_reference_first_run(alexnet_run) -> None:
-    # cnnergy.md: "the first run proposes n per layer ... AlexNet: proposed [1,2,7,7,7,316,316,316]".
-    assert alexnet_run.proposed_batches == [1, 2, 7, 7, 7, 316, 316, 316]
+    # the first run proposes a batch per layer: [1, 2, 7, 7, 7, 316, 316, 316]
+    assert alexnet_run.proposed_batches == [row["proposed_batch"] for row in OUTPUT.values()]
 
 
 def test_components_add_up_and_control_is_fifteen_percent(alexnet_run) -> None:
@@ -97,7 +81,7 @@ def test_components_add_up_and_control_is_fifteen_percent(alexnet_run) -> None:
                                            + e.clock_pj + e.other_control_pj)
         # Other control is 15 % of everything but DRAM: f/(1 - f)·(on-chip + clock).
         share = e.other_control_pj / (e.on_chip_pj + e.clock_pj + e.other_control_pj)
-        assert share == pytest.approx(0.15)
+        assert share == pytest.approx(RUN["other_control_share"])
 
 
 def test_schedule_conv1_by_hand() -> None:
@@ -191,14 +175,14 @@ def test_conv1_dram_by_hand() -> None:
     layer = alexnet_layers()[0]
     m = cnnergy_schedule(layer, EYERISS)
     e = cnnergy_energy(layer, m, EYERISS, CLOCK_POWER_W, THROUGHPUT_GMACS)
-    e_dram = 338.8  # pJ per 16-bit word
+    e_dram = reference("cnnergy-energy-per-op.yaml")["pj_65nm_1v"]["dram"]  # 338.8 pJ per 16-bit word
     passes = (3 / 1) * (96 / 20) * (55 / 27.5) * (55 / 55)  # channel · filter · y · x = 28.8
     y_pass = 27.5 / 14
     ifmap_words = 227 * 63 + (y_pass - 1) * 227 * (63 - (11 - 4))  # first band, then only new rows
     assert e.dram_ifmap_pj == pytest.approx(e_dram * ifmap_words * passes)
     assert e.dram_filter_pj == pytest.approx(e_dram * 20 * 1 * 11 * 11 * passes)
     assert e.dram_ofmap_pj == pytest.approx(e_dram * 55 * 55 * 96 * (1 - 0.5102) / 3 * 4)
-    assert e.clock_pj == pytest.approx(0.1063 * (11 * 11 * 55 * 55 * 3 * 96) / 23.1e9 * 1e12)
+    assert e.clock_pj == pytest.approx(CLOCK_POWER_W * (11 * 11 * 55 * 55 * 3 * 96) / (THROUGHPUT_GMACS * 1e9) * 1e12)
 
 
 def test_compression_factor() -> None:
@@ -240,10 +224,10 @@ def assert_one_line(exc: pytest.ExceptionInfo[NetworkError], *fragments: str) ->
 
 def test_read_layer_table_good_file(tmp_path: Path) -> None:
     layers = read_layer_table(write_table(tmp_path, "# AlexNet for CNNergy\n" + alexnet_csv()))
-    assert layers == alexnet_layers()
+    assert layers == alexnet_layers() == read_layer_table(LAYER_TABLE)  # the shipped table, provenance and all
     assert [layer.first_layer for layer in layers] == [True] + [False] * 7
     total = cnnergy_network(layers, EYERISS).total  # clock model from the config: 0.1063 W, 23.1 GMAC/s
-    assert total.total_pj / MJ == pytest.approx(10.91, rel=REL_TOL)
+    assert total.total_pj / MJ == pytest.approx(RUN["total_mj"], rel=REL_TOL)
 
 
 def test_read_layer_table_first_column_decides(tmp_path: Path) -> None:

@@ -11,10 +11,11 @@ import pytest
 
 from hwsim.workload import zoo
 
-from conftest import REPO, assert_one_line_error
+from conftest import DATA, assert_one_line_error, reference
 
 LIGHT = sorted((Path(onnx.__file__).parent / "backend" / "test" / "data" / "light").glob("*.onnx"))
-CNNERGY_TABLE = REPO / "tools" / "data" / "alexnet-cnnergy.csv"
+CNNERGY_TABLE = DATA / "cnnergy-alexnet-layers.csv"
+CNNERGY_RUN = reference("cnnergy-alexnet.yaml")  # the reference run's clock model and totals
 PES = 12 * 14
 
 
@@ -80,16 +81,18 @@ def test_zero_gating_lowers_mac_energy_only_by_the_density(cli) -> None:
 
 
 def test_cnnergy_layer_table_reproduces_the_reference(cli) -> None:
+    clock_w = CNNERGY_RUN["clock_power_w"]
     result = cli("estimate", "--model", "cnnergy", "--layers", str(CNNERGY_TABLE), "--hw", "eyeriss-v1",
-                 "--clock-power", "0.1063", "--throughput-gmacs", "23.1", "--json")
+                 "--clock-power", str(clock_w), "--throughput-gmacs", str(CNNERGY_RUN["throughput_gmacs"]), "--json")
     assert result.code == 0, result.err
     totals = _strict_json(result.out)["totals"]["energy_per_image_pj"]
     # The reference run: 10.91 mJ per image, 6.31 mJ without clock and other control.
-    assert totals["total"] / 1e9 == pytest.approx(10.91, rel=0.01)
-    assert (totals["total"] - totals["clock"] - totals["control"]) / 1e9 == pytest.approx(6.31, rel=0.01)
+    assert totals["total"] / 1e9 == pytest.approx(CNNERGY_RUN["total_mj"], rel=0.01)
+    without_control = (totals["total"] - totals["clock"] - totals["control"]) / 1e9
+    assert without_control == pytest.approx(CNNERGY_RUN["without_control_mj"], rel=0.01)
     # Halving the clock power halves the clock share (the control model is linear in it).
     half = _strict_json(cli("estimate", "--model", "cnnergy", "--layers", str(CNNERGY_TABLE), "--hw", "eyeriss-v1",
-                            "--clock-power", "0.05315", "--json").out)["totals"]["energy_per_image_pj"]
+                            "--clock-power", str(clock_w / 2), "--json").out)["totals"]["energy_per_image_pj"]
     assert half["clock"] == pytest.approx(totals["clock"] / 2, rel=1e-9)
 
 

@@ -10,7 +10,7 @@ from hwsim.errors import ConfigError
 from hwsim.hardware import load_config, shipped_configs
 from hwsim.hardware.units import BANDWIDTH, BYTES, CYCLES, ENERGY, parse_quantity
 
-from conftest import CONFIGS, assert_one_line_error, run_hwsim
+from conftest import CONFIGS, assert_one_line_error, reference, run_hwsim
 
 EYERISS = (CONFIGS / "eyeriss-v1.yaml").read_text()
 
@@ -23,26 +23,36 @@ def test_all_shipped_configs_load() -> None:
         assert acc.name == name
 
 
+CNNERGY = reference("cnnergy-energy-per-op.yaml")
+SCALE_45_TO_65 = (CNNERGY["scaling"]["node_nm"][1] / CNNERGY["scaling"]["node_nm"][0]) \
+    / CNNERGY["scaling"]["voltage_45nm"] ** 2  # CNNergy's 45 nm -> 65 nm scaling, (65/45)/0.9²
+
+
 def test_eyeriss_v1_matches_cnnergy_table() -> None:
     acc = load_config("eyeriss-v1")
-    s = (65 / 45) / 0.9**2  # CNNergy's 45 nm -> 65 nm scaling
-    assert acc.pe_array.pes == 12 * 14
-    assert (acc.pe_array.rf.filter_words, acc.pe_array.rf.ifmap_words, acc.pe_array.rf.psum_words) == (224, 12, 24)
-    assert acc.pe_array.mac_energy_pj == pytest.approx(0.95 * s, rel=1e-3)
-    assert acc.noc.inter_pe_energy_pj == pytest.approx(1.9 * s, rel=1e-3)
-    assert acc.glb.read_energy_pj == pytest.approx(5.7 * s, rel=1e-3)
-    assert acc.dram.energy_pj_per_bit * 16 == pytest.approx(190 * s, rel=1e-3)
-    assert acc.glb.data_bytes == 100 * 1024  # CNNergy: 100 KB of the 108 KB for ifmap + psum
-    assert acc.clock_hz == 200e6
+    pj, s, eyeriss = CNNERGY["pj_45nm_0v9"], SCALE_45_TO_65, CNNERGY["eyeriss_v1"]
+    assert acc.pe_array.pes == eyeriss["pe_rows"] * eyeriss["pe_cols"]
+    rf = acc.pe_array.rf
+    assert (rf.filter_words, rf.ifmap_words, rf.psum_words) == tuple(eyeriss["rf_words"].values())
+    assert acc.pe_array.mac_energy_pj == pytest.approx(pj["mac"] * s, rel=1e-3)
+    assert acc.noc.inter_pe_energy_pj == pytest.approx(pj["inter_pe"] * s, rel=1e-3)
+    assert acc.glb.read_energy_pj == pytest.approx(pj["glb"] * s, rel=1e-3)
+    assert acc.dram.energy_pj_per_bit * 16 == pytest.approx(pj["dram"] * s, rel=1e-3)
+    for name, at_65nm in CNNERGY["pj_65nm_1v"].items():  # the table's own 65 nm column, to its 4 digits
+        assert at_65nm == pytest.approx(pj[name] * s, rel=1e-3), name
+    assert acc.glb.data_bytes == eyeriss["glb_ifmap_psum_kb"] * 1024  # of the 108 KB, for ifmap + psum
+    assert acc.glb.size_bytes == eyeriss["glb_kb"] * 1024
+    assert acc.clock_hz == eyeriss["clock_mhz"] * 1e6
     assert acc.dram.latency_cycles == 10  # 50 ns at 200 MHz
-    assert acc.control.clock_power_w == pytest.approx(0.1063)
+    assert acc.control.clock_power_w == pytest.approx(reference("cnnergy-alexnet.yaml")["clock_power_w"])
 
 
 def test_eight_bit_energies_follow_cnnergy_scaling() -> None:
     acc = load_config("eyeriss-8bit")
-    s = (65 / 45) / 0.9**2
-    assert acc.pe_array.mac_energy_pj == pytest.approx((0.025 + 0.225) * s, rel=1e-3)
-    assert acc.glb.read_energy_pj == pytest.approx(5.7 * s / 2, rel=1e-3)
+    eight, s = CNNERGY["eight_bit_45nm"], SCALE_45_TO_65
+    assert acc.pe_array.mac_energy_pj == pytest.approx((eight["add"] + eight["multiply"]) * s, rel=1e-3)
+    assert acc.glb.read_energy_pj == pytest.approx(CNNERGY["pj_45nm_0v9"]["glb"] * s * eight["memory_factor"],
+                                                   rel=1e-3)
 
 
 @pytest.mark.parametrize(

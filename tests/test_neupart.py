@@ -1,7 +1,7 @@
 """NeuPart: the IR → CNNergy adapter, cut points, RLC transmission, the optimum, and `hwsim partition`.
 
-Expected values come from the CNNergy reference run (../shared/reference/cnnergy.md), the NeuPart
-paper (../shared/seeds/004_e202cadf70e95a46.txt) or hand calculation written out here.
+Expected values come from the CNNergy reference run and the NeuPart paper (tests/data: cnnergy-alexnet-*.csv,
+cnnergy-alexnet.yaml, neupart.yaml, each naming its source) or hand calculation written out here.
 """
 
 from __future__ import annotations
@@ -32,6 +32,7 @@ from hwsim.analytic.neupart import (
     rlc_overhead,
     single_tensor_cuts,
 )
+from conftest import reference, reference_rows
 from hwsim.cli.cmd_partition import power_arg, rate_arg, sweep_arg
 from hwsim.errors import ConfigError
 from hwsim.hardware import load_config
@@ -42,21 +43,19 @@ EYERISS_8BIT = load_config("eyeriss-8bit")
 MJ = 1e-3  # J per mJ
 MBPS = 1e6
 
-# The reference AlexNet layers (cnnergy.md, "The reference run to reproduce"):
-# R, M, H (padded), C, U, E, sp_if, sp_of, n (batch used).
-REFERENCE_ALEXNET = {
-    "conv1": (11, 96, 227, 3, 4, 55, 0.0001, 0.5102, 1),
-    "conv2": (5, 256, 31, 48, 1, 27, 0.3870, 0.8066, 2),
-    "conv3": (3, 384, 15, 256, 1, 13, 0.7250, 0.7244, 6),
-    "conv4": (3, 384, 15, 192, 1, 13, 0.7930, 0.7018, 6),
-    "conv5": (3, 256, 15, 192, 1, 13, 0.7760, 0.9050, 6),
-    "fc6": (6, 4096, 6, 256, 1, 1, 0.7113, 0.8312, 18),
-    "fc7": (1, 4096, 1, 4096, 1, 1, 0.8312, 0.8125, 18),
-    "fc8": (1, 1000, 1, 4096, 1, 1, 0.8125, 0.0, 18),
-}
-# The reference's energy per image, mJ, with control (cnnergy.md, "Its output"): C1, C2 and the total.
-REFERENCE_C1_MJ, REFERENCE_C2_MJ, REFERENCE_TOTAL_MJ = 2.013, 3.071, 10.91
+# The papers' layer names and the zoo's: In is the image, P3 the last pool.
+ZOO_NAMES = {"In": "data", "C1": "conv1", "P1": "pool1", "C2": "conv2", "P2": "pool2", "C3": "conv3", "C4": "conv4",
+             "C5": "conv5", "P3": "pool5", "FC1": "fc6", "FC2": "fc7", "FC3": "fc8"}
+# The reference AlexNet layers: R, M, H (padded), C, U, E, sp_if, sp_of, n (batch used).
+REFERENCE_ALEXNET = {ZOO_NAMES[row.pop("name")]: tuple(row.values())
+                     for row in reference("cnnergy-alexnet-layers.csv")}
+# The reference's energy per image, mJ, with control: C1, C2 and the total.
+REFERENCE_OUTPUT = reference_rows("cnnergy-alexnet-energy.csv", "layer")
+REFERENCE_C1_MJ, REFERENCE_C2_MJ = REFERENCE_OUTPUT["C1"]["total"], REFERENCE_OUTPUT["C2"]["total"]
+REFERENCE_RUN = reference("cnnergy-alexnet.yaml")
+REFERENCE_TOTAL_MJ = REFERENCE_RUN["total_mj"]
 REFERENCE_REL_TOL = 0.01
+PAPER = reference("neupart.yaml")
 
 
 @pytest.fixture(scope="module")
@@ -92,8 +91,10 @@ def test_adapter_shapes_do_not_depend_on_sparsity(alexnet) -> None:
 
 
 def test_batch_ladder_gives_the_reference_batches() -> None:
-    # cnnergy.md: AlexNet proposed [1,2,7,7,7,316,316,316], used [1,2,6,6,6,18,18,18].
-    assert batch_ladder([1, 2, 7, 7, 7, 316, 316, 316], 18) == [1, 2, 6, 6, 6, 18, 18, 18]
+    # The reference run: AlexNet proposed [1,2,7,7,7,316,316,316], used [1,2,6,6,6,18,18,18].
+    proposed = [row["proposed_batch"] for row in REFERENCE_OUTPUT.values()]
+    used = [layer[-1] for layer in REFERENCE_ALEXNET.values()]
+    assert batch_ladder(proposed, max(used)) == used
     # By hand: rungs 1 -> 3 (<= 3) -> 9 (largest multiple of 3 <= 10); 4 falls back to 3.
     assert batch_ladder([3, 10, 4], 18) == [3, 9, 3]
     assert batch_ladder([5, 40], 1) == [1, 1]
@@ -189,14 +190,15 @@ def test_alexnet_cut_points_follow_the_paper(alexnet_model) -> None:
     assert [cut.after for cut in alexnet_model.cuts] == [
         "data", "conv1", "norm1", "pool1", "conv2", "norm2", "pool2", "conv3", "conv4", "conv5", "pool5",
         "fc6", "fc7", "fc8", "prob"]
+    assert set(ZOO_NAMES.values()) <= {cut.after for cut in alexnet_model.cuts}
 
 
 # ----- transmission -----------------------------------------------------------------------------
 
 
 def test_rlc_overheads_are_the_papers() -> None:
-    assert rlc_overhead(16) == pytest.approx(1 / 3)  # 5-bit runs for 16-bit data
-    assert rlc_overhead(8) == pytest.approx(3 / 5)  # 4-bit runs for 8-bit data
+    for bits, (num, den) in PAPER["rlc_overhead"].items():
+        assert rlc_overhead(bits) == pytest.approx(num / den), bits  # 1/3 for 16-bit data, 3/5 for 8-bit
     with pytest.raises(ConfigError):
         rlc_overhead(32)
 
@@ -240,7 +242,7 @@ def test_client_energy_is_the_reference_cnnergy_sum(alexnet_model) -> None:
 def test_alexnet_optimum_at_100mbps_1w_is_p2(alexnet_model) -> None:
     # Paper, Fig. 10: at 100 Mbps and 1 W the minimum is at the intermediate layer P2.
     result = evaluate_partition(alexnet_model, Link(100 * MBPS, 1.0))
-    assert result.optimum.cut.after == "pool2"
+    assert result.optimum.cut.after == ZOO_NAMES[PAPER["alexnet_100mbps_1w"]["optimum"]]
     assert result.optimum.cut.side == SPLIT
     # By hand: FCC = 1,236,696 bit / 1e8 bit/s x 1 W = 12.367 mJ; P2 = 2.013 + 3.071 + 2.538 mJ;
     # FISC = 10.91 mJ (the reference total). Paper (8-bit, JPEG input): 34.7 % and 26.6 %.
@@ -260,13 +262,16 @@ def test_alexnet_at_60mbps_half_watt_saves_over_both_ends(alexnet_model) -> None
 def test_alexnet_8bit_p2_gives_way_to_p1_between_85_and_100_mbps(alexnet) -> None:
     # Paper, Sec. VIII (8-bit, 0.5 W): "if B_e changes from 85 to 100 Mbps ... the optimal layer
     # changes from P2 to P1". The P1/P2 crossover does not depend on the input image.
+    paper = PAPER["alexnet_rate_change_0_5w"]
+    below, above = ZOO_NAMES[paper["below"]], ZOO_NAMES[paper["above"]]
+    low, high = paper["from_mbps"] * MBPS, paper["to_mbps"] * MBPS
     model = partition_model(alexnet, EYERISS_8BIT, ALEXNET_MEASURED)
-    assert evaluate_partition(model, Link(85 * MBPS, 0.5)).optimum.cut.after == "pool2"
-    assert evaluate_partition(model, Link(100 * MBPS, 0.5)).optimum.cut.after == "pool1"
+    assert evaluate_partition(model, Link(low, 0.5)).optimum.cut.after == below
+    assert evaluate_partition(model, Link(high, 0.5)).optimum.cut.after == above
     points = rate_sweep(model, [r * MBPS for r in range(80, 106, 5)], 0.5)
     (change,) = optimum_changes(model, points, 0.5)
-    assert (change.before, change.after) == ("pool2", "pool1")
-    assert 85 * MBPS < change.crossover_bps < 100 * MBPS
+    assert (change.before, change.after) == (below, above)
+    assert low < change.crossover_bps < high
     assert change.below_bps <= change.crossover_bps <= change.above_bps
 
 
@@ -276,13 +281,18 @@ def test_alexnet_delay_at_p2_by_hand(alexnet_model) -> None:
     client_macs = 96 * 55 * 55 * 3 * 11 * 11 + 256 * 27 * 27 * 48 * 5 * 5
     cloud_macs = (384 * 13 * 13 * 256 * 9 + 384 * 13 * 13 * 192 * 9 + 256 * 13 * 13 * 192 * 9
                   + 4096 * 9216 + 4096 * 4096 + 1000 * 4096)
-    expected_s = client_macs / 23.1e9 + 256 * 13 * 13 * 16 * 0.275 * 4 / 3 / 100e6 + cloud_macs * 2 / 92e12
+    client_macs_per_s = REFERENCE_RUN["throughput_gmacs"] * 1e9
+    cloud_ops_per_s = PAPER["cloud_throughput_tera_ops"] * 1e12
+    expected_s = (client_macs / client_macs_per_s + 256 * 13 * 13 * 16 * 0.275 * 4 / 3 / 100e6
+                  + cloud_macs * 2 / cloud_ops_per_s)
     result = evaluate_partition(alexnet_model, Link(100 * MBPS, 1.0))
     assert result.optimum.delay_s == pytest.approx(expected_s)
 
 
 def test_squeezenet_optimum_is_an_intermediate_fire_layer() -> None:
-    # Paper, Fig. 10 (100 Mbps, 1 W): an intermediate fire squeeze layer (Fs4) is optimal.
+    # Paper, Fig. 10 (100 Mbps, 1 W): an intermediate fire squeeze layer (Fs4) is optimal. With ReLU-default
+    # zeros rather than the paper's measured ones the optimum here is fire6_squeeze: a squeeze layer, not Fs4.
+    assert PAPER["squeezenet_100mbps_1w"]["optimum"].startswith("Fs")  # F: fire module, s: its squeeze
     model = partition_model(zoo.build("squeezenet11"), EYERISS, SparsityModel())
     result = evaluate_partition(model, Link(100 * MBPS, 1.0))
     assert result.optimum.cut.side == SPLIT

@@ -14,6 +14,7 @@ Usage: python tools/validate_eyeriss.py [--no-sim]
 from __future__ import annotations
 
 import argparse
+import csv
 import tempfile
 from dataclasses import replace
 from pathlib import Path
@@ -31,18 +32,22 @@ from hwsim.workload import zoo
 from hwsim.workload.ir import Graph
 
 BATCH = 4
-# layer: (power mW, latency ms, processing ms, DRAM MB, ifmap zeros) from JSSC 2017 Table V.
-SILICON = {
-    "conv1": (332, 20.9, 16.5, 5.0, 0.0001),
-    "conv2": (288, 41.9, 39.2, 4.0, 0.387),
-    "conv3": (266, 23.6, 21.8, 3.0, 0.725),
-    "conv4": (235, 18.4, 16.0, 2.1, 0.793),
-    "conv5": (236, 10.5, 10.0, 1.3, 0.776),
-}
-# ofmap zeros of each conv (CNNergy reference run, sp_of), for the compressed-DRAM column.
-OFMAP_ZEROS = {"conv1": 0.5102, "conv2": 0.8066, "conv3": 0.7244, "conv4": 0.7018, "conv5": 0.9050}
+REFERENCE = Path(__file__).resolve().parents[1] / "tests" / "data"  # the published figures, with their sources
+CNNERGY_TABLE = REFERENCE / "cnnergy-alexnet-layers.csv"
 ENERGY_TOLERANCE, DRAM_TOLERANCE, LATENCY_TOLERANCE = 0.15, 0.30, 0.20
-CNNERGY_TABLE = Path(__file__).parent / "data" / "alexnet-cnnergy.csv"
+
+
+def _rows(path: Path) -> list[dict[str, str]]:
+    """A CSV of tests/data without its `#` provenance lines."""
+    return list(csv.DictReader(line for line in path.read_text().splitlines() if not line.startswith("#")))
+
+
+# layer: (power mW, latency ms, processing ms, DRAM MB, ifmap zeros) from JSSC 2017 Table V.
+SILICON = {r["layer"]: (float(r["power_mw"]), float(r["latency_ms"]), float(r["processing_ms"]), float(r["dram_mb"]),
+                        float(r["ifmap_zeros"]))
+           for r in _rows(REFERENCE / "eyeriss-v1-alexnet-silicon.csv") if r["layer"].startswith("conv")}
+# ofmap zeros of each conv (CNNergy reference run, sp_of), for the compressed-DRAM column.
+OFMAP_ZEROS = {f"conv{i + 1}": float(r["sp_of"]) for i, r in enumerate(_rows(CNNERGY_TABLE)[:5])}
 
 
 def _verdict(ratio: float, tolerance: float) -> str:

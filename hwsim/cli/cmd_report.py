@@ -70,6 +70,15 @@ def cross_check(trace: hwsim.trace.Trace, metrics: TraceMetrics) -> dict[str, An
     return {"status": check.status, "detail": check.detail}
 
 
+def _config_rows(attrs: dict[str, Any]) -> list[tuple[str, str]]:
+    """The run's settings as (name, value with its unit): the clock in MHz, not a raw float of hertz."""
+    rows = [(k, str(attrs.get(k))) for k in ("network", "hardware", "mapper", "batch")]
+    rows.append(("clock", f"{float(attrs.get('clock_hz', 0)) / 1e6:g} MHz"))
+    rows.append(("word", f"{attrs.get('word_bits')} bit"))
+    rows.append(("hwsim version", str(attrs.get("hwsim_version"))))
+    return rows
+
+
 def render(path: str, attrs: dict[str, Any], metrics: TraceMetrics, figures: dict[str, str],
            check: dict[str, Any]) -> str:
     """The page."""
@@ -89,8 +98,7 @@ def render(path: str, attrs: dict[str, Any], metrics: TraceMetrics, figures: dic
     energy_rows = "".join(f"<tr><td>{e(c)}</td><td>{pj / 1e6:,.1f}</td><td>{pj / max(1e-12, sum(total_pj.values())):.1%}</td></tr>"
                           for c, pj in total_pj.items() if pj)
     status_class = {"PASS": "pass", "FAIL": "fail"}.get(check["status"], "na")
-    config = "".join(f"<tr><td>{e(k)}</td><td>{e(str(attrs.get(k)))}</td></tr>"
-                     for k in ("network", "hardware", "mapper", "batch", "clock_hz", "word_bits", "hwsim_version"))
+    config = "".join(f"<tr><td>{e(k)}</td><td>{e(v)}</td></tr>" for k, v in _config_rows(attrs))
     hardware_json = e(json.dumps(json.loads(attrs.get("hardware_json", "{}")), indent=2))
     images = "".join(f"<h2>{e(kind.capitalize())}</h2><img alt='{e(kind)}' src='{uri}'>" for kind, uri in figures.items())
     return f"""<!doctype html>

@@ -34,7 +34,7 @@ SHOWN_ERRORS = 10
 def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "sweep", help="evaluate a sweep file's points in parallel (resumable); 'sweep pareto' finds the front",
-        usage="hwsim sweep FILE [--jobs N] [--executor local|dask --scheduler ADDR] [--out DIR] [--retry-failed] "
+        usage="hwsim sweep FILE [--jobs N] [--executor local|dask [--scheduler ADDR]] [--out DIR] [--retry-failed] "
               "[--limit N] [--json]\n       hwsim sweep pareto RESULTS --x METRIC --y METRIC [--maximize x|y] "
               "[--out FILE.png] [--json]",
         description="Run a sweep file (configs/sweeps/*.yaml), or with 'pareto', the Pareto front of a results "
@@ -43,9 +43,13 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("results", metavar="RESULTS", nargs="?", default=None,
                    help="pareto: results.parquet, results.csv or the sweep's output folder")
     p.add_argument("--jobs", type=positive_int, default=None, metavar="N",
-                   help="local worker processes (default: the number of CPUs; 1 runs in this process)")
-    p.add_argument("--executor", choices=EXECUTORS, default=None, help="local process pool (default) or dask")
-    p.add_argument("--scheduler", metavar="ADDR", default=None, help="dask: the scheduler, e.g. tcp://host:8786")
+                   help="worker processes of the local pool or of the Dask LocalCluster started without --scheduler "
+                        "(default: the number of CPUs; with the local pool 1 runs in this process)")
+    p.add_argument("--executor", choices=EXECUTORS, default=None,
+                   help="local process pool (default) or dask: a cluster at --scheduler, or without it a "
+                        "LocalCluster started for the sweep and closed at its end")
+    p.add_argument("--scheduler", metavar="ADDR", default=None,
+                   help="dask: the scheduler of a running cluster, e.g. tcp://host:8786")
     p.add_argument("--out", metavar="DIR | FILE.png", default=None,
                    help="sweep: output folder (default results/NAME); pareto: write the plot here")
     p.add_argument("--retry-failed", action="store_true", help="sweep: evaluate failed points again")
@@ -88,9 +92,10 @@ def _pending(sweep: Sweep, done: dict[str, dict[str, object]], retry_failed: boo
 
 
 def _check_executor(args: argparse.Namespace) -> None:
-    """--executor and --scheduler go together (checked before anything is written)."""
-    if args.executor == "dask" and not args.scheduler:
-        raise SweepError("--executor dask needs --scheduler ADDR, e.g. tcp://host:8786")
+    """--scheduler belongs to --executor dask (checked before anything is written)."""
+    if args.scheduler and args.jobs:
+        raise SweepError("--jobs sizes the local pool or the LocalCluster started without --scheduler; the cluster "
+                         f"at {args.scheduler} has its own workers: remove --jobs")
     if args.executor != "dask" and args.scheduler:
         raise SweepError("--scheduler is for --executor dask; add --executor dask or remove it")
 
@@ -98,7 +103,7 @@ def _check_executor(args: argparse.Namespace) -> None:
 def _rows(args: argparse.Namespace, points: list[Point], trace_dir: str | None) -> Any:
     work = functools.partial(evaluate, trace_dir=trace_dir)
     if args.executor == "dask":
-        return dask_rows(points, work, args.scheduler)
+        return dask_rows(points, work, args.scheduler, args.jobs)
     return local_rows(points, work, args.jobs or os.cpu_count() or 1)
 
 

@@ -8,6 +8,10 @@ points not yet started.
 
 from __future__ import annotations
 
+import logging
+import os
+import signal
+import threading
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor, as_completed
 from concurrent.futures.process import BrokenProcessPool
@@ -42,13 +46,17 @@ def _pool_rows(pool: ProcessPoolExecutor, futures: list[Future[Row]]) -> Iterato
         pool.shutdown(wait=False, cancel_futures=True)
 
 
-def dask_rows(points: Sequence[Point], evaluate: Evaluate, scheduler: str) -> Iterator[Row]:
-    """Rows of `points` evaluated on the Dask cluster whose scheduler listens at `scheduler`."""
+def dask_rows(points: Sequence[Point], evaluate: Evaluate, scheduler: str | None,
+              workers: int | None = None) -> Iterator[Row]:
+    """Rows of `points` evaluated on the Dask cluster whose scheduler listens at `scheduler`, or with no
+    scheduler on a `LocalCluster` of `workers` single-threaded worker processes (default: one per CPU)."""
     try:
         from dask.distributed import Client
     except ImportError:
         raise SweepError("--executor dask needs dask.distributed, which is not installed; "
                          "pip install 'hwsim[dask]'") from None
+    if scheduler is None:
+        return _local_cluster_rows(points, evaluate, workers or _cpus())
     try:
         client = Client(scheduler, timeout=10)
     except (OSError, TimeoutError, ValueError) as exc:
@@ -56,6 +64,31 @@ def dask_rows(points: Sequence[Point], evaluate: Evaluate, scheduler: str) -> It
                          "give its address, e.g. tcp://host:8786") from None
     futures = client.map(evaluate, list(points), pure=False)
     return _dask_rows(client, futures)
+
+
+def _cpus() -> int:
+    """The CPUs this process may run on (its affinity where the platform tells it)."""
+    affinity = getattr(os, "sched_getaffinity", None)
+    return len(affinity(0)) if affinity else os.cpu_count() or 1
+
+
+def _local_cluster_rows(points: Sequence[Point], evaluate: Evaluate, workers: int) -> Iterator[Row]:
+    """Rows from a LocalCluster started at the first row asked for and closed when the loop ends, however it
+    ends (all rows, a failed worker, an interrupt): no worker process outlives the sweep."""
+    from dask.distributed import Client, LocalCluster
+
+    with LocalCluster(n_workers=min(workers, len(points)), threads_per_worker=1, processes=True,
+                      dashboard_address=None, silence_logs=logging.ERROR, preload=[__name__]) as cluster, \
+            Client(cluster) as client:
+        yield from _dask_rows(client, client.map(evaluate, list(points), pure=False))
+
+
+def dask_setup(worker: object) -> None:
+    """Dask's preload hook, run by each LocalCluster worker as it starts (`preload=[this module]`): Ctrl-C
+    reaches the whole process group, and it is the sweep's own process that closes the cluster; the workers
+    ignore it rather than each die with a traceback."""
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 def _dask_rows(client: object, futures: list[object]) -> Iterator[Row]:
