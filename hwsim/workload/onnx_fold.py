@@ -206,6 +206,15 @@ def _where(node: OnnxNode, args: Args) -> list[Array]:
     return [np.asarray(np.where(args[0], args[1], args[2]))]
 
 
+def _clip(node: OnnxNode, args: Args) -> list[Array]:
+    """Clip with bounds as inputs (opset 11+) or attributes; timm's TF-style "same" padding uses it."""
+    lo, hi = operand(node, args, 1, "min"), operand(node, args, 2, "max")
+    x = args[0]
+    low = lo.astype(x.dtype) if lo is not None else None
+    high = hi.astype(x.dtype) if hi is not None else None
+    return [np.clip(x, low, high) if low is not None or high is not None else x]
+
+
 def _divide(a: Array, b: Array) -> Array:
     if np.issubdtype(a.dtype, np.integer):
         return np.trunc(np.true_divide(a, b)).astype(a.dtype)  # ONNX integer Div truncates
@@ -290,6 +299,7 @@ FOLDS: dict[str, Callable[[OnnxNode, Args], list[Array]]] = {
     "Identity": _identity,
     "Dropout": _identity,
     "Mod": _mod,
+    "Clip": _clip,
     "Add": _elementwise(np.add),
     "Sub": _elementwise(np.subtract),
     "Mul": _elementwise(np.multiply),

@@ -547,7 +547,7 @@ class _Importer:
         return out in self.skipped
 
     def finish_chain(self, node: OnnxNode, chain: Chain) -> None:
-        x = self.materialise(chain.x)
+        x = replace(self.materialise(chain.x), bits=self.quantized.get(chain.x))
         if chain.what == "layer_norm":
             self.run(lambda imp, n, ins: layers.decomposed_layer_norm(imp, n, ins[0], chain.axes), node, [x])
         else:
@@ -593,7 +593,8 @@ class _Importer:
                 self.shape_derived.update(node.outputs)
             return
         if node.op not in ABSORBS_PAD:
-            ins = [self.materialise(n) if isinstance(v, Feature) else v for n, v in zip(node.inputs, ins)]
+            ins = [replace(self.materialise(n), bits=v.bits) if isinstance(v, Feature) else v
+                   for n, v in zip(node.inputs, ins)]
         handler = FEATURE_OPS.get(node.op)
         if handler is None:
             raise Unsupported("on a feature map is not modelled by hwsim" if node.op in FOLDS

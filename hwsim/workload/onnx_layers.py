@@ -259,8 +259,8 @@ def split(imp: _Importer, node: OnnxNode, ins: list) -> None:
 
 
 def gather(imp: _Importer, node: OnnxNode, ins: list) -> None:
-    """Gather of one index (or a run of consecutive ones) along an axis of a feature: a slice;
-    a scalar index drops the axis (q, k, v = qkv.unbind(0))."""
+    """Gather of one run of consecutive indices along an axis of a feature: a slice whose axis takes the
+    index's shape (a scalar drops it: q, k, v = qkv.unbind(0); dynamo's as_strided views keep all)."""
     x: Feature = ins[0]
     index = imp.const(node, ins, 1)
     if index is None:
@@ -269,16 +269,17 @@ def gather(imp: _Importer, node: OnnxNode, ins: list) -> None:
     picked = [i % x.dims[axis] for i in ints(index)]
     if not picked or picked != list(range(picked[0], picked[0] + len(picked))):
         raise Unsupported("gathers scattered indices of a feature map; hwsim gathers one run of indices")
+    dims = x.dims[:axis] + tuple(index.shape) + x.dims[axis + 1:]
+    if len(picked) == x.dims[axis]:  # the whole axis in order: only a view
+        imp.relayout(node, x, dims)
+        return
     window = [slice(None)] * len(x.dims)
     window[axis] = slice(picked[0], picked[0] + len(picked))
     crop(imp, node, x, 0, window)
-    if index.ndim == 0:
-        out = imp.values[node.outputs[0]]
-        assert isinstance(out, Feature)
-        dims = out.dims[:axis] + out.dims[axis + 1:]
-        imp.values[node.outputs[0]] = replace(out, dims=dims, layout=out.layout[:axis] + out.layout[axis + 1:])
-    elif index.ndim != 1:
-        raise Unsupported("gathers with a multi-dimensional index")
+    out = imp.values[node.outputs[0]]
+    assert isinstance(out, Feature)
+    layout = {0: out.layout[:axis] + out.layout[axis + 1:], 1: out.layout}.get(index.ndim, "?" * len(dims))
+    imp.values[node.outputs[0]] = replace(out, dims=dims, layout=layout)
 
 
 # ----- resize ----------------------------------------------------------------------------------------
