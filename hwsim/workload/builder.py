@@ -8,12 +8,21 @@ the frameworks' own definitions.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import replace
-from typing import Sequence
 
 from hwsim.errors import NetworkError, ShapeError
 from hwsim.vocab import ceil_div
-from hwsim.workload.ir import INTERPOLATION_TAPS, NO_PADDING, Graph, Layer, LayerKind, Padding, Precision, Shape
+from hwsim.workload.ir import (
+    INTERPOLATION_TAPS,
+    NO_PADDING,
+    Graph,
+    Layer,
+    LayerKind,
+    Padding,
+    Precision,
+    Shape,
+)
 
 Pair = int | tuple[int, int]
 PaddingSpec = int | tuple[int, int] | tuple[int, int, int, int] | Padding | str

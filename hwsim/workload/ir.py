@@ -11,10 +11,11 @@ bytes are derived from those fields, never stored twice.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from enum import StrEnum
 from functools import cached_property
-from typing import Iterator, NamedTuple
+from typing import NamedTuple
 
 from hwsim.errors import NetworkError
 

@@ -96,9 +96,8 @@ def _layer_norm(g: _Nodes, div: OnnxNode) -> Chain | None:
     var = g.made_by(add.inputs[0], "ReduceMean") if add is not None else None
     square = g.made_by(var.inputs[0], "Pow") if var is not None else None
     mean = g.made_by(sub.inputs[1], "ReduceMean") if sub is not None else None
-    if None in (sub, sqrt, add, var, square, mean):
+    if sub is None or sqrt is None or add is None or var is None or square is None or mean is None:
         return None
-    assert sub is not None and mean is not None and square is not None and var is not None and add is not None
     x = sub.inputs[0]
     if mean.inputs[0] != x or square.inputs[0] != sub.outputs[0] or g.consumers[sub.outputs[0]] != 2:
         return None

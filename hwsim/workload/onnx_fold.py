@@ -19,9 +19,9 @@ from functools import reduce
 from typing import Any
 
 import numpy as np
+from onnx import TensorProto, helper, numpy_helper
 
 from hwsim.vocab import ceil_div
-from onnx import TensorProto, helper, numpy_helper
 
 Array = np.ndarray
 Args = Sequence[Any]  # input arrays, None for an absent optional input

@@ -27,8 +27,28 @@ import onnx
 from onnx import AttributeProto, TensorProto, helper
 
 from hwsim.errors import HwsimError, NetworkError, ShapeError
+from hwsim.workload import onnx_layers as layers
 from hwsim.workload.builder import GraphBuilder, same_padding
 from hwsim.workload.ir import NO_PADDING, Graph, Layer, LayerKind, Padding, Shape
+from hwsim.workload.onnx_chains import Chain, find_chains
+from hwsim.workload.onnx_fold import (
+    BROADCAST_OPS,
+    FOLDS,
+    SAME_SHAPE_OPS,
+    VIEW_OPS,
+    OnnxNode,
+    ints,
+    operand,
+    shape_of,
+    virtual,
+)
+from hwsim.workload.onnx_quant import (
+    fold_quantized,
+    layer_precision,
+    quantized_ops,
+    strip_qdq,
+    with_bits,
+)
 from hwsim.workload.onnx_values import (
     INTEGER_BITS,
     Feature,
@@ -41,20 +61,6 @@ from hwsim.workload.onnx_values import (
     present,
     value_bits,
     window_pair,
-)
-from hwsim.workload import onnx_layers as layers
-from hwsim.workload.onnx_chains import Chain, find_chains
-from hwsim.workload.onnx_quant import fold_quantized, layer_precision, quantized_ops, strip_qdq, with_bits
-from hwsim.workload.onnx_fold import (
-    BROADCAST_OPS,
-    FOLDS,
-    SAME_SHAPE_OPS,
-    VIEW_OPS,
-    OnnxNode,
-    ints,
-    operand,
-    shape_of,
-    virtual,
 )
 
 MIN_OPSET, MAX_OPSET = 7, 21
@@ -101,7 +107,7 @@ def load_onnx(path: str | Path, allow_unknown: bool = False, input_hw: tuple[int
         return _import(model, path, allow_unknown, input_hw)
     except HwsimError:
         raise
-    except Exception as e:  # noqa: BLE001 - a file no check foresaw still ends in one line, never a traceback
+    except Exception as e:
         raise NetworkError(f"{path}: cannot be imported ({type(e).__name__}: {_one_line(e)}); re-export the "
                            "model, or run hwsim --debug for the details") from e
 
@@ -494,12 +500,24 @@ class _Importer:
         """A feature in NCHW order, as Conv, pooling and pixel shuffles need."""
         if not isinstance(v, Feature):
             raise Unsupported("has a constant where hwsim expects a feature map")
+        if v.layout == "????" and v.dims[0] == 1:
+            return self.as_image(node, v)
         if v.layout != "NCHW":
             raise NetworkError(
                 f"{self.where(node)}: reads a tensor of layout {v.layout} {list(v.dims)}; hwsim needs NCHW here "
                 "(a Transpose to channels-first is missing); re-export the model channels-first"
             )
         return v
+
+    def as_image(self, node: OnnxNode, v: Feature) -> Feature:
+        """A rank-4 tensor of unnamed axes (tokens reshaped back to a map) read as NCHW: a view of the same
+        elements, a zero-cost reshape layer when its producer shaped them otherwise."""
+        shape = Shape(*v.dims[1:])
+        if self.b.shape(v.tensor) == shape:
+            return replace(v, layout="NCHW")
+        tensor = self.b.passthrough(self.unique(f"{node.name}/reshape"), [v.tensor], shape, "Reshape")
+        self.uses[tensor] = 1
+        return replace(v, tensor=tensor, layout="NCHW")
 
     # ----- fusion -------------------------------------------------------------------------
     def fusable(self, x: Feature) -> Layer | None:
@@ -733,7 +751,7 @@ class _Importer:
             self.alias(node, x, new, "NC" if (s.h, s.w) == (1, 1) else "NF")
         elif len(new) == 4 and new == (1, s.c, s.h, s.w):
             self.alias(node, x, new, "NCHW")
-        elif len(new) == 4 and new[0] == 1:
+        elif len(new) == 4 and new[0] == 1 and any(ch in x.layout for ch in "CHW"):
             tensor = self.b.passthrough(self.layer_name(node), [x.tensor], Shape(*new[1:]), node.op)
             self.produce(node, 0, tensor, new)
         else:

@@ -19,8 +19,22 @@ import numpy as np
 
 from hwsim.errors import NetworkError, ShapeError
 from hwsim.workload.ir import WEIGHTED_KINDS, Padding
-from hwsim.workload.onnx_fold import OnnxNode, ints, operand, reduce_axes, slice_index, split_sizes
-from hwsim.workload.onnx_values import Feature, Unsupported, dims_of, ir_shape, present, rows_shape
+from hwsim.workload.onnx_fold import (
+    OnnxNode,
+    ints,
+    operand,
+    reduce_axes,
+    slice_index,
+    split_sizes,
+)
+from hwsim.workload.onnx_values import (
+    Feature,
+    Unsupported,
+    dims_of,
+    ir_shape,
+    present,
+    rows_shape,
+)
 
 if TYPE_CHECKING:
     from hwsim.workload.onnx_import import _Importer

@@ -21,7 +21,14 @@ import onnx
 
 from hwsim.workload.ir import WEIGHTED_KINDS, Layer, LayerKind, Precision
 from hwsim.workload.onnx_fold import OnnxNode
-from hwsim.workload.onnx_values import INTEGER_BITS, Feature, Param, Value, dims_of, value_bits
+from hwsim.workload.onnx_values import (
+    INTEGER_BITS,
+    Feature,
+    Param,
+    Value,
+    dims_of,
+    value_bits,
+)
 
 if TYPE_CHECKING:
     from hwsim.workload.onnx_import import Handler, _Importer

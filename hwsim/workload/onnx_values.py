@@ -18,7 +18,7 @@ from onnx import TensorProto
 from hwsim.workload.ir import NO_PADDING, Padding, Shape
 
 # ONNX integer element types and their widths: the storage of quantized weights and activations.
-INTEGER_BITS = {
+INTEGER_BITS: dict[int, int] = {
     TensorProto.INT8: 8, TensorProto.UINT8: 8, TensorProto.INT16: 16, TensorProto.UINT16: 16,
     TensorProto.INT32: 32, TensorProto.UINT32: 32, TensorProto.INT4: 4, TensorProto.UINT4: 4,
 }
