@@ -293,3 +293,14 @@ def tokens_to_image() -> onnx.ModelProto:
              node("Reshape", ["chw", "image"], "img"),
              node("Conv", ["img", "k"], "y", name="conv", kernel_shape=[3, 3], pads=[1, 1, 1, 1])]
     return model(nodes, [tensor("x", [1, 8, 2, 3])], [tensor("y", [1, 4, 2, 3])], inits, 17)
+
+
+def qdq_folded_relu(zero_point: int) -> onnx.ModelProto:
+    """onnxruntime's QDQ graph where the quantizer removed the ReLU after conv1: the pair after it has an int8
+    zero point of −128 (nothing below zero survives) — or, for comparison, another zero point."""
+    inits = [array("s", 0.05, np.float32), array("z", 0, np.int8), array("zr", zero_point, np.int8),
+             zeros("w1", (4, 3, 1, 1)), zeros("w2", (4, 4, 1, 1))]
+    nodes = [*_qdq("x", "s", "z"), node("Conv", ["x_dq", "w1"], "c1", name="conv1", kernel_shape=[1, 1]),
+             node("QuantizeLinear", ["c1", "s", "zr"], "c1_q"), node("DequantizeLinear", ["c1_q", "s", "zr"], "c1_dq"),
+             node("Conv", ["c1_dq", "w2"], "y", name="conv2", kernel_shape=[1, 1])]
+    return model(nodes, [tensor("x", [1, 3, 4, 4])], [tensor("y", [1, 4, 4, 4])], inits, 13)

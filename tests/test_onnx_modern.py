@@ -55,6 +55,13 @@ def test_qdq_pairs_fold_and_keep_fusion(tmp_path: Path) -> None:
     assert c3.precision == Precision(16, 16, 32)  # int16 weights, input quantized with an int16 zero point
 
 
+@pytest.mark.parametrize("zero_point, activation", [(-128, "relu"), (-3, None)])
+def test_relu_folded_into_qdq_comes_back(tmp_path: Path, zero_point: int, activation: str | None) -> None:
+    g = load(M.qdq_folded_relu(zero_point), tmp_path).graph
+    assert kinds(g) == ["input", "conv", "conv", "output"]
+    assert g.layer("conv1").activation == activation and g.layer("conv2").activation is None
+
+
 def test_qlinear_conv(tmp_path: Path) -> None:
     g = load(M.qlinear_conv(), tmp_path).graph
     assert kinds(g) == ["input", "conv", "max_pool", "output"]

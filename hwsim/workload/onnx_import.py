@@ -29,7 +29,7 @@ from onnx import AttributeProto, TensorProto, helper
 from hwsim.errors import HwsimError, NetworkError, ShapeError
 from hwsim.workload import onnx_layers as layers
 from hwsim.workload.builder import GraphBuilder, same_padding
-from hwsim.workload.ir import NO_PADDING, Graph, Layer, LayerKind, Padding, Shape
+from hwsim.workload.ir import NO_PADDING, WEIGHTED_KINDS, Graph, Layer, LayerKind, Padding, Shape
 from hwsim.workload.onnx_chains import Chain, find_chains
 from hwsim.workload.onnx_fold import (
     BROADCAST_OPS,
@@ -79,6 +79,7 @@ ACTIVATIONS = {
     "Neg": "neg", "Abs": "abs", "Sin": "sin", "Cos": "cos", "Pow": "pow", "Floor": "floor", "Ceil": "ceil",
     "Round": "round",
 }
+RELU_FOLDED_INTO = frozenset({*WEIGHTED_KINDS, LayerKind.ADD, LayerKind.MATMUL})  # where quantizers drop ReLUs
 GATES = {"Sigmoid": "swish", "HardSigmoid": "hard_swish"}  # x * gate(x) -> one activation
 
 
@@ -119,10 +120,11 @@ def _import(model: onnx.ModelProto, path: Path, allow_unknown: bool, input_hw: t
     opset = _opset(model, path, warnings)
     initializers = {t.name: t for t in graph.initializer}
     declared = _declared_dims(graph)
-    nodes, quantized = strip_qdq(graph, _live_nodes(graph, path))
+    stripped = strip_qdq(graph, _live_nodes(graph, path))
+    nodes = stripped.nodes
     specs, batch = _input_specs(graph, initializers, _readers(nodes), input_hw, path, warnings)
     imp = _Importer(path, allow_unknown, _inferred_dims(model), _consumer_counts(nodes, graph), batch, warnings)
-    imp.quantized = quantized
+    imp.quantized, imp.clamped = stripped.bits, stripped.clamped
     imp.input_changed = any(_differs(declared.get(n, ()), dims) for n, dims, _ in specs)
     for name, tensor in initializers.items():
         imp.values[name] = _initializer_value(tensor, path.parent)
@@ -374,6 +376,7 @@ class _Importer:
         self.graph_outputs: Counter[str] = Counter()  # graph output names still to get an output layer
         self.free_outputs: set[str] = set()  # those whose names are kept for their output layers
         self.quantized: dict[str, int] = {}  # value -> the width a removed QDQ pair stored it at
+        self.clamped: frozenset[str] = frozenset()  # values whose removed QDQ pair was a folded ReLU
         self.input_changed = False  # whether --input changed a size the file fixes
         self.shape_derived: set[str] = set()  # constants computed from some tensor's shape
         self.chain_starts: dict[str, Chain] = {}  # first node output -> the chain it starts
@@ -618,6 +621,18 @@ class _Importer:
             raise Unsupported("on a feature map is not modelled by hwsim" if node.op in FOLDS
                               else "is not an op hwsim knows")
         self.run(handler, node, ins)
+        for out in node.outputs:
+            if out in self.clamped:
+                self.restore_relu(out)
+
+    def restore_relu(self, name: str) -> None:
+        """Put back on its producer the ReLU a quantizer folded into a QDQ pair (one that clamps at zero)."""
+        x = self.values.get(name)
+        if not isinstance(x, Feature) or not x.pad.is_zero:
+            return
+        producer = self.b.layer(x.tensor)  # every reader of x reads it clamped: its other readers do not matter
+        if producer.kind in RELU_FOLDED_INTO and producer.activation is None:
+            self.b.fuse(x.tensor, activation="relu")
 
     def run(self, handler: Handler, node: OnnxNode, ins: list) -> None:
         """Apply `handler`, then give the layers it made the precision of the values they read."""

@@ -14,10 +14,12 @@ the values it consumes.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
+from math import prod
 from typing import TYPE_CHECKING
 
 import onnx
+from onnx import TensorProto, numpy_helper
 
 from hwsim.workload.ir import WEIGHTED_KINDS, Layer, LayerKind, Precision
 from hwsim.workload.onnx_fold import OnnxNode
@@ -63,21 +65,51 @@ def _element_types(graph: onnx.GraphProto, nodes: Sequence[onnx.NodeProto]) -> d
     return found
 
 
-def strip_qdq(graph: onnx.GraphProto, nodes: list[onnx.NodeProto]) -> tuple[list[onnx.NodeProto], dict[str, int]]:
+@dataclass(frozen=True)
+class Stripped:
+    """What `strip_qdq` leaves: the nodes, the width each removed pair stored its value at, and the values
+    whose pair clamps at zero (zero point at the type's minimum: a ReLU the quantizer folded into it)."""
+
+    nodes: list[onnx.NodeProto]
+    bits: dict[str, int]
+    clamped: frozenset[str]
+
+
+def _clamps_at_zero(q: onnx.NodeProto, graph: onnx.GraphProto) -> bool:
+    """Whether QuantizeLinear `q` has a signed zero point at its type's minimum (-128 for int8): nothing below
+    zero survives it, as onnxruntime writes it when it removes a Relu or Clip(0, ·) before it."""
+    if len(q.input) < 3:
+        return False
+    zp = next((t for t in graph.initializer if t.name == q.input[2]), None)
+    if zp is None or zp.data_type not in (TensorProto.INT8, TensorProto.INT16) or prod(zp.dims) != 1:
+        return False
+    value = int(numpy_helper.to_array(zp).reshape(-1)[0])
+    return value == -(1 << (INTEGER_BITS[zp.data_type] - 1))
+
+
+def strip_qdq(graph: onnx.GraphProto, nodes: list[onnx.NodeProto]) -> Stripped:
     """The nodes with every QuantizeLinear → DequantizeLinear pair removed, readers of the pair reading its
-    input instead; and the width each such input was quantized to. Pairs whose output is a graph output stay."""
+    input instead; the width each such input was quantized to. Pairs whose output is a graph output stay."""
     producer = {o: n for n in nodes for o in n.output}
+    readers: dict[str, list[onnx.NodeProto]] = {}
+    for n in nodes:
+        for i in dict.fromkeys(n.input):
+            readers.setdefault(i, []).append(n)
     widths = _element_types(graph, nodes)
     outputs = {o.name for o in graph.output}
     rename: dict[str, str] = {}
     bits: dict[str, int] = {}
+    clamped: set[str] = set()
     for n in nodes:
         q = producer.get(n.input[0]) if _is(n, "DequantizeLinear") and n.input else None
         if q is not None and _is(q, "QuantizeLinear") and n.output[0] not in outputs:
             rename[n.output[0]] = q.input[0]
             bits[q.input[0]] = _zero_point_bits(q, widths)
+            if _clamps_at_zero(q, graph) and all(_is(r, "QuantizeLinear") and _clamps_at_zero(r, graph)
+                                                 for r in readers.get(q.input[0], [])):
+                clamped.add(q.input[0])  # every reader sees it clamped
     if not rename:
-        return nodes, {}
+        return Stripped(nodes, {}, frozenset())
     kept = [n for n in nodes if n.output[0] not in rename]
     read = {_follow(rename, i) for n in kept for i in n.input} | outputs
     stripped = []
@@ -88,7 +120,8 @@ def strip_qdq(graph: onnx.GraphProto, nodes: list[onnx.NodeProto]) -> tuple[list
         renamed.CopyFrom(n)
         renamed.input[:] = [_follow(rename, i) for i in n.input]
         stripped.append(renamed)
-    return stripped, {_follow(rename, k): v for k, v in bits.items()}
+    return Stripped(stripped, {_follow(rename, k): v for k, v in bits.items()},
+                    frozenset(_follow(rename, k) for k in clamped))
 
 
 def _follow(rename: dict[str, str], name: str) -> str:
