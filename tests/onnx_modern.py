@@ -232,19 +232,22 @@ def resize_scales(scale: float, mode: str) -> onnx.ModelProto:
                  [tensor("y", [1, 2, out, out])], inits, 13)
 
 
-def resize_sizes(from_shape: bool) -> onnx.ModelProto:
-    """Resize of a 2×10×10 map to 15×15 (bilinear): sizes a constant, or 1.5 × the input's own height and width
-    computed from its Shape (Slice, Cast, Mul, Floor, Cast, Concat)."""
+def resize_sizes(how: str) -> onnx.ModelProto:
+    """Resize of a 2×10×10 map to 15×15 (bilinear) with sizes: 'constant' [1, 2, 15, 15]; 'mixed', as the legacy
+    exporter writes DeepLab's ASPP pooling, Shape(x)[0:2] concatenated with a constant [15, 15]; or 'shape',
+    1.5 × the input's own height and width from its Shape (Slice, Cast, Mul, Floor, Cast, Concat)."""
     inits = [int64s("nc", [1, 2]), int64s("start", [2]), int64s("end", [4]), array("ratio", 1.5, np.float32),
-             int64s("fixed", [1, 2, 15, 15])]
-    nodes = []
-    sizes = "fixed"
-    if from_shape:
-        nodes = [node("Shape", ["x"], "shape"), node("Slice", ["shape", "start", "end"], "hw"),
-                 node("Cast", ["hw"], "hw_f", to=FLOAT), node("Mul", ["hw_f", "ratio"], "scaled"),
-                 node("Floor", ["scaled"], "floored"), node("Cast", ["floored"], "hw_out", to=TensorProto.INT64),
-                 node("Concat", ["nc", "hw_out"], "sizes", axis=0)]
-        sizes = "sizes"
+             int64s("fixed", [1, 2, 15, 15]), int64s("zero", [0]), int64s("hw15", [15, 15])]
+    nodes = [node("Shape", ["x"], "shape")]
+    if how == "shape":
+        nodes += [node("Slice", ["shape", "start", "end"], "hw"),
+                  node("Cast", ["hw"], "hw_f", to=FLOAT), node("Mul", ["hw_f", "ratio"], "scaled"),
+                  node("Floor", ["scaled"], "floored"), node("Cast", ["floored"], "hw_out", to=TensorProto.INT64),
+                  node("Concat", ["nc", "hw_out"], "sizes", axis=0)]
+    elif how == "mixed":
+        nodes += [node("Slice", ["shape", "zero", "start"], "nc_shape"),
+                  node("Concat", ["nc_shape", "hw15"], "sizes", axis=0)]
+    sizes = "fixed" if how == "constant" else "sizes"
     nodes.append(node("Resize", ["x", "", "", sizes], "y", name="resize", mode="linear"))
     return model(nodes, [tensor("x", [1, 2, 10, 10])], [tensor("y", [1, 2, 15, 15])], inits, 13)
 

@@ -209,19 +209,20 @@ def test_integer_cubic_upsample(tmp_path: Path) -> None:
     assert up.factor == (2, 2) and up.ops == 24800
 
 
-def test_fixed_resize_sizes_under_input_are_named(tmp_path: Path) -> None:
+@pytest.mark.parametrize("how", ["constant", "mixed"])
+def test_fixed_resize_sizes_under_input_are_named(tmp_path: Path, how: str) -> None:
     path = tmp_path / "fixed.onnx"
-    onnx.save(M.resize_sizes(from_shape=False), str(path))
+    onnx.save(M.resize_sizes(how), str(path))
     assert load_onnx(path).graph.layer("resize").out_shape == Shape(2, 15, 15)
     assert load_onnx(path, input_hw=(10, 10)).graph.layer("resize").out_shape == Shape(2, 15, 15)  # same size
     with pytest.raises(NetworkError) as info:
         load_onnx(path, input_hw=(12, 12))
     message = str(info.value)
-    assert "\n" not in message and "'resize'" in message and "--input" in message and "export" in message
+    assert "\n" not in message and "'resize'" in message and "[15, 15]" in message and "--input" in message
 
 
 def test_resize_sizes_from_shape_follow_input(tmp_path: Path) -> None:
-    r = load(M.resize_sizes(from_shape=True), tmp_path, input_hw=(12, 12)).graph.layer("resize")
+    r = load(M.resize_sizes("shape"), tmp_path, input_hw=(12, 12)).graph.layer("resize")
     # floor(12 × 1.5) = 18: 2 × 18 × 18 = 648 outputs × 7 = 4536
     assert r.out_shape == Shape(2, 18, 18) and r.ops == 4536
 

@@ -345,3 +345,26 @@ SAME_SHAPE_OPS = frozenset({"Cast", "CastLike", "Neg", "Abs", "Sqrt", "Reciproca
 # Element-wise ops whose output has the broadcast shape of their inputs.
 BROADCAST_OPS = frozenset({"Add", "Sub", "Mul", "Div", "Pow", "Sum", "Max", "Min", "Mod", "Equal", "Less",
                            "LessOrEqual", "Greater", "GreaterOrEqual", "And", "Or", "Xor", "Where"})
+
+# Ops that only move elements: an element's mark (computed from a tensor's shape) moves with it.
+MOVING_OPS = frozenset({"Concat", "Slice", "Gather", "Unsqueeze", "Squeeze", "Reshape", "Flatten", "Transpose",
+                        "Expand", "Tile", "Split"})
+MARK_KEEPING_OPS = frozenset({"Cast", "CastLike", "Identity", "Dropout", "Floor", "Ceil", "Round", "Neg", "Abs"})
+
+
+def fold_marks(node: OnnxNode, args: Args, marks: Sequence[Array | None], results: Sequence[Array]) -> list[Array]:
+    """Which elements of each output of a folded node derive from some tensor's shape, given the same for its
+    inputs (None: none do): moving ops carry the marks along, element-wise ops mark an element if any of its
+    operands is marked, anything else marks a whole output if any input element is marked."""
+    full = [np.zeros(np.shape(a), bool) if m is None else m for a, m in zip(args, marks)]
+    if node.op in MARK_KEEPING_OPS:
+        return [full[0]]
+    if node.op in MOVING_OPS:
+        data = range(len(args)) if node.op == "Concat" else (0,)
+        return [np.asarray(r, bool) for r in FOLDS[node.op](node, [full[i] if i in data else a
+                                                                    for i, a in enumerate(args)])]
+    if node.op in BROADCAST_OPS:
+        return [np.broadcast_to(reduce(np.logical_or, [m for m, a in zip(full, args) if a is not None]),
+                                np.shape(results[0]))]
+    marked = any(m.any() for m in full)
+    return [np.full(np.shape(r), marked) for r in results]

@@ -29,7 +29,15 @@ from onnx import AttributeProto, TensorProto, helper
 from hwsim.errors import HwsimError, NetworkError, ShapeError
 from hwsim.workload import onnx_layers as layers
 from hwsim.workload.builder import GraphBuilder, same_padding
-from hwsim.workload.ir import NO_PADDING, WEIGHTED_KINDS, Graph, Layer, LayerKind, Padding, Shape
+from hwsim.workload.ir import (
+    NO_PADDING,
+    WEIGHTED_KINDS,
+    Graph,
+    Layer,
+    LayerKind,
+    Padding,
+    Shape,
+)
 from hwsim.workload.onnx_chains import Chain, find_chains
 from hwsim.workload.onnx_fold import (
     BROADCAST_OPS,
@@ -37,6 +45,7 @@ from hwsim.workload.onnx_fold import (
     SAME_SHAPE_OPS,
     VIEW_OPS,
     OnnxNode,
+    fold_marks,
     ints,
     operand,
     shape_of,
@@ -66,6 +75,7 @@ from hwsim.workload.onnx_values import (
 MIN_OPSET, MAX_OPSET = 7, 21
 MAX_FOLD_ELEMENTS = 4096  # bigger constants are tracked by shape only (they are weights)
 SHAPE_READERS = frozenset({"Shape", "Size"})  # consumers that read dims, not data
+NO_INPUT_OPS = frozenset({"Constant", "RandomNormal", "RandomUniform"})  # ops that need no input
 ABSORBS_PAD = frozenset({"Conv", "MaxPool", "AveragePool", "Pad"})
 DEFAULT_DOMAINS = ("", "ai.onnx")
 PASSTHROUGH_DOMAIN = "hwsim"  # where `export_onnx` puts pass-through layers
@@ -378,10 +388,11 @@ class _Importer:
         self.quantized: dict[str, int] = {}  # value -> the width a removed QDQ pair stored it at
         self.clamped: frozenset[str] = frozenset()  # values whose removed QDQ pair was a folded ReLU
         self.input_changed = False  # whether --input changed a size the file fixes
-        self.shape_derived: set[str] = set()  # constants computed from some tensor's shape
+        self.shape_marks: dict[str, np.ndarray] = {}  # constant -> which of its elements come from a shape
         self.chain_starts: dict[str, Chain] = {}  # first node output -> the chain it starts
         self.chain_ends: dict[str, Chain] = {}  # last node output -> its chain, once x turned out a feature
         self.skipped: set[str] = set()  # outputs of the inner nodes of those chains
+        self.images: dict[tuple[str, Shape], str] = {}  # (tensor, C×H×W) -> its reshape into that map
         self.unmodelled: dict[str, list[tuple[str, str]]] = {}  # op -> (layer or node, reason) passed through
 
     # ----- bookkeeping --------------------------------------------------------------------
@@ -518,8 +529,12 @@ class _Importer:
         shape = Shape(*v.dims[1:])
         if self.b.shape(v.tensor) == shape:
             return replace(v, layout="NCHW")
-        tensor = self.b.passthrough(self.unique(f"{node.name}/reshape"), [v.tensor], shape, "Reshape")
-        self.uses[tensor] = 1
+        if (v.tensor, shape) not in self.images:  # one reshape however many layers read the map
+            tensor = self.b.passthrough(self.unique(f"{node.name}/reshape"), [v.tensor], shape, "Reshape")
+            self.images[(v.tensor, shape)] = tensor
+            self.uses[tensor] = 0
+        tensor = self.images[(v.tensor, shape)]
+        self.uses[tensor] += 1
         return replace(v, tensor=tensor, layout="NCHW")
 
     # ----- fusion -------------------------------------------------------------------------
@@ -603,15 +618,17 @@ class _Importer:
             raise Unsupported("is a pass-through layer hwsim exported")
         if node.domain not in DEFAULT_DOMAINS:
             raise Unsupported(f"is in domain '{node.domain}', which hwsim does not know")
+        if not any(v is not None for v in ins) and node.op not in NO_INPUT_OPS:
+            raise Unsupported("has no inputs; the model is malformed")
         if node.op in SHAPE_READERS:
             dims = dims_of(ins[0])
-            self.values[node.outputs[0]] = shape_of(node, dims) if node.op == "Shape" else np.array(prod(dims))
-            self.shape_derived.add(node.outputs[0])
+            read = shape_of(node, dims) if node.op == "Shape" else np.array(prod(dims))
+            self.values[node.outputs[0]] = read
+            self.shape_marks[node.outputs[0]] = np.ones(read.shape, bool)
             return
         if not any(isinstance(v, Feature) for v in ins):
             self.fold(node, ins)
-            if any(i in self.shape_derived for i in node.inputs):
-                self.shape_derived.update(node.outputs)
+            self.mark_shapes(node, ins)
             return
         if node.op not in ABSORBS_PAD:
             ins = [replace(self.materialise(n), bits=v.bits) if isinstance(v, Feature) else v
@@ -643,9 +660,22 @@ class _Importer:
             if precision is not None:
                 self.b.set_precision(layer.name, precision)
 
-    def from_shape(self, name: str) -> bool:
-        """Whether constant `name` was computed from a tensor's shape (so it follows --input)."""
-        return name in self.shape_derived
+    def mark_shapes(self, node: OnnxNode, ins: list) -> None:
+        """Carry the marks of constant elements computed from a tensor's shape through a folded node."""
+        marks = [self.shape_marks.get(n) if n else None for n in node.inputs]
+        results = [v for v in (self.values.get(o) for o in node.outputs if o) if isinstance(v, np.ndarray)]
+        if not any(m is not None and m.any() for m in marks) or len(results) != len([o for o in node.outputs if o]):
+            return
+        try:
+            found = fold_marks(node, ins, marks, results)  # type: ignore[arg-type]
+        except (ValueError, IndexError, TypeError, KeyError):
+            found = [np.ones(np.shape(r), bool) for r in results]  # cannot follow them: all of it may depend
+        self.shape_marks.update((o, m) for o, m in zip(node.outputs, found) if m.any())
+
+    def from_shape(self, name: str) -> np.ndarray:
+        """Which elements of constant `name` were computed from a tensor's shape (so they follow --input)."""
+        value = self.values.get(name)
+        return self.shape_marks.get(name, np.zeros(np.shape(value) if isinstance(value, np.ndarray) else (), bool))
 
     def fold(self, node: OnnxNode, ins: list) -> None:
         """A node on constants and weights only: evaluate it, or at least its output shapes."""

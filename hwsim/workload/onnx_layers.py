@@ -310,11 +310,13 @@ def _resize_factors(imp: _Importer, node: OnnxNode, ins: list, x: Feature) -> di
     rank = len(x.dims)
     axes = tuple(a % rank for a in node.attr_ints("axes")) or tuple(range(rank))  # opset 18 may name axes
     if sizes is not None and sizes.size:
-        if imp.input_changed and not imp.from_shape(node.inputs[3]):
+        marks = imp.from_shape(node.inputs[3]).reshape(-1)
+        fixed = [s for a, s, m in zip(axes, ints(sizes), marks) if x.layout[a] in "HW" and not m]
+        if imp.input_changed and fixed:
             raise NetworkError(
-                f"{imp.where(node)}: resizes to the fixed size {list(ints(sizes))} written when the model was "
-                "exported, so --input cannot change the input size; export the model at the size you want "
-                "(or with sizes computed from the input's shape), or drop --input")
+                f"{imp.where(node)}: resizes to the fixed size {fixed} written when the model was exported, so "
+                "--input cannot change the input size; export the model at the size you want (or with sizes "
+                "computed from the input's shape), or drop --input")
         return {a: s / x.dims[a] for a, s in zip(axes, ints(sizes))}
     if scales is not None and scales.size:
         return {a: float(s) for a, s in zip(axes, scales.reshape(-1))}
