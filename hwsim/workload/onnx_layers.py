@@ -62,7 +62,9 @@ def gemm(imp: _Importer, node: OnnxNode, ins: list) -> None:
     if a.dims[-1] != k:
         raise ShapeError(f"{imp.where(node)}: weights {list(w)} expect rows of {k} but the feature's rows "
                          f"have {a.dims[-1]} ({list(a.dims)}); the model is inconsistent")
-    tensor = imp.b.linear(imp.layer_name(node), a.tensor, rows_shape(a.dims, a.layout), n, bias=bias)
+    stored = imp.b.shape(a.tensor)  # its producer's map when its channels are the rows (ViT's patch tokens)
+    rows = stored if stored.c == k else rows_shape(a.dims, a.layout)
+    tensor = imp.b.linear(imp.layer_name(node), a.tensor, rows, n, bias=bias)
     dims = (*a.dims[:-1], n)
     imp.produce(node, 0, tensor, dims, a.layout if a.layout.endswith("C") else "?" * len(dims))
 
