@@ -14,8 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from hwsim.workload.onnx_fold import OnnxNode
-
-DEFAULT_DOMAINS = ("", "ai.onnx")
+from hwsim.workload.onnx_values import DEFAULT_DOMAINS
 
 
 @dataclass(frozen=True)

@@ -59,6 +59,7 @@ from hwsim.workload.onnx_quant import (
     with_bits,
 )
 from hwsim.workload.onnx_values import (
+    DEFAULT_DOMAINS,
     INTEGER_BITS,
     Feature,
     Param,
@@ -77,7 +78,6 @@ MAX_FOLD_ELEMENTS = 4096  # bigger constants are tracked by shape only (they are
 SHAPE_READERS = frozenset({"Shape", "Size"})  # consumers that read dims, not data
 NO_INPUT_OPS = frozenset({"Constant", "RandomNormal", "RandomUniform"})  # ops that need no input
 ABSORBS_PAD = frozenset({"Conv", "MaxPool", "AveragePool", "Pad"})
-DEFAULT_DOMAINS = ("", "ai.onnx")
 PASSTHROUGH_DOMAIN = "hwsim"  # where `export_onnx` puts pass-through layers
 
 # ONNX activation op -> hwsim activation name (Clip and the x·sigmoid(x) swish are special).

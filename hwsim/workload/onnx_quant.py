@@ -24,6 +24,7 @@ from onnx import TensorProto, numpy_helper
 from hwsim.workload.ir import WEIGHTED_KINDS, Layer, LayerKind, Precision
 from hwsim.workload.onnx_fold import OnnxNode
 from hwsim.workload.onnx_values import (
+    DEFAULT_DOMAINS,
     INTEGER_BITS,
     Feature,
     Param,
@@ -35,7 +36,6 @@ from hwsim.workload.onnx_values import (
 if TYPE_CHECKING:
     from hwsim.workload.onnx_import import Handler, _Importer
 
-DEFAULT_DOMAINS = ("", "ai.onnx")
 ACCUMULATOR_BITS = 32  # ONNX's integer convolutions and matmuls accumulate in int32
 DEFAULT_QUANT_BITS = 8  # QuantizeLinear without a zero point writes uint8
 

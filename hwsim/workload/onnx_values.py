@@ -17,6 +17,8 @@ from onnx import TensorProto
 
 from hwsim.workload.ir import NO_PADDING, Padding, Shape
 
+DEFAULT_DOMAINS = ("", "ai.onnx")  # the standard operator set's names
+
 # ONNX integer element types and their widths: the storage of quantized weights and activations.
 INTEGER_BITS: dict[int, int] = {
     TensorProto.INT8: 8, TensorProto.UINT8: 8, TensorProto.INT16: 16, TensorProto.UINT16: 16,
