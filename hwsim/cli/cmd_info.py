@@ -38,6 +38,7 @@ def layer_record(layer: Layer, bits: int) -> dict[str, Any]:
         "macs": layer.macs,
         "ops": layer.ops,
         "params": layer.params,
+        "precision": layer.precision._asdict() if layer.precision is not None else None,
         "ifmap_bytes": layer.ifmap_bytes(bits),
         "ofmap_bytes": layer.ofmap_bytes(bits),
         "param_bytes": layer.param_bytes(bits),
@@ -75,22 +76,41 @@ def run(args: argparse.Namespace) -> int:
             "bits": bits,
             "warnings": list(loaded.warnings),
             "totals": totals(graph, bits),
+            "import": loaded.import_summary,
             "layers": [layer_record(l, bits) for l in graph],
         })
         return 0
     out = console()
     for warning in loaded.warnings:
         out.print(f"[yellow]warning:[/] {warning}")
-    t = table(f"{graph.name} ({graph.source}), {bits}-bit", [
-        ("#", "right"), ("layer", "left"), ("kind", "left"), ("input", "left"), ("output", "left"),
-        ("window", "left"), ("fused", "left"), ("MACs", "right"), ("params", "right"), ("ofmap", "right")])
-    for i, l in enumerate(graph):
-        fused = "+".join(x for x in ("bn" if l.fused_bn else "", l.activation or "") if x)
-        t.add_row(str(i), l.name, str(l.kind), ", ".join(map(str, l.in_shapes)), str(l.out_shape), _window(l),
-                  fused, format_count(l.macs) if l.macs else "", format_count(l.params) if l.params else "",
-                  format_bytes(l.ofmap_bytes(bits)))
-    out.print(t)
+    out.print(_layer_table(graph, bits))
     tot = totals(graph, bits)
     out.print(f"{tot['layers']} layers, {format_count(tot['macs'])} MACs, {format_count(tot['params'])} parameters "
               f"({format_bytes(tot['param_bytes'])}), largest activation {format_bytes(tot['max_ofmap_bytes'])}")
+    if loaded.unmodelled:
+        out.print(_unmodelled_line(loaded.unmodelled))
     return 0
+
+
+def _layer_table(graph: Graph, bits: int) -> Any:
+    """The per-layer table; a precision column when the graph gives any (quantized graphs)."""
+    quantized = any(l.precision is not None for l in graph)
+    columns = [("#", "right"), ("layer", "left"), ("kind", "left"), ("input", "left"), ("output", "left"),
+               ("window", "left"), ("fused", "left"), ("MACs", "right"), ("ops", "right"), ("params", "right"),
+               ("ofmap", "right")]
+    t = table(f"{graph.name} ({graph.source}), {bits}-bit", columns + ([("precision", "left")] if quantized else []))
+    for i, l in enumerate(graph):
+        fused = "+".join(x for x in ("bn" if l.fused_bn else "", l.activation or "") if x)
+        row = [str(i), l.name, str(l.kind), ", ".join(map(str, l.in_shapes)), str(l.out_shape), _window(l), fused,
+               format_count(l.macs) if l.macs else "", format_count(l.ops) if l.ops else "",
+               format_count(l.params) if l.params else "", format_bytes(l.ofmap_bytes(bits))]
+        t.add_row(*row, *([str(l.precision or "")] if quantized else []))
+    return t
+
+
+def _unmodelled_line(unmodelled: dict[str, tuple[str, ...]] | Any) -> str:
+    """What --allow-unknown let through, once per op: the MACs above leave out their work."""
+    count = sum(len(names) for names in unmodelled.values())
+    ops = ", ".join(f"{op} ×{len(names)}" for op, names in unmodelled.items())
+    return (f"[yellow]{count} layer{'s' if count != 1 else ''} passed through at zero cost[/] ({ops}): "
+            "the MACs and parameters above leave out their work")

@@ -8,12 +8,21 @@ the frameworks' own definitions.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import replace
-from typing import Sequence
 
 from hwsim.errors import NetworkError, ShapeError
 from hwsim.vocab import ceil_div
-from hwsim.workload.ir import NO_PADDING, Graph, Layer, LayerKind, Padding, Shape
+from hwsim.workload.ir import (
+    INTERPOLATION_TAPS,
+    NO_PADDING,
+    Graph,
+    Layer,
+    LayerKind,
+    Padding,
+    Precision,
+    Shape,
+)
 
 Pair = int | tuple[int, int]
 PaddingSpec = int | tuple[int, int] | tuple[int, int, int, int] | Padding | str
@@ -74,6 +83,13 @@ class GraphBuilder:
     def layer(self, name: str) -> Layer:
         return self._layers[self._pos[name]]
 
+    def __len__(self) -> int:
+        return len(self._layers)
+
+    def layers_from(self, first: int) -> list[Layer]:
+        """The layers added since there were `first`."""
+        return self._layers[first:]
+
     def _add(self, layer: Layer) -> str:
         if layer.name in self._shapes:
             raise NetworkError(f"{self.name}: duplicate layer name {layer.name!r}")
@@ -88,18 +104,31 @@ class GraphBuilder:
         self._shapes[layer.output] = layer.out_shape
         return layer.output
 
-    def _make(self, name: str, kind: LayerKind, inputs: Sequence[str], out_shape: Shape, **spatial: object) -> str:
+    def _make(self, name: str, kind: LayerKind, inputs: Sequence[str], out_shape: Shape,
+              in_shapes: Sequence[Shape] | None = None, **spatial: object) -> str:
+        """Append a layer reading `inputs` (as their producers shaped them, unless `in_shapes` says otherwise)."""
         ins = tuple(inputs)
         layer = Layer(
             name=name,
             kind=kind,
             inputs=ins,
             output=name,
-            in_shapes=tuple(self.shape(t) for t in ins),
+            in_shapes=tuple(in_shapes) if in_shapes is not None else tuple(self.shape(t) for t in ins),
             out_shape=out_shape,
             **spatial,  # type: ignore[arg-type]
         )
         return self._add(layer)
+
+    def _viewed(self, name: str, inputs: Sequence[str], views: Sequence[Shape]) -> None:
+        """Check that each view of an input holds as many elements as the tensor itself."""
+        for tensor, view in zip(inputs, views):
+            if self.shape(tensor).elements != view.elements:
+                raise ShapeError(f"{self.name}: layer {name!r} reads {tensor!r} ({self.shape(tensor)}) "
+                                 f"as {view}, a different number of elements")
+
+    def set_precision(self, layer_name: str, precision: Precision) -> None:
+        """Record the operand widths a quantized graph gives a layer."""
+        self._layers[self._pos[layer_name]] = replace(self.layer(layer_name), precision=precision)
 
     def fuse(self, layer_name: str, bn: bool = False, activation: str | None = None, bias: bool = False) -> None:
         """Fold a batch-norm, a bias or an activation into an existing layer."""
@@ -241,13 +270,24 @@ class GraphBuilder:
             out.append(sizes.pop() if sizes else 1)
         return Shape(*out)
 
-    def add(self, name: str, inputs: Sequence[str], activation: str | None = None) -> str:
-        """Element-wise sum (residual connections); inputs keep their order."""
-        return self._make(name, LayerKind.ADD, inputs, self._broadcast(name, inputs), activation=activation)
+    def _covering(self, name: str, inputs: Sequence[str], out_shape: Shape | None) -> Shape:
+        """The broadcast of the inputs' shapes, or a given output no smaller than any input."""
+        if out_shape is None:
+            return self._broadcast(name, inputs)
+        if any(self.shape(t).elements > out_shape.elements for t in inputs):
+            raise ShapeError(f"{self.name}: layer {name!r}: output {out_shape} is smaller than an input")
+        return out_shape
 
-    def mul(self, name: str, inputs: Sequence[str], activation: str | None = None) -> str:
+    def add(self, name: str, inputs: Sequence[str], activation: str | None = None,
+            out_shape: Shape | None = None) -> str:
+        """Element-wise sum (residual connections); inputs keep their order. `out_shape` is given when the
+        broadcast happens along axes the C×H×W view does not have (tokens, heads)."""
+        return self._make(name, LayerKind.ADD, inputs, self._covering(name, inputs, out_shape), activation=activation)
+
+    def mul(self, name: str, inputs: Sequence[str], activation: str | None = None,
+            out_shape: Shape | None = None) -> str:
         """Element-wise product, broadcasting 1-sized dims (squeeze-excite scaling)."""
-        return self._make(name, LayerKind.MUL, inputs, self._broadcast(name, inputs), activation=activation)
+        return self._make(name, LayerKind.MUL, inputs, self._covering(name, inputs, out_shape), activation=activation)
 
     def concat(self, name: str, inputs: Sequence[str]) -> str:
         """Channel concatenation; spatial sizes must agree."""
@@ -259,10 +299,58 @@ class GraphBuilder:
         out = Shape(sum(s.c for s in shapes), shapes[0].h, shapes[0].w)
         return self._make(name, LayerKind.CONCAT, inputs, out)
 
-    def upsample(self, name: str, x: str, factor: Pair) -> str:
-        """Integer-factor resize (nearest or bilinear: the cost is the same copy)."""
+    def linear(self, name: str, x: str, rows: Shape, out_features: int, bias: bool = True) -> str:
+        """A linear layer applied to every row (pixel, token) of `x`: a 1×1 convolution.
+
+        `rows` views `x` as in_features × H × W (tokens as in_features × count × 1).
+        """
+        self._viewed(name, [x], [rows])
+        return self._make(name, LayerKind.CONV, [x], Shape(out_features, rows.h, rows.w), in_shapes=[rows],
+                          has_bias=bias)
+
+    def matmul(self, name: str, a: str, b: str, out_shape: Shape, contraction: int) -> str:
+        """A product of two activations (batched over heads/windows): `contraction` products per output."""
+        if contraction <= 0:
+            raise ShapeError(f"{self.name}: matmul {name!r}: contraction length {contraction} must be positive")
+        return self._make(name, LayerKind.MATMUL, [a, b], out_shape, kernel=(contraction, 1))
+
+    def norm(self, name: str, x: str, groups: int, affine: bool = True) -> str:
+        """Normalisation of `groups` equal sets of x's elements (layer, instance or group norm)."""
+        s = self.shape(x)
+        if groups <= 0 or s.elements % groups:
+            raise ShapeError(f"{self.name}: norm {name!r}: {groups} sets do not divide {s.elements} elements")
+        return self._make(name, LayerKind.NORM, [x], s, groups=groups, fused_bn=affine)
+
+    def reduce(self, name: str, x: str, out_shape: Shape) -> str:
+        """A sum or mean of x's elements into `out_shape` (over channels or other non-spatial axes)."""
+        if out_shape.elements <= 0 or self.shape(x).elements % out_shape.elements:
+            raise ShapeError(f"{self.name}: reduce {name!r}: {out_shape} does not divide {self.shape(x)}")
+        return self._make(name, LayerKind.REDUCE, [x], out_shape)
+
+    def join(self, name: str, inputs: Sequence[str], out_shape: Shape, views: Sequence[Shape] | None = None) -> str:
+        """A concat along any axis; elements of `out_shape` beyond the inputs' are a learned constant."""
+        shapes = list(views) if views is not None else [self.shape(t) for t in inputs]
+        self._viewed(name, inputs, shapes)
+        if out_shape.elements < sum(s.elements for s in shapes):
+            raise ShapeError(f"{self.name}: concat {name!r}: {out_shape} is smaller than its inputs")
+        return self._make(name, LayerKind.CONCAT, inputs, out_shape, in_shapes=shapes)
+
+    def upsample(self, name: str, x: str, factor: Pair, mode: str = "nearest") -> str:
+        """Integer-factor resize; `mode` (nearest, linear, cubic) sets the interpolation window."""
         s, f = self.shape(x), pair(factor)
-        return self._make(name, LayerKind.UPSAMPLE, [x], Shape(s.c, s.h * f[0], s.w * f[1]), factor=f)
+        return self._make(name, LayerKind.UPSAMPLE, [x], Shape(s.c, s.h * f[0], s.w * f[1]), factor=f,
+                          kernel=self._taps(name, mode))
+
+    def resize(self, name: str, x: str, height: int, width: int, mode: str = "nearest") -> str:
+        """Resize to any height × width (DeepLab's 65 → 520, fractional scales)."""
+        s = self.shape(x)
+        return self._make(name, LayerKind.RESIZE, [x], Shape(s.c, height, width), kernel=self._taps(name, mode))
+
+    def _taps(self, name: str, mode: str) -> tuple[int, int]:
+        if mode not in INTERPOLATION_TAPS:
+            raise NetworkError(f"{self.name}: resize {name!r}: mode {mode!r} unknown; use one of "
+                               f"{', '.join(INTERPOLATION_TAPS)}")
+        return INTERPOLATION_TAPS[mode]
 
     def depth_to_space(self, name: str, x: str, block: int) -> str:
         """Pixel shuffle: C·b² × H × W → C × bH × bW."""

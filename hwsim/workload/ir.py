@@ -11,14 +11,16 @@ bytes are derived from those fields, never stored twice.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from enum import StrEnum
 from functools import cached_property
-from typing import Iterator, NamedTuple
+from typing import NamedTuple
 
 from hwsim.errors import NetworkError
 
 SUPPORTED_BITS = (8, 16, 32)
+INTERPOLATION_TAPS = {"nearest": (1, 1), "linear": (2, 2), "cubic": (4, 4)}  # resize window per mode
 
 
 class Shape(NamedTuple):
@@ -53,6 +55,21 @@ class Padding(NamedTuple):
 NO_PADDING = Padding(0, 0, 0, 0)
 
 
+class Precision(NamedTuple):
+    """Operand widths in bits read from a quantized graph; None where the graph says nothing.
+
+    A layer without a `Precision` (or a None field) runs at the hardware's word.
+    """
+
+    weight_bits: int | None
+    activation_bits: int | None
+    accumulator_bits: int | None
+
+    def __str__(self) -> str:
+        parts = zip(("w", "a", "acc"), self)
+        return " ".join(f"{k}{'-' if v is None else v}" for k, v in parts)
+
+
 class LayerKind(StrEnum):
     """What a layer computes. Mappers dispatch on this."""
 
@@ -67,13 +84,17 @@ class LayerKind(StrEnum):
     ADD = "add"  # element-wise sum of two or more tensors
     MUL = "mul"  # element-wise product (broadcast along H, W allowed)
     CONCAT = "concat"  # along channels, inputs in order
-    UPSAMPLE = "upsample"  # nearest/bilinear resize by an integer factor
+    UPSAMPLE = "upsample"  # nearest/linear/cubic resize by integer factors
+    RESIZE = "resize"  # nearest/linear/cubic resize to any size
     DEPTH_TO_SPACE = "depth_to_space"  # pixel shuffle
     SOFTMAX = "softmax"
     LRN = "lrn"  # local response normalisation across channels
     UNARY = "unary"  # standalone batch-norm / activation that could not be fused
     CHANNEL_SHUFFLE = "channel_shuffle"  # ShuffleNet's reshape-transpose-reshape
     SLICE = "slice"  # a channel range / spatial crop of one input (Split, Slice)
+    NORM = "norm"  # layer/instance/group normalisation over `groups` sets of elements
+    REDUCE = "reduce"  # sum or mean over channels (a reduction over H and W is a global pool)
+    MATMUL = "matmul"  # activation × activation product (attention's Q·Kᵀ and A·V); both operands stream
     PASSTHROUGH = "passthrough"  # an unknown op admitted with --allow-unknown: no cost
     OUTPUT = "output"
 
@@ -90,9 +111,15 @@ class Layer:
 
     `kernel`, `stride`, `dilation` and `padding` describe the sliding window
     of conv, transposed conv and pooling layers (for a transposed conv,
-    `stride` is the upsampling factor). `factor` is the integer scale of an
-    upsample layer or the block size of depth-to-space. `groups` is the
-    convolution group count, or the group count of a channel shuffle.
+    `stride` is the upsampling factor); `kernel` is also the LRN size
+    (kernel[0]), a matmul's contraction length (kernel[0]) and a resize's
+    interpolation window (`INTERPOLATION_TAPS`). `factor` is the integer
+    scale of an upsample layer or the block size of depth-to-space. `groups`
+    is the convolution group count, the group count of a channel shuffle, or
+    the number of element sets a norm layer normalises separately. A concat's
+    output may exceed its inputs: the rest is a learned constant (a class
+    token), counted as parameters. `precision` holds the operand widths a
+    quantized graph gives (None: the hardware's word).
     """
 
     name: str
@@ -111,6 +138,7 @@ class Layer:
     fused_bn: bool = False
     activation: str | None = None
     op_type: str = ""  # the source op (ONNX op type) for pass-through layers
+    precision: Precision | None = None
 
     # ----- derived quantities -------------------------------------------------
     @property
@@ -143,6 +171,8 @@ class Layer:
     @property
     def macs(self) -> int:
         """Multiply-accumulates for one image."""
+        if self.kind is LayerKind.MATMUL:
+            return self.out_shape.elements * self.kernel[0]  # every output sums K products
         ws = self.weight_shape
         if ws is None:
             return 0
@@ -170,8 +200,24 @@ class Layer:
                 return out * kh  # kernel[0] holds the LRN size
             case LayerKind.UNARY:
                 return out
+            case LayerKind.UPSAMPLE | LayerKind.RESIZE:
+                taps = kh * kw  # each output: taps products and taps − 1 sums; nearest only copies
+                return out * (2 * taps - 1) if taps > 1 else 0
+            case LayerKind.NORM:
+                return self._norm_ops
+            case LayerKind.REDUCE:
+                return self.in_shape.elements  # n − 1 adds per output, plus the mean's scaling or one more add
             case _:
                 return 0
+
+    @property
+    def _norm_ops(self) -> int:
+        """Per element: add to the mean's sum, subtract the mean, square, add to the variance's sum,
+        scale by 1/σ (5), and the affine scale and shift (2) when fused; per normalised set: divide the
+        two sums, add ε, square root, reciprocal (5)."""
+        elements = self.out_shape.elements
+        affine = 2 * elements if self.fused_bn else 0
+        return 5 * elements + 5 * self.groups + affine
 
     @property
     def weight_params(self) -> int:
@@ -183,11 +229,12 @@ class Layer:
 
     @property
     def params(self) -> int:
-        """Learned parameters: weights, bias, and batch-norm scale and shift."""
+        """Learned parameters: weights, bias, batch-norm scale and shift, a concat's constant part."""
         channels = self.out_shape.c
         bias = channels if self.has_bias else 0
         bn = 2 * channels if self.fused_bn else 0
-        return self.weight_params + bias + bn
+        constant = self.out_shape.elements - self.ifmap_elements if self.kind is LayerKind.CONCAT else 0
+        return self.weight_params + bias + bn + constant
 
     @property
     def ifmap_elements(self) -> int:
@@ -280,3 +327,4 @@ class Graph:
     @property
     def total_params(self) -> int:
         return sum(l.params for l in self.layers)
+

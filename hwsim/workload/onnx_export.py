@@ -24,7 +24,7 @@ from onnx import TensorProto, helper
 
 from hwsim.errors import NetworkError
 from hwsim.workload.builder import window_out
-from hwsim.workload.ir import Graph, Layer, LayerKind, Padding
+from hwsim.workload.ir import INTERPOLATION_TAPS, Graph, Layer, LayerKind, Padding
 from hwsim.workload.onnx_import import ACTIVATIONS, GATES, PASSTHROUGH_DOMAIN
 
 MIN_EXPORT_OPSET, MAX_EXPORT_OPSET = 11, 21
@@ -119,7 +119,12 @@ class _Writer:
 
     # ----- layers -------------------------------------------------------------------------
     def emit(self, layer: Layer) -> None:
-        value = EMITTERS[layer.kind](self, layer)
+        emitter = EMITTERS.get(layer.kind)
+        joined = layer.kind is LayerKind.CONCAT and layer.out_shape.c != sum(s.c for s in layer.in_shapes)
+        if emitter is None or joined:
+            raise NetworkError(f"layer '{layer.name}' ({layer.kind}{', not along channels' if joined else ''}) has "
+                               "no ONNX form hwsim writes; export networks of the built-in layer kinds")
+        value = emitter(self, layer)
         lead = layer.kind is LayerKind.UNARY  # no main node: the first of these carries the layer's name
         if layer.fused_bn:
             c = layer.out_shape.c
@@ -255,7 +260,10 @@ def _mul(w: _Writer, layer: Layer) -> str:
 def _upsample(w: _Writer, layer: Layer) -> str:
     scales = w.fresh(f"{layer.name}/scales")
     w.initializers.append(helper.make_tensor(scales, TensorProto.FLOAT, [4], [1.0, 1.0, *map(float, layer.factor)]))
-    return w.node("Resize", [layer.inputs[0], "", scales], layer.name, {"mode": "nearest"})
+    return w.node("Resize", [layer.inputs[0], "", scales], layer.name, {"mode": _MODES[layer.kernel]})
+
+
+_MODES = {taps: mode for mode, taps in INTERPOLATION_TAPS.items()}
 
 
 def _unary(w: _Writer, layer: Layer) -> str:

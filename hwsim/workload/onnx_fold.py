@@ -19,9 +19,9 @@ from functools import reduce
 from typing import Any
 
 import numpy as np
+from onnx import TensorProto, helper, numpy_helper
 
 from hwsim.vocab import ceil_div
-from onnx import TensorProto, helper, numpy_helper
 
 Array = np.ndarray
 Args = Sequence[Any]  # input arrays, None for an absent optional input
@@ -206,6 +206,15 @@ def _where(node: OnnxNode, args: Args) -> list[Array]:
     return [np.asarray(np.where(args[0], args[1], args[2]))]
 
 
+def _clip(node: OnnxNode, args: Args) -> list[Array]:
+    """Clip with bounds as inputs (opset 11+) or attributes; timm's TF-style "same" padding uses it."""
+    lo, hi = operand(node, args, 1, "min"), operand(node, args, 2, "max")
+    x = args[0]
+    low = lo.astype(x.dtype) if lo is not None else None
+    high = hi.astype(x.dtype) if hi is not None else None
+    return [np.clip(x, low, high) if low is not None or high is not None else x]
+
+
 def _divide(a: Array, b: Array) -> Array:
     if np.issubdtype(a.dtype, np.integer):
         return np.trunc(np.true_divide(a, b)).astype(a.dtype)  # ONNX integer Div truncates
@@ -290,6 +299,7 @@ FOLDS: dict[str, Callable[[OnnxNode, Args], list[Array]]] = {
     "Identity": _identity,
     "Dropout": _identity,
     "Mod": _mod,
+    "Clip": _clip,
     "Add": _elementwise(np.add),
     "Sub": _elementwise(np.subtract),
     "Mul": _elementwise(np.multiply),
@@ -335,3 +345,26 @@ SAME_SHAPE_OPS = frozenset({"Cast", "CastLike", "Neg", "Abs", "Sqrt", "Reciproca
 # Element-wise ops whose output has the broadcast shape of their inputs.
 BROADCAST_OPS = frozenset({"Add", "Sub", "Mul", "Div", "Pow", "Sum", "Max", "Min", "Mod", "Equal", "Less",
                            "LessOrEqual", "Greater", "GreaterOrEqual", "And", "Or", "Xor", "Where"})
+
+# Ops that only move elements: an element's mark (computed from a tensor's shape) moves with it.
+MOVING_OPS = frozenset({"Concat", "Slice", "Gather", "Unsqueeze", "Squeeze", "Reshape", "Flatten", "Transpose",
+                        "Expand", "Tile", "Split"})
+MARK_KEEPING_OPS = frozenset({"Cast", "CastLike", "Identity", "Dropout", "Floor", "Ceil", "Round", "Neg", "Abs"})
+
+
+def fold_marks(node: OnnxNode, args: Args, marks: Sequence[Array | None], results: Sequence[Array]) -> list[Array]:
+    """Which elements of each output of a folded node derive from some tensor's shape, given the same for its
+    inputs (None: none do): moving ops carry the marks along, element-wise ops mark an element if any of its
+    operands is marked, anything else marks a whole output if any input element is marked."""
+    full = [np.zeros(np.shape(a), bool) if m is None else m for a, m in zip(args, marks)]
+    if node.op in MARK_KEEPING_OPS:
+        return [full[0]]
+    if node.op in MOVING_OPS:
+        data = range(len(args)) if node.op == "Concat" else (0,)
+        return [np.asarray(r, bool) for r in FOLDS[node.op](node, [full[i] if i in data else a
+                                                                    for i, a in enumerate(args)])]
+    if node.op in BROADCAST_OPS:
+        return [np.broadcast_to(reduce(np.logical_or, [m for m, a in zip(full, args) if a is not None]),
+                                np.shape(results[0]))]
+    marked = any(m.any() for m in full)
+    return [np.full(np.shape(r), marked) for r in results]

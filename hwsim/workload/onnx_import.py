@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from math import prod
 from pathlib import Path
 
@@ -26,29 +26,58 @@ import numpy as np
 import onnx
 from onnx import AttributeProto, TensorProto, helper
 
-from hwsim.errors import NetworkError, ShapeError
+from hwsim.errors import HwsimError, NetworkError, ShapeError
+from hwsim.workload import onnx_layers as layers
 from hwsim.workload.builder import GraphBuilder, same_padding
-from hwsim.workload.ir import NO_PADDING, WEIGHTED_KINDS, Graph, Layer, LayerKind, Padding, Shape
+from hwsim.workload.ir import (
+    NO_PADDING,
+    WEIGHTED_KINDS,
+    Graph,
+    Layer,
+    LayerKind,
+    Padding,
+    Shape,
+)
+from hwsim.workload.onnx_chains import Chain, find_chains
 from hwsim.workload.onnx_fold import (
     BROADCAST_OPS,
     FOLDS,
     SAME_SHAPE_OPS,
     VIEW_OPS,
     OnnxNode,
+    fold_marks,
     ints,
     operand,
-    reduce_axes,
     shape_of,
-    slice_index,
-    split_sizes,
     virtual,
+)
+from hwsim.workload.onnx_quant import (
+    fold_quantized,
+    layer_precision,
+    quantized_ops,
+    strip_qdq,
+    with_bits,
+)
+from hwsim.workload.onnx_values import (
+    DEFAULT_DOMAINS,
+    INTEGER_BITS,
+    Feature,
+    Param,
+    Unsupported,
+    Value,
+    default_layout,
+    dims_of,
+    ir_shape,
+    present,
+    value_bits,
+    window_pair,
 )
 
 MIN_OPSET, MAX_OPSET = 7, 21
 MAX_FOLD_ELEMENTS = 4096  # bigger constants are tracked by shape only (they are weights)
 SHAPE_READERS = frozenset({"Shape", "Size"})  # consumers that read dims, not data
+NO_INPUT_OPS = frozenset({"Constant", "RandomNormal", "RandomUniform"})  # ops that need no input
 ABSORBS_PAD = frozenset({"Conv", "MaxPool", "AveragePool", "Pad"})
-DEFAULT_DOMAINS = ("", "ai.onnx")
 PASSTHROUGH_DOMAIN = "hwsim"  # where `export_onnx` puts pass-through layers
 
 # ONNX activation op -> hwsim activation name (Clip and the x·sigmoid(x) swish are special).
@@ -57,8 +86,10 @@ ACTIVATIONS = {
     "HardSigmoid": "hard_sigmoid", "HardSwish": "hard_swish", "Elu": "elu", "Selu": "selu", "Celu": "celu",
     "ThresholdedRelu": "thresholded_relu", "Softplus": "softplus", "Softsign": "softsign", "Mish": "mish",
     "Gelu": "gelu", "Erf": "erf", "Exp": "exp", "Log": "log", "Sqrt": "sqrt", "Reciprocal": "reciprocal",
-    "Neg": "neg", "Abs": "abs", "Sin": "sin", "Cos": "cos",
+    "Neg": "neg", "Abs": "abs", "Sin": "sin", "Cos": "cos", "Pow": "pow", "Floor": "floor", "Ceil": "ceil",
+    "Round": "round",
 }
+RELU_FOLDED_INTO = frozenset({*WEIGHTED_KINDS, LayerKind.ADD, LayerKind.MATMUL})  # where quantizers drop ReLUs
 GATES = {"Sigmoid": "swish", "HardSigmoid": "hard_swish"}  # x * gate(x) -> one activation
 
 
@@ -68,37 +99,10 @@ class ImportResult:
     warnings: tuple[str, ...]
     opset: int
     elem_bits: int  # precision of the file's float tensors (16 for fp16 graphs, 32 for float)
+    unmodelled: dict[str, tuple[str, ...]] = field(default_factory=dict)  # op -> its zero-cost pass-through layers
 
 
-@dataclass(frozen=True)
-class Param:
-    """A tensor whose shape is known but whose values are never needed (a weight)."""
-
-    dims: tuple[int, ...]
-
-
-@dataclass(frozen=True)
-class Feature:
-    """An activation: the IR tensor holding it, its ONNX dims (batch 1) and axis letters.
-
-    Letters: N, C, H, W; F for a flattened C·H·W axis; G and K for the group and
-    in-group channel axes of a channel shuffle; ? for an axis we cannot name.
-    `pad` is a Pad not yet absorbed by the Conv or pool that reads it.
-    """
-
-    tensor: str
-    dims: tuple[int, ...]
-    layout: str
-    pad: Padding = NO_PADDING
-    pad_name: str = ""
-
-
-Value = np.ndarray | Param | Feature
 Handler = Callable[["_Importer", OnnxNode, list], None]
-
-
-class _Unsupported(Exception):
-    """A node hwsim cannot model; the text says why, starting with a verb."""
 
 
 def load_onnx(path: str | Path, allow_unknown: bool = False, input_hw: tuple[int, int] | None = None) -> ImportResult:
@@ -110,15 +114,28 @@ def load_onnx(path: str | Path, allow_unknown: bool = False, input_hw: tuple[int
     """
     path = Path(path)
     model = _read(path)
+    try:
+        return _import(model, path, allow_unknown, input_hw)
+    except HwsimError:
+        raise
+    except Exception as e:
+        raise NetworkError(f"{path}: cannot be imported ({type(e).__name__}: {_one_line(e)}); re-export the "
+                           "model, or run hwsim --debug for the details") from e
+
+
+def _import(model: onnx.ModelProto, path: Path, allow_unknown: bool, input_hw: tuple[int, int] | None
+            ) -> ImportResult:
     graph = model.graph
     warnings: list[str] = []
     opset = _opset(model, path, warnings)
     initializers = {t.name: t for t in graph.initializer}
-    nodes = _live_nodes(graph, path)
-    readers = _readers(nodes)
-    specs, batch = _input_specs(graph, initializers, readers, input_hw, path, warnings)
-    inferred = _inferred_dims(model)
-    imp = _Importer(path, allow_unknown, inferred, _consumer_counts(nodes, graph), batch, warnings)
+    declared = _declared_dims(graph)
+    stripped = strip_qdq(graph, _live_nodes(graph, path))
+    nodes = stripped.nodes
+    specs, batch = _input_specs(graph, initializers, _readers(nodes), input_hw, path, warnings)
+    imp = _Importer(path, allow_unknown, _inferred_dims(model), _consumer_counts(nodes, graph), batch, warnings)
+    imp.quantized, imp.clamped = stripped.bits, stripped.clamped
+    imp.input_changed = any(_differs(declared.get(n, ()), dims) for n, dims, _ in specs)
     for name, tensor in initializers.items():
         imp.values[name] = _initializer_value(tensor, path.parent)
     imp.reserve_outputs([o.name for o in graph.output])
@@ -126,12 +143,24 @@ def load_onnx(path: str | Path, allow_unknown: bool = False, input_hw: tuple[int
         imp.add_input(spec_name, dims, layout)
     imp.add_outputs([name for name, _, _ in specs])
     wrapped = _wrap_nodes(nodes, opset)
-    imp.find_gates(wrapped)
+    imp.find_chains(wrapped)
     for node in wrapped:
         imp.visit(node)
         imp.add_outputs(node.outputs)
     imp.warn_constant_outputs()
-    return ImportResult(imp.b.build(), tuple(warnings), opset, _elem_bits(graph))
+    imp.warn_unmodelled()
+    return ImportResult(imp.b.build(), tuple(warnings), opset, _elem_bits(graph), imp.unmodelled_layers())
+
+
+def _declared_dims(graph: onnx.GraphProto) -> dict[str, tuple[int | None, ...]]:
+    """Each graph input's dims as the file declares them (None where symbolic), before --input."""
+    return {vi.name: tuple(d.dim_value if d.HasField("dim_value") and d.dim_value > 0 else None
+                           for d in vi.type.tensor_type.shape.dim) for vi in graph.input}
+
+
+def _differs(declared: Sequence[int | None], used: Sequence[int]) -> bool:
+    """Whether an input is imported at another size than the one the file fixes (batch aside)."""
+    return len(declared) == len(used) and any(d is not None and d != u for d, u in list(zip(declared, used))[1:])
 
 
 # ----- reading the file --------------------------------------------------------------------
@@ -176,13 +205,14 @@ def _opset(model: onnx.ModelProto, path: Path, warnings: list[str]) -> int:
 def _initializer_value(tensor: TensorProto, base: Path) -> np.ndarray | Param:
     """Small initializers as arrays (they may be shapes); weights and missing data as shapes."""
     dims = tuple(int(d) for d in tensor.dims)
+    bits = INTEGER_BITS.get(tensor.data_type)
     if prod(dims) > MAX_FOLD_ELEMENTS:
-        return Param(dims)
+        return Param(dims, bits)
     if tensor.data_location == TensorProto.EXTERNAL:
         try:
             onnx.external_data_helper.load_external_data_for_tensor(tensor, str(base))
         except (OSError, ValueError, onnx.checker.ValidationError):
-            return Param(dims)
+            return Param(dims, bits)
     return onnx.numpy_helper.to_array(tensor)
 
 
@@ -332,36 +362,9 @@ def _inferred_dims(model: onnx.ModelProto) -> dict[str, tuple[int | None, ...]]:
 
 
 # ----- helpers on values -------------------------------------------------------------------
-def _dims(v: Value) -> tuple[int, ...]:
-    if isinstance(v, np.ndarray):
-        return tuple(v.shape)
-    return v.dims
-
-
-def _ir_shape(dims: Sequence[int], layout: str) -> Shape:
-    """The C×H×W shape of a feature; vectors and unnamed layouts count as C×1×1."""
-    if all(ch in layout for ch in "CHW"):
-        return Shape(dims[layout.index("C")], dims[layout.index("H")], dims[layout.index("W")])
-    return Shape(prod(dims[1:]), 1, 1)
-
-
-def _default_layout(rank: int) -> str:
-    return {4: "NCHW", 2: "NC"}.get(rank, "?" * rank)
-
-
 def _describe(node: OnnxNode) -> str:
     op = node.op if node.domain in DEFAULT_DOMAINS else f"{node.domain}:{node.op}"
     return f"node '{node.name}' ({op})"
-
-
-def _present(ins: list, index: int) -> bool:
-    return index < len(ins) and ins[index] is not None
-
-
-def _pair(values: Sequence[int], what: str) -> tuple[int, int]:
-    if len(values) != 2:
-        raise _Unsupported(f"has a {len(values)}-D {what}; hwsim models 2-D windows only")
-    return (int(values[0]), int(values[1]))
 
 
 # ----- the importer ------------------------------------------------------------------------
@@ -382,9 +385,15 @@ class _Importer:
         self.names: set[str] = set()
         self.graph_outputs: Counter[str] = Counter()  # graph output names still to get an output layer
         self.free_outputs: set[str] = set()  # those whose names are kept for their output layers
-        self.gates: dict[str, str] = {}  # gate output -> the Mul output of x·gate(x)
-        self.gated: dict[str, str] = {}  # such a Mul output -> activation name, once x is a feature
-        self.skipped: set[str] = set()  # gate outputs folded into that activation
+        self.quantized: dict[str, int] = {}  # value -> the width a removed QDQ pair stored it at
+        self.clamped: frozenset[str] = frozenset()  # values whose removed QDQ pair was a folded ReLU
+        self.input_changed = False  # whether --input changed a size the file fixes
+        self.shape_marks: dict[str, np.ndarray] = {}  # constant -> which of its elements come from a shape
+        self.chain_starts: dict[str, Chain] = {}  # first node output -> the chain it starts
+        self.chain_ends: dict[str, Chain] = {}  # last node output -> its chain, once x turned out a feature
+        self.skipped: set[str] = set()  # outputs of the inner nodes of those chains
+        self.images: dict[tuple[str, Shape], str] = {}  # (tensor, C×H×W) -> its reshape into that map
+        self.unmodelled: dict[str, list[tuple[str, str]]] = {}  # op -> (layer or node, reason) passed through
 
     # ----- bookkeeping --------------------------------------------------------------------
     def unique(self, base: str) -> str:
@@ -426,7 +435,7 @@ class _Importer:
     def add_input(self, name: str, dims: tuple[int, ...], layout: str) -> None:
         self.names.add(name)
         self.free_outputs.discard(name)  # an input that is also an output: the output layer is renamed
-        tensor = self.b.input(name, *_ir_shape(dims, layout))
+        tensor = self.b.input(name, *ir_shape(dims, layout))
         self.values[name] = Feature(tensor, dims, layout)
         self.uses[tensor] = self.consumers[name]
 
@@ -472,7 +481,7 @@ class _Importer:
         assert isinstance(v, Feature), f"{name} is not a feature map"
         if v.pad.is_zero:
             return v
-        tensor = self.b.slice(self.unique(v.pad_name), v.tensor, _ir_shape(v.dims, v.layout), crop=v.pad)
+        tensor = self.b.slice(self.unique(v.pad_name), v.tensor, ir_shape(v.dims, v.layout), crop=v.pad)
         new = Feature(tensor, v.dims, v.layout)
         self.values[name] = new
         self.uses[tensor] = self.consumers[name]
@@ -481,11 +490,11 @@ class _Importer:
     # ----- reading node inputs ------------------------------------------------------------
     def const(self, node: OnnxNode, ins: list, index: int) -> np.ndarray | None:
         """Input `index` as a known constant (None if absent)."""
-        if not _present(ins, index):
+        if not present(ins, index):
             return None
         v = ins[index]
         if not isinstance(v, np.ndarray):
-            raise _Unsupported(f"takes input '{node.inputs[index]}' from a value only known at run time")
+            raise Unsupported(f"takes input '{node.inputs[index]}' from a value only known at run time")
         return v
 
     def consts(self, node: OnnxNode, ins: list) -> list[np.ndarray | None]:
@@ -495,22 +504,38 @@ class _Importer:
     def weight_dims(self, v: Value, rank: int) -> tuple[int, ...]:
         """The shape of a weight input (which must not be a feature map)."""
         if isinstance(v, Feature):
-            raise _Unsupported("computes its weights at run time from a feature map; hwsim needs constant weights")
-        dims = _dims(v)
+            raise Unsupported("computes its weights at run time from a feature map; hwsim needs constant weights")
+        dims = dims_of(v)
         if len(dims) != rank:
-            raise _Unsupported(f"has {len(dims)}-D weights; hwsim expects {rank}-D")
+            raise Unsupported(f"has {len(dims)}-D weights; hwsim expects {rank}-D")
         return dims
 
     def image(self, node: OnnxNode, v: Value) -> Feature:
         """A feature in NCHW order, as Conv, pooling and pixel shuffles need."""
         if not isinstance(v, Feature):
-            raise _Unsupported("has a constant where hwsim expects a feature map")
+            raise Unsupported("has a constant where hwsim expects a feature map")
+        if v.layout == "????" and v.dims[0] == 1:
+            return self.as_image(node, v)
         if v.layout != "NCHW":
             raise NetworkError(
                 f"{self.where(node)}: reads a tensor of layout {v.layout} {list(v.dims)}; hwsim needs NCHW here "
                 "(a Transpose to channels-first is missing); re-export the model channels-first"
             )
         return v
+
+    def as_image(self, node: OnnxNode, v: Feature) -> Feature:
+        """A rank-4 tensor of unnamed axes (tokens reshaped back to a map) read as NCHW: a view of the same
+        elements, a zero-cost reshape layer when its producer shaped them otherwise."""
+        shape = Shape(*v.dims[1:])
+        if self.b.shape(v.tensor) == shape:
+            return replace(v, layout="NCHW")
+        if (v.tensor, shape) not in self.images:  # one reshape however many layers read the map
+            tensor = self.b.passthrough(self.unique(f"{node.name}/reshape"), [v.tensor], shape, "Reshape")
+            self.images[(v.tensor, shape)] = tensor
+            self.uses[tensor] = 0
+        tensor = self.images[(v.tensor, shape)]
+        self.uses[tensor] += 1
+        return replace(v, tensor=tensor, layout="NCHW")
 
     # ----- fusion -------------------------------------------------------------------------
     def fusable(self, x: Feature) -> Layer | None:
@@ -532,57 +557,125 @@ class _Importer:
             tensor = self.b.unary(self.layer_name(node), x.tensor, bn=bn or bias, activation=activation)
             self.produce(node, 0, tensor, x.dims, x.layout)
 
-    def find_gates(self, nodes: list[OnnxNode]) -> None:
-        """Spot x * sigmoid(x) (SiLU/swish as PyTorch exports it) so it can import as one activation."""
+    def find_chains(self, nodes: list[OnnxNode]) -> None:
+        """Spot x·sigmoid(x) (SiLU/swish), x·hardsigmoid(x), GELU and decomposed layer norms."""
         gates = {n.outputs[0]: n for n in nodes if n.op in GATES and n.domain in DEFAULT_DOMAINS}
         for mul in nodes:
             if mul.op != "Mul" or len(mul.inputs) != 2:
                 continue
             for x, g in (mul.inputs, mul.inputs[::-1]):
                 gate = gates.get(g)
-                if gate and gate.inputs[0] == x and self.consumers[g] == 1 and self.consumers[x] == 2:
-                    self.gates[g] = mul.outputs[0]
+                if gate and gate.inputs[0] == x and self.consumers[g] == 1:
+                    self.chain_starts[g] = Chain(x, GATES[gate.op], g, frozenset({g}), mul.outputs[0], 2)
+        for chain in find_chains(nodes, self.consumers):
+            self.chain_starts[chain.first] = chain
 
-    def absorb_gate(self, node: OnnxNode, x: Feature) -> None:
-        """Skip the gate of x·gate(x); its Mul then applies the combined activation."""
-        self.skipped.add(node.outputs[0])
-        self.gated[self.gates[node.outputs[0]]] = GATES[node.op]
-        self.uses[x.tensor] -= 1
+    def in_chain(self, node: OnnxNode) -> bool:
+        """Whether `node` is inside a chain (skipped); starts the chain when its first node comes."""
+        out = node.outputs[0]
+        chain = self.chain_starts.get(out)
+        if chain is not None and isinstance(self.values.get(chain.x), Feature):
+            self.skipped |= chain.inner
+            self.chain_ends[chain.last] = chain
+            x = self.values[chain.x]
+            assert isinstance(x, Feature)
+            self.uses[x.tensor] -= chain.reads - 1
+        return out in self.skipped
+
+    def finish_chain(self, node: OnnxNode, chain: Chain) -> None:
+        x = replace(self.materialise(chain.x), bits=self.quantized.get(chain.x))
+        if chain.what == "layer_norm":
+            self.run(lambda imp, n, ins: layers.decomposed_layer_norm(imp, n, ins[0], chain.axes), node, [x])
+        else:
+            self.run(lambda imp, n, ins: imp.pointwise(n, ins[0], activation=chain.what), node, [x])
 
     # ----- the pass -----------------------------------------------------------------------
+    def input_value(self, node: OnnxNode, name: str) -> Value:
+        """A node input, at the width a removed QDQ pair stored it at."""
+        v = self.value(node, name)
+        bits = self.quantized.get(name)
+        return v if bits is None or value_bits(v) == bits else with_bits(v, bits)
+
     def visit(self, node: OnnxNode) -> None:
-        ins = [self.value(node, n) if n and n not in self.skipped else None for n in node.inputs]
-        if node.outputs[0] in self.gates and isinstance(ins[0], Feature):
-            self.absorb_gate(node, ins[0])
+        if self.in_chain(node):
             return
+        chain = self.chain_ends.get(node.outputs[0])
+        ins = [self.input_value(node, n) if n and n not in self.skipped else None for n in node.inputs]
         try:
-            self.dispatch(node, ins)
-        except _Unsupported as e:
+            if chain is not None:
+                self.finish_chain(node, chain)
+            else:
+                self.dispatch(node, ins)
+        except Unsupported as e:
             self.unsupported(node, ins, str(e))
+        except HwsimError:
+            raise
+        except Exception as e:  # noqa: BLE001 - a node no handler foresaw is reported, never a traceback
+            self.unsupported(node, ins, f"could not be imported ({type(e).__name__}: {_one_line(e)})")
 
     def dispatch(self, node: OnnxNode, ins: list) -> None:
         if node.domain == PASSTHROUGH_DOMAIN:
-            raise _Unsupported("is a pass-through layer hwsim exported")
+            raise Unsupported("is a pass-through layer hwsim exported")
         if node.domain not in DEFAULT_DOMAINS:
-            raise _Unsupported(f"is in domain '{node.domain}', which hwsim does not know")
+            raise Unsupported(f"is in domain '{node.domain}', which hwsim does not know")
+        if not any(v is not None for v in ins) and node.op not in NO_INPUT_OPS:
+            raise Unsupported("has no inputs; the model is malformed")
         if node.op in SHAPE_READERS:
-            dims = _dims(ins[0])
-            self.values[node.outputs[0]] = shape_of(node, dims) if node.op == "Shape" else np.array(prod(dims))
+            dims = dims_of(ins[0])
+            read = shape_of(node, dims) if node.op == "Shape" else np.array(prod(dims))
+            self.values[node.outputs[0]] = read
+            self.shape_marks[node.outputs[0]] = np.ones(read.shape, bool)
             return
         if not any(isinstance(v, Feature) for v in ins):
             self.fold(node, ins)
+            self.mark_shapes(node, ins)
             return
         if node.op not in ABSORBS_PAD:
-            ins = [self.materialise(n) if isinstance(v, Feature) else v for n, v in zip(node.inputs, ins)]
-        if node.outputs[0] in self.gated:
-            x = next(v for v in ins if isinstance(v, Feature))
-            self.pointwise(node, x, activation=self.gated[node.outputs[0]])
-            return
+            ins = [replace(self.materialise(n), bits=v.bits) if isinstance(v, Feature) else v
+                   for n, v in zip(node.inputs, ins)]
         handler = FEATURE_OPS.get(node.op)
         if handler is None:
-            raise _Unsupported("on a feature map is not modelled by hwsim" if node.op in FOLDS
-                               else "is not an op hwsim knows")
+            raise Unsupported("on a feature map is not modelled by hwsim" if node.op in FOLDS
+                              else "is not an op hwsim knows")
+        self.run(handler, node, ins)
+        for out in node.outputs:
+            if out in self.clamped:
+                self.restore_relu(out)
+
+    def restore_relu(self, name: str) -> None:
+        """Put back on its producer the ReLU a quantizer folded into a QDQ pair (one that clamps at zero)."""
+        x = self.values.get(name)
+        if not isinstance(x, Feature) or not x.pad.is_zero:
+            return
+        producer = self.b.layer(x.tensor)  # every reader of x reads it clamped: its other readers do not matter
+        if producer.kind in RELU_FOLDED_INTO and producer.activation is None:
+            self.b.fuse(x.tensor, activation="relu")
+
+    def run(self, handler: Handler, node: OnnxNode, ins: list) -> None:
+        """Apply `handler`, then give the layers it made the precision of the values they read."""
+        first = len(self.b)
         handler(self, node, ins)
+        for layer in self.b.layers_from(first):
+            precision = layer_precision(layer, ins) if layer.precision is None else None
+            if precision is not None:
+                self.b.set_precision(layer.name, precision)
+
+    def mark_shapes(self, node: OnnxNode, ins: list) -> None:
+        """Carry the marks of constant elements computed from a tensor's shape through a folded node."""
+        marks = [self.shape_marks.get(n) if n else None for n in node.inputs]
+        results = [v for v in (self.values.get(o) for o in node.outputs if o) if isinstance(v, np.ndarray)]
+        if not any(m is not None and m.any() for m in marks) or len(results) != len([o for o in node.outputs if o]):
+            return
+        try:
+            found = fold_marks(node, ins, marks, results)  # type: ignore[arg-type]
+        except (ValueError, IndexError, TypeError, KeyError):
+            found = [np.ones(np.shape(r), bool) for r in results]  # cannot follow them: all of it may depend
+        self.shape_marks.update((o, m) for o, m in zip(node.outputs, found) if m.any())
+
+    def from_shape(self, name: str) -> np.ndarray:
+        """Which elements of constant `name` were computed from a tensor's shape (so they follow --input)."""
+        value = self.values.get(name)
+        return self.shape_marks.get(name, np.zeros(np.shape(value) if isinstance(value, np.ndarray) else (), bool))
 
     def fold(self, node: OnnxNode, ins: list) -> None:
         """A node on constants and weights only: evaluate it, or at least its output shapes."""
@@ -594,11 +687,15 @@ class _Importer:
         if node.op == "ConstantOfShape" and isinstance(ins[0], np.ndarray) and prod(ints(ins[0])) > MAX_FOLD_ELEMENTS:
             self.values[node.outputs[0]] = Param(ints(ins[0]))
             return
+        quantized = fold_quantized(node, ins)
+        if quantized is not None:
+            self.values[node.outputs[0]] = quantized
+            return
         if node.op in FOLDS and all(v is None or isinstance(v, np.ndarray) for v in ins):
             try:
                 results = FOLDS[node.op](node, ins)
             except (ValueError, IndexError, TypeError, KeyError) as e:
-                raise _Unsupported(f"cannot be evaluated on its constant inputs ({_one_line(e)})") from None
+                raise Unsupported(f"cannot be evaluated on its constant inputs ({_one_line(e)})") from None
             for out, r in zip(node.outputs, map(np.asarray, results)):  # numpy may hand back scalars
                 self.values[out] = Param(r.shape) if r.size > MAX_FOLD_ELEMENTS else r
             return
@@ -610,19 +707,19 @@ class _Importer:
         rest_known = all(v is None or isinstance(v, np.ndarray) for v in ins[1:])
         if node.op in VIEW_OPS and rest_known and ins[0] is not None:
             try:
-                return [r.shape for r in FOLDS[node.op](node, [virtual(_dims(ins[0])), *ins[1:]])]
+                return [r.shape for r in FOLDS[node.op](node, [virtual(dims_of(ins[0])), *ins[1:]])]
             except (ValueError, IndexError, TypeError) as e:
-                raise _Unsupported(f"cannot reshape its weights ({_one_line(e)})") from None
+                raise Unsupported(f"cannot reshape its weights ({_one_line(e)})") from None
         if node.op in SAME_SHAPE_OPS:
-            return [_dims(ins[0])]
+            return [dims_of(ins[0])]
         if node.op in BROADCAST_OPS:
-            return [tuple(np.broadcast_shapes(*(_dims(v) for v in ins if v is not None)))]
+            return [tuple(np.broadcast_shapes(*(dims_of(v) for v in ins if v is not None)))]
         known = [self.known_dims(o) for o in node.outputs if o]
         if node.op in FOLDS and all(d is not None for d in known):
             return [d for d in known if d is not None]
         if node.op in FEATURE_OPS:
-            raise _Unsupported("has no feature-map input; hwsim cannot tell what it computes")
-        raise _Unsupported("is not an op hwsim knows" if node.op not in FOLDS else "has an output of unknown shape")
+            raise Unsupported("has no feature-map input; hwsim cannot tell what it computes")
+        raise Unsupported("is not an op hwsim knows" if node.op not in FOLDS else "has an output of unknown shape")
 
     def unsupported(self, node: OnnxNode, ins: list, reason: str) -> None:
         """Raise the one-line error, or with allow_unknown add pass-through layers and a warning."""
@@ -631,7 +728,9 @@ class _Importer:
                 f"{self.where(node)} {reason}; pass --allow-unknown to treat it as a zero-cost pass-through, "
                 "or replace it"
             )
-        self.warnings.append(f"{_describe(node)} {reason}: imported as a zero-cost pass-through")
+        label = node.op if node.domain in DEFAULT_DOMAINS else f"{node.domain}:{node.op}"
+        made = self.unmodelled.setdefault(label, [])
+        first = len(self.b)
         feats = [self.materialise(n) for n, v in zip(node.inputs, ins) if isinstance(v, Feature)]
         tensors = list(dict.fromkeys(f.tensor for f in feats))
         for k, out in enumerate(node.outputs):
@@ -646,9 +745,24 @@ class _Importer:
             if dims is None:
                 dims, layout = feats[0].dims, feats[0].layout
             else:
-                layout = feats[0].layout if len(dims) == len(feats[0].dims) else _default_layout(len(dims))
-            tensor = self.b.passthrough(self.layer_name(node, k), tensors, _ir_shape(dims, layout), node.op)
+                layout = feats[0].layout if len(dims) == len(feats[0].dims) else default_layout(len(dims))
+            tensor = self.b.passthrough(self.layer_name(node, k), tensors, ir_shape(dims, layout), node.op)
             self.produce(node, k, tensor, dims, layout)
+        made.extend((layer.name, reason) for layer in self.b.layers_from(first))
+        if len(self.b) == first:
+            made.append((node.name, reason))  # constants only: no layer, still reported
+
+    def warn_unmodelled(self) -> None:
+        """One warning per op passed through, however many nodes it has."""
+        for op, found in self.unmodelled.items():
+            (name, reason), more = found[0], len(found) - 1
+            count = f" and {more} more node{'s' if more > 1 else ''}" if more else ""
+            self.warnings.append(f"{op} (node '{name}'{count}) {reason}: imported as a zero-cost pass-through")
+
+    def unmodelled_layers(self) -> dict[str, tuple[str, ...]]:
+        """The pass-through layers made for each op hwsim could not model."""
+        names = {layer.name for layer in self.b.layers_from(0) if layer.kind is LayerKind.PASSTHROUGH}
+        return {op: tuple(n for n, _ in found if n in names) for op, found in self.unmodelled.items()}
 
     # ----- shape changes without data movement --------------------------------------------
     def relayout(self, node: OnnxNode, x: Feature, new: tuple[int, ...]) -> None:
@@ -682,7 +796,7 @@ class _Importer:
             self.alias(node, x, new, "NC" if (s.h, s.w) == (1, 1) else "NF")
         elif len(new) == 4 and new == (1, s.c, s.h, s.w):
             self.alias(node, x, new, "NCHW")
-        elif len(new) == 4 and new[0] == 1:
+        elif len(new) == 4 and new[0] == 1 and any(ch in x.layout for ch in "CHW"):
             tensor = self.b.passthrough(self.layer_name(node), [x.tensor], Shape(*new[1:]), node.op)
             self.produce(node, 0, tensor, new)
         else:
@@ -702,7 +816,7 @@ class _Importer:
         else:
             pads = node.attr_ints("pads") or (0, 0, 0, 0)
             if len(pads) != 4:
-                raise _Unsupported(f"has {len(pads)} pads; hwsim models 2-D windows only")
+                raise Unsupported(f"has {len(pads)} pads; hwsim models 2-D windows only")
             top, left, bottom, right = pads
         p = x.pad
         return Padding(top + p.top, left + p.left, bottom + p.bottom, right + p.right)
@@ -714,9 +828,9 @@ def _conv_attrs(imp: _Importer, node: OnnxNode, ins: list
     """Input feature, weight dims, kernel, stride, dilation and groups of a Conv or ConvTranspose."""
     x = imp.image(node, ins[0])
     w = imp.weight_dims(ins[1], 4)
-    kernel = _pair(node.attr_ints("kernel_shape") or w[2:], "kernel")
-    stride = _pair(node.attr_ints("strides") or (1, 1), "stride")
-    dilation = _pair(node.attr_ints("dilations") or (1, 1), "dilation")
+    kernel = window_pair(node.attr_ints("kernel_shape") or w[2:], "kernel")
+    stride = window_pair(node.attr_ints("strides") or (1, 1), "stride")
+    dilation = window_pair(node.attr_ints("dilations") or (1, 1), "dilation")
     return x, w, kernel, stride, dilation, node.attr_int("group", 1)
 
 
@@ -729,13 +843,13 @@ def _conv(imp: _Importer, node: OnnxNode, ins: list) -> None:
         )
     pad = imp.window_padding(node, x, kernel, stride, dilation)
     tensor = imp.b.conv(imp.layer_name(node), x.tensor, w[0], kernel, stride, pad, dilation, groups,
-                        bias=_present(ins, 2))
+                        bias=present(ins, 2))
     imp.produce(node, 0, tensor)
 
 
 def _conv_transpose(imp: _Importer, node: OnnxNode, ins: list) -> None:
     x, w, kernel, stride, dilation, groups = _conv_attrs(imp, node, ins)
-    out_pad = _pair(node.attr_ints("output_padding") or (0, 0), "output padding")
+    out_pad = window_pair(node.attr_ints("output_padding") or (0, 0), "output padding")
     auto = node.attr_str("auto_pad", "NOTSET")
     target = node.attr_ints("output_shape")[-2:]
     if not target and auto in ("SAME_UPPER", "SAME_LOWER"):
@@ -754,17 +868,17 @@ def _conv_transpose(imp: _Importer, node: OnnxNode, ins: list) -> None:
         pads = node.attr_ints("pads") or (0, 0, 0, 0)
         pad = Padding(*pads) if len(pads) == 4 else NO_PADDING
     tensor = imp.b.conv_transpose(imp.layer_name(node), x.tensor, w[1] * groups, kernel, stride, pad, out_pad,
-                                  dilation, groups, bias=_present(ins, 2))
+                                  dilation, groups, bias=present(ins, 2))
     imp.produce(node, 0, tensor)
 
 
 def _pool(imp: _Importer, node: OnnxNode, ins: list) -> None:
     x = imp.image(node, ins[0])
     if len(node.outputs) > 1 and imp.consumers[node.outputs[1]]:
-        raise _Unsupported("uses the Indices output, which hwsim does not model")
-    kernel = _pair(node.attr_ints("kernel_shape"), "kernel")
-    stride = _pair(node.attr_ints("strides") or (1, 1), "stride")
-    dilation = _pair(node.attr_ints("dilations") or (1, 1), "dilation")
+        raise Unsupported("uses the Indices output, which hwsim does not model")
+    kernel = window_pair(node.attr_ints("kernel_shape"), "kernel")
+    stride = window_pair(node.attr_ints("strides") or (1, 1), "stride")
+    dilation = window_pair(node.attr_ints("dilations") or (1, 1), "dilation")
     ceil_mode = bool(node.attr_int("ceil_mode", 0))
     pad = imp.window_padding(node, x, kernel, stride, dilation)
     make = imp.b.max_pool if node.op == "MaxPool" else imp.b.avg_pool
@@ -776,125 +890,6 @@ def _global_pool(imp: _Importer, node: OnnxNode, ins: list) -> None:
     x = imp.image(node, ins[0])
     make = imp.b.global_max_pool if node.op == "GlobalMaxPool" else imp.b.global_avg_pool
     imp.produce(node, 0, make(imp.layer_name(node), x.tensor))
-
-
-def _reduce(imp: _Importer, node: OnnxNode, ins: list) -> None:
-    """ReduceMean/ReduceMax over height and width is global pooling."""
-    x: Feature = ins[0]
-    axes = reduce_axes(node, imp.consts(node, ins), len(x.dims))
-    if sorted(x.layout[a] for a in axes) != ["H", "W"]:
-        raise _Unsupported(f"reduces axes {list(axes)} of a {x.layout} tensor; hwsim maps only a reduction "
-                           "over height and width (global pooling)")
-    make = imp.b.global_max_pool if node.op == "ReduceMax" else imp.b.global_avg_pool
-    tensor = make(imp.layer_name(node), x.tensor)
-    if node.attr_int("keepdims", 1):
-        dims = tuple(1 if i in axes else d for i, d in enumerate(x.dims))
-        imp.produce(node, 0, tensor, dims, x.layout)
-    else:
-        keep = [i for i in range(len(x.dims)) if i not in axes]
-        imp.produce(node, 0, tensor, [x.dims[i] for i in keep], "".join(x.layout[i] for i in keep))
-
-
-def _fc(imp: _Importer, node: OnnxNode, ins: list) -> None:
-    """Gemm or MatMul of a (flattened) feature by a 2-D weight: a fully connected layer."""
-    x = ins[0]
-    if not isinstance(x, Feature) or isinstance(ins[1], Feature):
-        raise _Unsupported("multiplies two feature maps or a constant by a feature map; "
-                           "hwsim maps Gemm/MatMul of a feature by constant weights only")
-    if node.attr_int("transA", 0):
-        raise _Unsupported("transposes its feature input (transA=1)")
-    if prod(x.dims[:-1]) != 1:
-        raise _Unsupported(f"multiplies a {list(x.dims)} tensor row by row; hwsim maps a single flattened vector")
-    w = imp.weight_dims(ins[1], 2)
-    k, n = (w[1], w[0]) if node.attr_int("transB", 0) else w
-    elements = prod(x.dims)
-    if elements != k:
-        raise ShapeError(
-            f"{imp.where(node)}: weights {list(w)} expect {k} inputs but the feature has {elements} "
-            f"({list(x.dims)}); the input size probably differs from the one the model was exported for"
-        )
-    tensor = imp.b.fc(imp.layer_name(node), x.tensor, n, bias=node.op == "Gemm" and _present(ins, 2))
-    imp.produce_vector(node, tensor)
-
-
-def _arithmetic(imp: _Importer, node: OnnxNode, ins: list) -> None:
-    """Add/Sub/Sum and Mul/Div: a layer between features, a folded affine with a constant."""
-    feats = [v for v in ins if isinstance(v, Feature)]
-    if len(feats) == 1 and len(ins) == 1:
-        imp.alias(node, feats[0])
-    elif len(feats) == 1:
-        _affine(imp, node, ins, feats[0])
-    elif len(feats) != len(ins):
-        raise _Unsupported("mixes two or more feature maps with a constant")
-    else:
-        if len({f.layout for f in feats}) != 1:
-            raise _Unsupported(f"combines tensors of layouts {', '.join(f.layout for f in feats)}")
-        dims = tuple(np.broadcast_shapes(*(f.dims for f in feats)))
-        make = imp.b.mul if node.op in ("Mul", "Div") else imp.b.add
-        tensor = make(imp.layer_name(node), [f.tensor for f in feats])
-        imp.produce(node, 0, tensor, dims, feats[0].layout)
-
-
-def _affine(imp: _Importer, node: OnnxNode, ins: list, x: Feature) -> None:
-    other = next(v for v in ins if v is not x)
-    if tuple(np.broadcast_shapes(x.dims, _dims(other))) != x.dims:
-        raise _Unsupported(f"broadcasts a {list(x.dims)} feature map against a larger {list(_dims(other))} constant")
-    if node.op == "Div" and ins[1] is x:
-        imp.pointwise(node, x, activation="reciprocal")
-        return
-    producer = imp.fusable(x)
-    is_bias = (node.op in ("Add", "Sub", "Sum") and producer is not None and producer.kind in WEIGHTED_KINDS
-               and not producer.has_bias and not producer.fused_bn)
-    imp.pointwise(node, x, bias=is_bias, bn=not is_bias)
-
-
-def _concat(imp: _Importer, node: OnnxNode, ins: list) -> None:
-    feats = [v for v in ins if v is not None]
-    if not all(isinstance(v, Feature) for v in feats):
-        raise _Unsupported("concatenates feature maps with constants")
-    if len({f.layout for f in feats}) != 1:
-        raise _Unsupported(f"concatenates tensors of layouts {', '.join(f.layout for f in feats)}")
-    layout = feats[0].layout
-    axis = node.attr_int("axis", 1) % len(layout)
-    if layout[axis] != "C":
-        raise _Unsupported(f"concatenates along axis {axis} ({layout[axis]} of {layout}); "
-                           "hwsim concatenates channels only")
-    dims = list(feats[0].dims)
-    dims[axis] = sum(f.dims[axis] for f in feats)
-    tensor = imp.b.concat(imp.layer_name(node), [f.tensor for f in feats])
-    imp.produce(node, 0, tensor, dims, layout)
-
-
-def _resize(imp: _Importer, node: OnnxNode, ins: list) -> None:
-    """Upsample (opset 7-9) and Resize (10+) by integer factors along height and width."""
-    x: Feature = ins[0]
-    args = imp.consts(node, ins)
-    if node.op == "Upsample" or node.opset == 10:
-        scales, sizes = operand(node, args, 1, "scales"), None
-    else:
-        scales, sizes = args[2] if len(args) > 2 else None, args[3] if len(args) > 3 else None
-    rank = len(x.dims)
-    axes = tuple(a % rank for a in node.attr_ints("axes")) or tuple(range(rank))  # opset 18 may name axes
-    if sizes is not None and sizes.size:
-        factors = {a: s / x.dims[a] for a, s in zip(axes, ints(sizes))}
-    elif scales is not None and scales.size:
-        factors = {a: float(s) for a, s in zip(axes, scales.reshape(-1))}
-    else:
-        raise _Unsupported("gives neither scales nor sizes")
-    if "H" not in x.layout or "W" not in x.layout:
-        raise _Unsupported(f"resizes a {x.layout} tensor; hwsim resizes height and width only")
-    for a, f in factors.items():
-        if x.layout[a] not in "HW" and f != 1:
-            raise _Unsupported(f"scales axis {x.layout[a]} by {f:g}; hwsim resizes height and width only")
-    fh, fw = (factors.get(x.layout.index(ch), 1.0) for ch in "HW")
-    if any(f < 1 or abs(f - round(f)) > 1e-6 for f in (fh, fw)):
-        raise _Unsupported(f"resizes by {fh:g}x{fw:g}; hwsim models integer upsampling factors only")
-    factor = (round(fh), round(fw))
-    tensor = imp.b.upsample(imp.layer_name(node), x.tensor, factor)
-    dims = list(x.dims)
-    dims[x.layout.index("H")] *= factor[0]
-    dims[x.layout.index("W")] *= factor[1]
-    imp.produce(node, 0, tensor, dims, x.layout)
 
 
 def _depth_to_space(imp: _Importer, node: OnnxNode, ins: list) -> None:
@@ -946,7 +941,7 @@ def _reshape(imp: _Importer, node: OnnxNode, ins: list) -> None:
     out = node.outputs[0]
     try:
         args = imp.consts(node, ins)
-    except _Unsupported:
+    except Unsupported:
         inferred = imp.known_dims(out)
         if inferred is None:
             raise
@@ -975,7 +970,7 @@ def _pad(imp: _Importer, node: OnnxNode, ins: list) -> None:
     args = imp.consts(node, ins)
     given = operand(node, args, 1, "pads")
     if given is None:
-        raise _Unsupported("gives no pads")
+        raise Unsupported("gives no pads")
     pads = ints(given)
     rank = len(x.dims)
     axes = ints(args[3]) if len(args) > 3 and args[3] is not None else tuple(range(rank))
@@ -984,7 +979,7 @@ def _pad(imp: _Importer, node: OnnxNode, ins: list) -> None:
         begin[a % rank], end[a % rank] = pads[i], pads[i + len(axes)]
     for a in range(rank):
         if (begin[a] or end[a]) and x.layout[a] not in "HW":
-            raise _Unsupported(f"pads axis {a} ({x.layout[a]} of {x.layout}); hwsim pads height and width only")
+            raise Unsupported(f"pads axis {a} ({x.layout[a]} of {x.layout}); hwsim pads height and width only")
     if not any(begin) and not any(end):
         imp.alias(node, x)
         return
@@ -995,45 +990,6 @@ def _pad(imp: _Importer, node: OnnxNode, ins: list) -> None:
     imp.alias(node, replace(x, pad=pad, pad_name=x.pad_name or node.name), dims)
 
 
-def _crop(imp: _Importer, node: OnnxNode, x: Feature, k: int, index: Sequence[slice]) -> None:
-    """One output of Slice/Split: a `slice` layer over a channel range or a spatial window."""
-    dims, crop = [], {"H": (0, 0), "W": (0, 0)}
-    for axis, (d, sl) in enumerate(zip(x.dims, index)):
-        start, stop, step = sl.indices(d)
-        n = len(range(start, stop, step))
-        dims.append(n)
-        letter = x.layout[axis]
-        if n != d and letter not in "CHW":
-            raise _Unsupported(f"slices axis {axis} ({letter} of {x.layout}); hwsim slices channels, height, width")
-        if letter in "HW" and step == 1:
-            crop[letter] = (-start, -(d - stop))
-    if tuple(dims) == x.dims:
-        imp.alias(node, x, k=k)
-        return
-    padding = Padding(crop["H"][0], crop["W"][0], crop["H"][1], crop["W"][1])
-    tensor = imp.b.slice(imp.layer_name(node, k), x.tensor, _ir_shape(dims, x.layout), crop=padding)
-    imp.produce(node, k, tensor, dims, x.layout)
-
-
-def _slice(imp: _Importer, node: OnnxNode, ins: list) -> None:
-    x: Feature = ins[0]
-    _crop(imp, node, x, 0, slice_index(node, imp.consts(node, ins), len(x.dims)))
-
-
-def _split(imp: _Importer, node: OnnxNode, ins: list) -> None:
-    x: Feature = ins[0]
-    axis = node.attr_int("axis", 0) % len(x.dims)
-    if x.layout[axis] not in "CHW":
-        raise _Unsupported(f"splits axis {axis} ({x.layout[axis]} of {x.layout}); hwsim splits channels, height, width")
-    start = 0
-    for k, size in enumerate(split_sizes(node, imp.consts(node, ins), x.dims[axis])):
-        index = [slice(None)] * len(x.dims)
-        index[axis] = slice(start, start + size)
-        start += size
-        if k < len(node.outputs) and node.outputs[k]:
-            _crop(imp, node, x, k, index)
-
-
 FEATURE_OPS: dict[str, Handler] = {
     "Conv": _conv,
     "ConvTranspose": _conv_transpose,
@@ -1041,18 +997,25 @@ FEATURE_OPS: dict[str, Handler] = {
     "AveragePool": _pool,
     "GlobalAveragePool": _global_pool,
     "GlobalMaxPool": _global_pool,
-    "ReduceMean": _reduce,
-    "ReduceMax": _reduce,
-    "Gemm": _fc,
-    "MatMul": _fc,
-    "Add": _arithmetic,
-    "Sub": _arithmetic,
-    "Mul": _arithmetic,
-    "Div": _arithmetic,
-    "Sum": _arithmetic,
-    "Concat": _concat,
-    "Upsample": _resize,
-    "Resize": _resize,
+    "ReduceMean": layers.reduce,
+    "ReduceMax": layers.reduce,
+    "ReduceMin": layers.reduce,
+    "ReduceSum": layers.reduce,
+    "Gemm": layers.gemm,
+    "MatMul": layers.gemm,
+    "Add": layers.arithmetic,
+    "Sub": layers.arithmetic,
+    "Mul": layers.arithmetic,
+    "Div": layers.arithmetic,
+    "Sum": layers.arithmetic,
+    "Concat": layers.concat,
+    "Upsample": layers.resize,
+    "Resize": layers.resize,
+    "Expand": layers.expand,
+    "Gather": layers.gather,
+    "LayerNormalization": layers.layer_norm,
+    "InstanceNormalization": layers.instance_norm,
+    "GroupNormalization": layers.group_norm,
     "DepthToSpace": _depth_to_space,
     "Softmax": _softmax,
     "LogSoftmax": _softmax,
@@ -1069,7 +1032,8 @@ FEATURE_OPS: dict[str, Handler] = {
     "Unsqueeze": _reshape,
     "Transpose": _transpose,
     "Pad": _pad,
-    "Slice": _slice,
-    "Split": _split,
+    "Slice": layers.slice_,
+    "Split": layers.split,
     **{op: _activation for op in ACTIVATIONS},
+    **quantized_ops(_conv, layers.gemm),
 }

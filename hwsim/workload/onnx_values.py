@@ -1,0 +1,110 @@
+"""What the ONNX importer knows about each ONNX value, and small helpers shared by its handlers.
+
+A value is a constant (a numpy array, folded as the importer goes), a `Param`
+(a weight whose shape is known but whose data is never loaded) or a
+`Feature` (an activation: the IR tensor holding it, its ONNX dims and axis
+letters). Quantized graphs add a width in bits to parameters and features.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from math import prod
+
+import numpy as np
+from onnx import TensorProto
+
+from hwsim.workload.ir import NO_PADDING, Padding, Shape
+
+DEFAULT_DOMAINS = ("", "ai.onnx")  # the standard operator set's names
+
+# ONNX integer element types and their widths: the storage of quantized weights and activations.
+INTEGER_BITS: dict[int, int] = {
+    TensorProto.INT8: 8, TensorProto.UINT8: 8, TensorProto.INT16: 16, TensorProto.UINT16: 16,
+    TensorProto.INT32: 32, TensorProto.UINT32: 32, TensorProto.INT4: 4, TensorProto.UINT4: 4,
+}
+
+
+@dataclass(frozen=True)
+class Param:
+    """A tensor whose shape is known but whose values are never needed (a weight).
+
+    `bits` is its width when stored as integers (a quantized weight), else None.
+    """
+
+    dims: tuple[int, ...]
+    bits: int | None = None
+
+
+@dataclass(frozen=True)
+class Feature:
+    """An activation: the IR tensor holding it, its ONNX dims (batch 1) and axis letters.
+
+    Letters: N, C, H, W; F for a flattened C·H·W axis; G and K for the group and
+    in-group channel axes of a channel shuffle; ? for an axis we cannot name.
+    `pad` is a Pad not yet absorbed by the Conv or pool that reads it. `bits`
+    is the width a QuantizeLinear gave it (None: not quantized).
+    """
+
+    tensor: str
+    dims: tuple[int, ...]
+    layout: str
+    pad: Padding = NO_PADDING
+    pad_name: str = ""
+    bits: int | None = None
+
+
+Value = np.ndarray | Param | Feature
+
+
+class Unsupported(Exception):
+    """A node hwsim cannot model; the text says why, starting with a verb."""
+
+
+def array_bits(a: np.ndarray) -> int | None:
+    """The width of an integer array (a small quantized weight), None for floats."""
+    return int(a.dtype.itemsize * 8) if np.issubdtype(a.dtype, np.integer) else None
+
+
+def value_bits(v: Value | None) -> int | None:
+    """The integer width of a value, None if it is a float (or absent)."""
+    if isinstance(v, np.ndarray):
+        return array_bits(v)
+    return None if v is None else v.bits
+
+
+def dims_of(v: Value) -> tuple[int, ...]:
+    if isinstance(v, np.ndarray):
+        return tuple(v.shape)
+    return v.dims
+
+
+def ir_shape(dims: Sequence[int], layout: str) -> Shape:
+    """The C×H×W shape of a feature; vectors count as C×1×1, other tensors as last axis × the rest × 1."""
+    if all(ch in layout for ch in "CHW"):
+        return Shape(dims[layout.index("C")], dims[layout.index("H")], dims[layout.index("W")])
+    if len(dims) <= 2:
+        return Shape(prod(dims), 1, 1)
+    return Shape(dims[-1], prod(dims[:-1]), 1)
+
+
+def rows_shape(dims: Sequence[int], layout: str) -> Shape:
+    """A tensor read row by row along its last axis: that axis as channels, the rest as pixels."""
+    if layout.endswith("C") and "H" in layout and "W" in layout:
+        return ir_shape(dims, layout)
+    return Shape(dims[-1], prod(dims[:-1]), 1)
+
+
+def default_layout(rank: int) -> str:
+    return {4: "NCHW", 2: "NC"}.get(rank, "?" * rank)
+
+
+def present(ins: list, index: int) -> bool:
+    return index < len(ins) and ins[index] is not None
+
+
+def window_pair(values: Sequence[int], what: str) -> tuple[int, int]:
+    if len(values) != 2:
+        raise Unsupported(f"has a {len(values)}-D {what}; hwsim models 2-D windows only")
+    return (int(values[0]), int(values[1]))

@@ -1,0 +1,290 @@
+"""Import of quantized graphs, normalisations, matrix products, reductions, any resize, shape arithmetic
+and --allow-unknown reporting.
+
+Every count is derived by hand in a comment next to its assertion. For a norm
+layer over e elements in g sets the importer counts, per element, the add to
+the mean's sum, the subtraction of the mean, the square, the add to the
+variance's sum and the scaling by 1/σ (5 e), the affine scale and shift (2 e),
+and per set the two divisions, the + ε, the square root and the reciprocal
+(5 g). A resize output costs taps products and taps − 1 sums (taps: 1 nearest,
+4 linear, 16 cubic; nearest is a copy, 0). A reduction costs one op per input
+element, a softmax 3 per element, an element-wise layer of n inputs n − 1 per
+output element.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import onnx
+import onnx_modern as M
+import pytest
+
+from hwsim.errors import NetworkError
+from hwsim.workload import LayerKind, Padding, Shape, onnx_import
+from hwsim.workload.ir import Graph, Layer, Precision
+from hwsim.workload.onnx_import import ImportResult, load_onnx
+
+
+def load(model: onnx.ModelProto, tmp_path: Path, **options: object) -> ImportResult:
+    path = tmp_path / "m.onnx"
+    onnx.save(model, str(path))
+    return load_onnx(path, **options)  # type: ignore[arg-type]
+
+
+def kinds(g: Graph) -> list[str]:
+    return [l.kind.value for l in g]
+
+
+def only(g: Graph, kind: LayerKind) -> Layer:
+    (layer,) = g.of_kind(kind)
+    return layer
+
+
+# ----- quantized graphs --------------------------------------------------------------------------------
+def test_qdq_pairs_fold_and_keep_fusion(tmp_path: Path) -> None:
+    result = load(M.qdq_mixed(), tmp_path)
+    g = result.graph
+    assert kinds(g) == ["input", "conv", "conv", "conv", "output"] and result.warnings == ()
+    c1, c2, c3 = g.of_kind(LayerKind.CONV)
+    assert c1.activation == "relu"  # the ReLU between two QDQ pairs still fuses into conv1
+    # conv1: 4 × 8 × 8 outputs × 3·3·3 = 6912; conv2: 8 × 64 × 4 = 2048; conv3: 2 × 64 × 8 = 1024.
+    assert (c1.macs, c2.macs, c3.macs) == (6912, 2048, 1024)
+    assert c1.precision == Precision(8, 8, 32)  # int8 weights and input, int32 bias
+    assert c2.precision == Precision(None, 8, None)  # float weights on an int8 activation
+    assert c3.precision == Precision(16, 16, 32)  # int16 weights, input quantized with an int16 zero point
+
+
+@pytest.mark.parametrize("zero_point, activation", [(-128, "relu"), (-3, None)])
+def test_relu_folded_into_qdq_comes_back(tmp_path: Path, zero_point: int, activation: str | None) -> None:
+    g = load(M.qdq_folded_relu(zero_point), tmp_path).graph
+    assert kinds(g) == ["input", "conv", "conv", "output"]
+    assert g.layer("conv1").activation == activation and g.layer("conv2").activation is None
+
+
+def test_qlinear_conv(tmp_path: Path) -> None:
+    g = load(M.qlinear_conv(), tmp_path).graph
+    assert kinds(g) == ["input", "conv", "max_pool", "output"]
+    conv, pool = g.layer("qconv"), g.layer("pool")
+    assert conv.macs == 4 * 8 * 8 * 27 and conv.has_bias  # 6912
+    assert conv.precision == Precision(8, 8, 32)
+    assert pool.precision == Precision(None, 8, None)  # reads QLinearConv's uint8 output
+    assert pool.ops == 4 * 4 * 4 * 4  # 64 outputs × a 2×2 window = 256
+
+
+def test_qlinear_matmul(tmp_path: Path) -> None:
+    fc = only(load(M.qlinear_matmul(), tmp_path).graph, LayerKind.FC)
+    assert fc.macs == 16 * 10 and fc.precision == Precision(8, 8, 32)
+
+
+def test_conv_integer(tmp_path: Path) -> None:
+    conv = only(load(M.conv_integer(), tmp_path).graph, LayerKind.CONV)
+    assert conv.macs == 6912 and conv.precision == Precision(8, 8, 32)  # uint8 image by its zero point
+
+
+def test_matmul_integer(tmp_path: Path) -> None:
+    fc = only(load(M.matmul_integer(), tmp_path).graph, LayerKind.FC)
+    assert fc.macs == 160 and fc.precision == Precision(8, 8, 32)
+
+
+def test_float_graph_has_no_precision(tmp_path: Path) -> None:
+    g = load(M.pixel_linear(), tmp_path).graph
+    assert all(l.precision is None for l in g)
+
+
+# ----- normalisation ----------------------------------------------------------------------------------------
+def test_layer_norm_over_channels(tmp_path: Path) -> None:
+    g = load(M.layer_norm_nhwc(), tmp_path).graph
+    assert kinds(g) == ["input", "norm", "output"]
+    ln = g.layer("ln")
+    # 3 × 5 pixels, each a set of C = 4: g = 15, e = 60: 5·60 + 2·60 + 5·15 = 495; params γ, β: 2 × 4.
+    assert ln.groups == 15 and ln.ops == 495 and ln.params == 8 and ln.macs == 0
+
+
+def test_decomposed_layer_norm_is_one_layer(tmp_path: Path) -> None:
+    g = load(M.layer_norm_decomposed(), tmp_path).graph
+    assert kinds(g) == ["input", "norm", "output"]
+    ln = only(g, LayerKind.NORM)
+    assert ln.groups == 15 and ln.fused_bn and ln.ops == 495  # as the LayerNormalization op, γ and β fused
+
+
+def test_instance_norm(tmp_path: Path) -> None:
+    norm = only(load(M.instance_norm(), tmp_path).graph, LayerKind.NORM)
+    # one set per channel: g = 4, e = 60: 300 + 120 + 20 = 440
+    assert norm.groups == 4 and norm.ops == 440
+
+
+def test_group_norm(tmp_path: Path) -> None:
+    norm = only(load(M.group_norm(), tmp_path).graph, LayerKind.NORM)
+    # num_groups 2: 300 + 120 + 10 = 430
+    assert norm.groups == 2 and norm.ops == 430
+
+
+def test_reductions_over_channels_and_width(tmp_path: Path) -> None:
+    g = load(M.reductions(), tmp_path).graph
+    total, mean = g.layer("sum_c"), g.layer("mean_w")
+    assert total.kind is LayerKind.REDUCE and total.out_shape == Shape(1, 3, 5)
+    assert total.ops == 60  # every one of the 60 input elements added once
+    assert mean.kind is LayerKind.REDUCE and mean.out_shape.elements == 4 * 3 and mean.ops == 60
+
+
+def test_expand_of_activation_is_a_copy(tmp_path: Path) -> None:
+    g = load(M.expand_context(), tmp_path).graph
+    assert kinds(g) == ["input", "reduce", "upsample", "mul", "output"]
+    expand, mul = g.layer("expand"), g.layer("mul")
+    # [1, 4, 3, 1] broadcast along width to [1, 4, 3, 5]: a nearest 1×5 upsample, no arithmetic
+    assert expand.factor == (1, 5) and expand.out_shape == Shape(4, 3, 5) and expand.ops == 0
+    assert mul.ops == 60  # 60 outputs of a two-input product
+
+
+# ----- activations ----------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("order", ["legacy", "dynamo"])
+def test_gelu_chain_fuses(tmp_path: Path, order: str) -> None:
+    g = load(M.conv_gelu(order), tmp_path).graph
+    assert kinds(g) == ["input", "conv", "output"]
+    assert g.layer("conv").activation == "gelu"
+
+
+@pytest.mark.parametrize("op, activation", [("HardSwish", "hard_swish"), ("Erf", "erf"), ("Gelu", "gelu")])
+def test_single_activation_fuses(tmp_path: Path, op: str, activation: str) -> None:
+    g = load(M.conv_then_activation(op, opset=20 if op == "Gelu" else 14), tmp_path).graph  # Gelu: opset 20
+    assert kinds(g) == ["input", "conv", "output"] and g.layer("conv").activation == activation
+
+
+# ----- matrix products -------------------------------------------------------------------------------------------
+def test_per_pixel_linear_is_a_1x1_conv(tmp_path: Path) -> None:
+    g = load(M.pixel_linear(), tmp_path).graph
+    fc = only(g, LayerKind.CONV)
+    # 3 × 5 pixels, each 4 → 6: 15 · 4 · 6 = 360 MACs; the Add is its bias
+    assert fc.macs == 360 and fc.has_bias and fc.kernel == (1, 1) and fc.out_shape == Shape(6, 3, 5)
+    assert fc.params == 4 * 6 + 6
+
+
+def test_attention(tmp_path: Path) -> None:
+    g = load(M.attention(), tmp_path).graph
+    projections = [g.layer(f"proj_{p}") for p in "qkvo"]
+    assert all(p.kind is LayerKind.CONV and p.macs == 6 * 8 * 8 for p in projections)  # 6 tokens, 8 → 8: 384
+    qk, av, softmax = g.layer("qk"), g.layer("av"), g.layer("softmax")
+    assert qk.kind is LayerKind.MATMUL and qk.inputs == ("proj_q", "proj_k")
+    assert qk.macs == 2 * 6 * 6 * 4  # 2 heads × 6×6 scores × a dot product of 4: 288
+    assert av.kind is LayerKind.MATMUL and av.macs == 2 * 6 * 4 * 6  # 2 heads × 6×4 outputs × 6 tokens: 288
+    assert softmax.ops == 3 * 2 * 6 * 6  # exp, sum, divide per score: 216
+    assert qk.fused_bn  # the ½ scaling folds into the product
+    assert g.total_macs == 4 * 384 + 288 + 288  # 2112
+
+
+def test_tokens_back_to_an_image(tmp_path: Path) -> None:
+    g = load(M.tokens_to_image(), tmp_path).graph
+    conv = g.layer("conv")
+    assert conv.in_shape == Shape(8, 2, 3) and conv.out_shape == Shape(4, 2, 3)
+    assert conv.macs == 4 * 6 * 8 * 9  # 4 × 2 × 3 outputs × 8·3·3: 1728
+    assert g.layer("linear").macs == 6 * 8 * 8  # 384
+
+
+@pytest.mark.parametrize("tokens", [1, 2])
+def test_class_token_concat(tmp_path: Path, tokens: int) -> None:
+    g = load(M.class_token(tokens), tmp_path).graph
+    cat, ln = g.layer("concat"), g.layer("ln")
+    assert cat.kind is LayerKind.CONCAT and len(cat.inputs) == 1  # the constant is no tensor
+    assert cat.out_shape.elements == (6 + tokens) * 8
+    assert cat.params == tokens * 8  # the learned token(s), 8 wide
+    assert ln.groups == 6 + tokens
+
+
+# ----- resize ------------------------------------------------------------------------------------------------------
+def test_fractional_bilinear_resize(tmp_path: Path) -> None:
+    r = only(load(M.resize_scales(1.5, "linear"), tmp_path).graph, LayerKind.RESIZE)
+    # 2 × 15 × 15 = 450 outputs, 4 taps each: 4 products + 3 sums = 7 → 3150
+    assert r.out_shape == Shape(2, 15, 15) and r.ops == 3150
+
+
+def test_fractional_nearest_resize_is_a_copy(tmp_path: Path) -> None:
+    r = only(load(M.resize_scales(1.5, "nearest"), tmp_path).graph, LayerKind.RESIZE)
+    assert r.out_shape == Shape(2, 15, 15) and r.ops == 0
+
+
+def test_integer_cubic_upsample(tmp_path: Path) -> None:
+    up = only(load(M.resize_scales(2.0, "cubic"), tmp_path).graph, LayerKind.UPSAMPLE)
+    # 2 × 20 × 20 = 800 outputs, 16 taps: 16 + 15 = 31 → 24800
+    assert up.factor == (2, 2) and up.ops == 24800
+
+
+@pytest.mark.parametrize("how", ["constant", "mixed"])
+def test_fixed_resize_sizes_under_input_are_named(tmp_path: Path, how: str) -> None:
+    path = tmp_path / "fixed.onnx"
+    onnx.save(M.resize_sizes(how), str(path))
+    assert load_onnx(path).graph.layer("resize").out_shape == Shape(2, 15, 15)
+    assert load_onnx(path, input_hw=(10, 10)).graph.layer("resize").out_shape == Shape(2, 15, 15)  # same size
+    with pytest.raises(NetworkError) as info:
+        load_onnx(path, input_hw=(12, 12))
+    message = str(info.value)
+    assert "\n" not in message and "'resize'" in message and "[15, 15]" in message and "--input" in message
+
+
+def test_resize_sizes_from_shape_follow_input(tmp_path: Path) -> None:
+    r = load(M.resize_sizes("shape"), tmp_path, input_hw=(12, 12)).graph.layer("resize")
+    # floor(12 × 1.5) = 18: 2 × 18 × 18 = 648 outputs × 7 = 4536
+    assert r.out_shape == Shape(2, 18, 18) and r.ops == 4536
+
+
+# ----- shape arithmetic ------------------------------------------------------------------------------------------
+def test_tf_same_padding_folds(tmp_path: Path) -> None:
+    conv = load(M.tf_same_padding(), tmp_path).graph.layer("conv")
+    # total = max((ceil(9/2) − 1)·2 + 3 − 9, 0) = 2: one on each side; (9 + 2 − 3) // 2 + 1 = 5
+    assert conv.padding == Padding(1, 1, 1, 1) and conv.out_shape == Shape(4, 5, 5)
+    assert conv.macs == 4 * 25 * 27  # 2700
+
+
+# ----- --allow-unknown and unforeseen failures ------------------------------------------------------------------
+def test_allow_unknown_reports_once_per_op(tmp_path: Path) -> None:
+    result = load(M.unknown_twice(), tmp_path, allow_unknown=True)
+    assert len(result.warnings) == 1
+    assert "SpaceToDepth" in result.warnings[0] and "1 more node" in result.warnings[0]
+    assert result.unmodelled == {"SpaceToDepth": ("s2d_a", "s2d_b")}
+    assert result.graph.total_macs == 4 * 64 * 4 + 16 * 16 * 16  # conv1 1024 + conv2 (16 ch at 4×4) 4096
+
+
+def test_info_reports_what_was_passed_through(cli, tmp_path: Path) -> None:
+    path = tmp_path / "unknown.onnx"
+    onnx.save(M.unknown_twice(), str(path))
+    doc = cli("info", str(path), "--allow-unknown", "--json").json()
+    assert doc["import"] == {"macs": 5120, "passthrough_layers": 2, "unmodelled_ops": {"SpaceToDepth": ["s2d_a", "s2d_b"]}}
+    assert len(doc["warnings"]) == 1
+    text = cli("info", str(path), "--allow-unknown")
+    assert text.code == 0 and "2 layers passed through at zero cost" in text.out and "SpaceToDepth ×2" in text.out
+
+
+def test_info_shows_precision(cli, tmp_path: Path) -> None:
+    path = tmp_path / "q.onnx"
+    onnx.save(M.qdq_mixed(), str(path))
+    doc = cli("info", str(path), "--json").json()
+    first = next(l for l in doc["layers"] if l["kind"] == "conv")
+    assert first["precision"] == {"weight_bits": 8, "activation_bits": 8, "accumulator_bits": 32}
+    assert "w8 a8 acc32" in cli("info", str(path)).out
+
+
+def test_unforeseen_failure_is_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    def broken(imp: object, node: object, ins: object) -> None:
+        raise KeyError("surprise")
+
+    monkeypatch.setitem(onnx_import.FEATURE_OPS, "HardSwish", broken)
+    path = tmp_path / "m.onnx"
+    onnx.save(M.conv_then_activation("HardSwish"), str(path))
+    with pytest.raises(NetworkError) as info:
+        load_onnx(path)
+    message = str(info.value)
+    assert "\n" not in message and "HardSwish" in message and "KeyError" in message
+    passed = load_onnx(path, allow_unknown=True)
+    assert only(passed.graph, LayerKind.PASSTHROUGH).op_type == "HardSwish"
+
+
+# ----- downstream ------------------------------------------------------------------------------------------------
+def test_attention_estimates_and_simulates(cli, tmp_path: Path) -> None:
+    """The matmul and norm kinds go through the mappers' streaming path: inputs moved, `ops` done."""
+    path = tmp_path / "attn.onnx"
+    onnx.save(M.attention(), str(path))
+    doc = cli("estimate", str(path), "--hw", "eyeriss-v1", "--json").json()
+    qk = next(l for l in doc["layers"] if l["name"] == "qk")
+    assert qk["mapping"] == {"mapping": "stream"}
+    result = cli("simulate", str(path), "--hw", "eyeriss-v1", "--out", str(tmp_path / "attn.h5"), "--json")
+    assert result.code == 0, result.err
