@@ -30,7 +30,7 @@ from hwsim.hardware import load_config
 from hwsim.workload import zoo
 
 REPO = Path(__file__).resolve().parents[1]
-CNNERGY_TABLE = REPO / "tools" / "data" / "alexnet-cnnergy.csv"
+CNNERGY_TABLE = REPO / "tests" / "data" / "cnnergy-alexnet-layers.csv"
 
 # The phases paper's example CNN (DSD'20, Table II): [1,32,32] -> conv 17x17, 4 filters -> [4,16,16]
 # -> conv 5x5 stride 3, crop 1, 3 filters -> [3,4,4] -> dense -> [2,1,1]. MACs by hand: every output
@@ -81,7 +81,7 @@ def test_estimate_takes_names_and_overrides_the_clock_power(eyeriss) -> None:
 
 
 def test_estimate_cnnergy_reference_table_gives_the_papers_total() -> None:
-    # CNNergy's reference AlexNet run: 10.91 mJ per image (the table in tools/data reproduces its inputs).
+    # CNNergy's reference AlexNet run: 10.91 mJ per image (tests/data/cnnergy-alexnet-layers.csv holds its inputs).
     c = estimate_cnnergy(LayerTable(str(CNNERGY_TABLE)), "eyeriss-v1")
     assert c.total().total_pj / 1e9 == pytest.approx(10.91, rel=0.01)
     assert len(c.names) == len(c.result.layers) == 8  # CONV1-5, FC6-8
