@@ -160,85 +160,142 @@ class _Template:
         return block
 
 
+Affine = tuple[int, int, int]  # (const, coef, ref): const + coef · quantities[tile, ref]
+ZERO: Affine = (0, 0, ONE)
+
+
 def _template(plan: StackPlan, hw: Accelerator, layout: _DramLayout) -> _Template:
-    """Build one tile's steps from its events."""
+    """Build one tile's steps from its events: a step group per compute event, the stack-input loads
+    that precede it at its head."""
     events = tile_events(plan)
-    q = _Quantities(plan)
-    rows: list[tuple] = []
-    pes = hw.pe_array.rows * hw.pe_array.cols
-    glb_words = hw.glb.size_bytes // hw.word_bytes
-    group = 0
-
-    def add(kind, operand, src, dst, words=(0, 0, ONE), src_addr=(0, 0, ONE), dst_addr=(0, 0, ONE),
-            macs=0, ops=0, x_ref=ONE, active=0):
-        rows.append((kind, operand, src, dst, group, *words, *src_addr, *dst_addr, macs, ops, x_ref, active))
-
-    def row_addr(t: str, row: int, col: str, region: dict[str, int]) -> tuple[int, int, int]:
-        c = plan.channels[t]
-        return region[t] + row * plan.line[t] * c, c, q.ref(col, t)
-
-    ring_words = {t: plan.ring_width(t) * plan.channels[t] for t in plan.consumers}
-    ring = {t: (i, 0, ONE) for i, t in enumerate(plan.consumers)}  # ALLOC/FREE address: the ring's id
+    steps = _TileSteps(plan, hw, layout)
     pending_loads: list[Event] = []
     for ev in events:
         if ev.layer < 0:
             pending_loads.append(ev)
-            continue
-        layer = plan.layers[ev.layer]
-        out = layer.output
+        else:
+            steps.group_of(ev, pending_loads)
+            pending_loads = []
+    return steps.template()
+
+
+class _TileSteps:
+    """One tile's template steps, built group by group (`group_of`), in the order the group runs them."""
+
+    def __init__(self, plan: StackPlan, hw: Accelerator, layout: _DramLayout) -> None:
+        self.plan = plan
+        self.layout = layout
+        self.q = _Quantities(plan)
+        self.rows: list[tuple[int, ...]] = []
+        self.group = 0
+        self.pes = hw.pe_array.rows * hw.pe_array.cols
+        self.glb_words = hw.glb.size_bytes // hw.word_bytes
+        self.ring_words = {t: plan.ring_width(t) * plan.channels[t] for t in plan.consumers}
+        self.ring_id = {t: i for i, t in enumerate(plan.consumers)}  # ALLOC/FREE address: the ring's id
+
+    def template(self) -> _Template:
+        return _Template(np.array(self.rows, dtype=_TEMPLATE_DTYPE), self.q.table(), self.group)
+
+    def group_of(self, ev: Event, pending_loads: list[Event]) -> None:
+        """The step group of compute event `ev`, headed by the stack-input lines loaded before it."""
+        layer = self.plan.layers[ev.layer]
         for p in [*pending_loads, ev]:
             for t, words in p.lead_alloc.items():
-                add(StepKind.ALLOC, Operand.IFMAP, NO_LEVEL, Level.LINE_BUFFER, (words, 0, ONE), dst_addr=ring[t])
-        for p in pending_loads:  # stack input lines DRAM -> line buffer
-            t = plan.external[-1 - p.layer]
-            c = plan.channels[t]
+                self.ring_step(StepKind.ALLOC, Operand.IFMAP, t, words)
+        self.load_lines(pending_loads)
+        self.claim_output_rows(ev, layer.output)
+        self.read_inputs(ev)
+        self.stream_weights(layer)
+        macs, ops = _work_per_column(layer, ev, self.plan)
+        self.add(StepKind.COMPUTE, 0, NO_LEVEL, NO_LEVEL, macs=macs, ops=ops,
+                 x_ref=self.q.ref("computed", layer.output), active=self.pes)
+        self.write_output_rows(ev, layer.output)
+        self.free_rows(ev)
+        self.group += 1
+
+    # ----- one step, and the affine pieces it is made of -------------------------------------------------
+    def add(self, kind: int, operand: int, src: int, dst: int, words: Affine = ZERO, src_addr: Affine = ZERO,
+            dst_addr: Affine = ZERO, macs: int = 0, ops: int = 0, x_ref: int = ONE, active: int = 0) -> None:
+        self.rows.append((kind, operand, src, dst, self.group, *words, *src_addr, *dst_addr, macs, ops, x_ref,
+                          active))
+
+    def ring_step(self, kind: StepKind, operand: Operand, t: str, words: int) -> None:
+        """ALLOC or FREE of `words` in ring t of the line buffer."""
+        self.add(kind, operand, NO_LEVEL, Level.LINE_BUFFER, (words, 0, ONE), dst_addr=(self.ring_id[t], 0, ONE))
+
+    def line(self, t: str, column: str) -> Affine:
+        """Words of one line of t over the tile's columns named `column` ("width", "computed", "overlap", ...)."""
+        return 0, self.plan.channels[t], self.q.ref(column, t)
+
+    def row_addr(self, t: str, row: int, column: str, region: dict[str, int]) -> Affine:
+        """DRAM address of line `row` of t in `region`, at the tile's column named `column`."""
+        c = self.plan.channels[t]
+        return region[t] + row * self.plan.line[t] * c, c, self.q.ref(column, t)
+
+    # ----- the parts of a group, in order -------------------------------------------------------------------
+    def load_lines(self, loads: list[Event]) -> None:
+        """Stack-input lines DRAM -> line buffer (a row allocated unless it overwrites a released one)."""
+        for p in loads:
+            t = self.plan.external[-1 - p.layer]
             if not p.swapped_write:
-                add(StepKind.ALLOC, Operand.IFMAP, NO_LEVEL, Level.LINE_BUFFER, (ring_words[t], 0, ONE),
-                    dst_addr=ring[t])
-            src = row_addr(t, p.first_row, "start", layout.base)
-            add(StepKind.TRANSFER, Operand.IFMAP, Level.DRAM, Level.LINE_BUFFER, (0, c, q.ref("width", t)), src)
-        pending_loads = []
-        on_chip_out = out in plan.consumers
-        if on_chip_out and ev.rows:
-            whole = ev.rows - int(ev.swapped_write)
-            if whole:
-                add(StepKind.ALLOC, Operand.OFMAP, NO_LEVEL, Level.LINE_BUFFER, (whole * ring_words[out], 0, ONE),
-                    dst_addr=ring[out])
-            if plan.overlaps(out).any():
-                for j in range(ev.rows):  # boundary columns fetched back from the tile before
-                    src = row_addr(out, ev.first_row + j, "start", layout.boundary)
-                    add(StepKind.TRANSFER, Operand.IFMAP, Level.DRAM, Level.LINE_BUFFER,
-                        (0, plan.channels[out], q.ref("overlap", out)), src)
-        for t, first, end in ev.reads:  # input windows line buffer -> array
-            add(StepKind.TRANSFER, Operand.IFMAP, Level.LINE_BUFFER, Level.RF,
-                (0, (end - first) * plan.channels[t], q.ref("width", t)))
-        for t, first, end in ev.dram_reads:  # long-skip lines straight from DRAM
-            add(StepKind.TRANSFER, Operand.IFMAP, Level.DRAM, Level.RF,
-                (0, (end - first) * plan.channels[t], q.ref("width", t)), row_addr(t, first, "start", layout.base))
-        for piece in range(0, layer.params, glb_words):  # weights streamed from the GLB, in GLB-sized pieces
-            add(StepKind.TRANSFER, Operand.FILTER, Level.GLB, Level.RF, (min(glb_words, layer.params - piece), 0, ONE))
-        macs, ops = _work_per_column(layer, ev, plan)
-        add(StepKind.COMPUTE, 0, NO_LEVEL, NO_LEVEL, macs=macs, ops=ops, x_ref=q.ref("computed", out), active=pes)
-        for j in range(ev.rows):  # the computed line(s): to a ring, to DRAM, boundary columns offloaded
-            row = ev.first_row + j
-            c = plan.channels[out]
-            if on_chip_out:
-                add(StepKind.TRANSFER, Operand.OFMAP, Level.RF, Level.LINE_BUFFER, (0, c, q.ref("computed", out)))
+                self.ring_step(StepKind.ALLOC, Operand.IFMAP, t, self.ring_words[t])
+            src = self.row_addr(t, p.first_row, "start", self.layout.base)
+            self.add(StepKind.TRANSFER, Operand.IFMAP, Level.DRAM, Level.LINE_BUFFER, self.line(t, "width"), src)
+
+    def claim_output_rows(self, ev: Event, out: str) -> None:
+        """Ring rows for the lines the event writes on chip, and their boundary columns fetched back from
+        the tile before."""
+        if out not in self.plan.consumers or not ev.rows:
+            return
+        whole = ev.rows - int(ev.swapped_write)
+        if whole:
+            self.ring_step(StepKind.ALLOC, Operand.OFMAP, out, whole * self.ring_words[out])
+        if self.plan.overlaps(out).any():
+            for j in range(ev.rows):
+                src = self.row_addr(out, ev.first_row + j, "start", self.layout.boundary)
+                self.add(StepKind.TRANSFER, Operand.IFMAP, Level.DRAM, Level.LINE_BUFFER, self.line(out, "overlap"),
+                         src)
+
+    def read_inputs(self, ev: Event) -> None:
+        """Input windows line buffer -> array, and long-skip lines straight from DRAM."""
+        channels = self.plan.channels
+        for t, first, end in ev.reads:
+            self.add(StepKind.TRANSFER, Operand.IFMAP, Level.LINE_BUFFER, Level.RF,
+                     (0, (end - first) * channels[t], self.q.ref("width", t)))
+        for t, first, end in ev.dram_reads:
+            self.add(StepKind.TRANSFER, Operand.IFMAP, Level.DRAM, Level.RF,
+                     (0, (end - first) * channels[t], self.q.ref("width", t)),
+                     self.row_addr(t, first, "start", self.layout.base))
+
+    def stream_weights(self, layer: Layer) -> None:
+        """The layer's weights GLB -> array, in GLB-sized pieces."""
+        for piece in range(0, layer.params, self.glb_words):
+            self.add(StepKind.TRANSFER, Operand.FILTER, Level.GLB, Level.RF,
+                     (min(self.glb_words, layer.params - piece), 0, ONE))
+
+    def write_output_rows(self, ev: Event, out: str) -> None:
+        """The computed line(s): to a ring with the boundary columns the next tile needs offloaded, and to
+        DRAM if the FM leaves the stack."""
+        plan, layout = self.plan, self.layout
+        for row in range(ev.first_row, ev.first_row + ev.rows):
+            if out in plan.consumers:
+                self.add(StepKind.TRANSFER, Operand.OFMAP, Level.RF, Level.LINE_BUFFER, self.line(out, "computed"))
                 if plan.tiling > 1:
-                    add(StepKind.TRANSFER, Operand.OFMAP, Level.LINE_BUFFER, Level.DRAM,
-                        (0, c, q.ref("overlap_next", out)), dst_addr=row_addr(out, row, "next_start", layout.boundary))
+                    self.add(StepKind.TRANSFER, Operand.OFMAP, Level.LINE_BUFFER, Level.DRAM,
+                             self.line(out, "overlap_next"),
+                             dst_addr=self.row_addr(out, row, "next_start", layout.boundary))
             if out in plan.leaving:
-                add(StepKind.TRANSFER, Operand.OFMAP, Level.RF, Level.DRAM, (0, c, q.ref("computed", out)),
-                    dst_addr=row_addr(out, row, "bound", layout.base))
+                self.add(StepKind.TRANSFER, Operand.OFMAP, Level.RF, Level.DRAM, self.line(out, "computed"),
+                         dst_addr=self.row_addr(out, row, "bound", layout.base))
+
+    def free_rows(self, ev: Event) -> None:
+        """The input lines released (those swapped stay, overwritten in place) and the leads whose slot ends."""
         for t, lines in ev.released.items():
             whole = lines - ev.swapped_release.get(t, 0)
             if whole:
-                add(StepKind.FREE, Operand.IFMAP, NO_LEVEL, Level.LINE_BUFFER, (whole * ring_words[t], 0, ONE),
-                    dst_addr=ring[t])
+                self.ring_step(StepKind.FREE, Operand.IFMAP, t, whole * self.ring_words[t])
         for t, words in ev.lead_free.items():
-            add(StepKind.FREE, Operand.IFMAP, NO_LEVEL, Level.LINE_BUFFER, (words, 0, ONE), dst_addr=ring[t])
-        group += 1
-    return _Template(np.array(rows, dtype=_TEMPLATE_DTYPE), q.table(), group)
+            self.ring_step(StepKind.FREE, Operand.IFMAP, t, words)
 
 
 def _work_per_column(layer: Layer, ev: Event, plan: StackPlan) -> tuple[int, int]:
