@@ -112,7 +112,7 @@ def _layer_run(j: int, layer: Layer, by_step: _SlotsByStep, glb_words: int, pes:
 def _transfers(operand: Operand, src: Level, dst: Level, group: int, words: int, src_addr: int, dst_addr: int,
                glb_words: int) -> list[Row]:
     """`words` from src to dst in GLB-sized chunks (addresses advance outside the GLB)."""
-    out = []
+    out: list[Row] = []
     done = 0
     for chunk in chunk_words(words, glb_words):
         out.append((StepKind.TRANSFER, operand, src, dst, group, chunk, src_addr + done if src != Level.GLB else 0,

@@ -371,7 +371,7 @@ def _filter_loads(col: _Columns, keep: np.ndarray, p_: ConvProblem, addr: DramLa
                   chan: tuple[np.ndarray, ...], b: _BandLayout, staged: bool) -> np.ndarray:
     """Slots 0–2 of each tile: its filters DRAM → GLB → RF (staged) or DRAM → RF; their words [T]."""
     c0, _, r0, _ = chan
-    filt = b.fp * b.cp * b.rp * p_.S
+    filt: np.ndarray = b.fp * b.cp * b.rp * p_.S
     filt_dram = addr.filter + ((band.m[0] * p_.C + c0) * p_.R + r0) * p_.S
     col.buffer(0, StepKind.ALLOC, Operand.FILTER, b.first_group, filt, b.filter_base)
     col.transfer(1, Operand.FILTER, Level.DRAM, Level.GLB, b.first_group, filt, filt_dram, b.filter_base)
