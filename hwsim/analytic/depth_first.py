@@ -259,65 +259,50 @@ def _window(layer: Layer, scan_rows: bool) -> _Window:
     return _Window(1, 1, 1, 0, 0)
 
 
+@dataclass(frozen=True)
+class _StackView:
+    """A stack as the cost model reads it: orientation (lines along the shorter side of its first input,
+    sec. 3.2), FM shapes, windows and the mapper's tiles."""
+
+    graph: Graph
+    stack: Sequence[Layer]
+    long_skips: frozenset[tuple[str, str]]
+    names: frozenset[str]
+    ref: Shape  # the stack's first input
+    scan_rows: bool
+    shapes: dict[str, Shape]
+    windows: dict[str, _Window]
+    plan: StackPlan
+
+    def scan(self, s: Shape) -> int:
+        """Lines of an FM of shape s along the scan axis."""
+        return s.h if self.scan_rows else s.w
+
+    def on_chip_inputs(self, layer: Layer) -> list[str]:
+        return [t for t in dict.fromkeys(layer.inputs) if (t, layer.name) not in self.long_skips]
+
+
+def _stack_view(graph: Graph, stack: Sequence[Layer], tiling: int, long_skips: frozenset[tuple[str, str]]) -> _StackView:
+    ref = stack[0].in_shape
+    scan_rows = ref.w <= ref.h
+    shapes = {t: s for l in stack for t, s in zip(l.inputs, l.in_shapes)} | {l.output: l.out_shape for l in stack}
+    return _StackView(graph, stack, long_skips, frozenset(l.name for l in stack), ref, scan_rows, shapes,
+                      {l.name: _window(l, scan_rows) for l in stack},
+                      plan_stack(graph, stack, tiling, long_skips))  # each FM's widest tile: Eq. 2's line length
+
+
 def _stack_cost(graph: Graph, stack: Sequence[Layer], tiling: int, weights: WeightPolicy, bits: int,
                 long_skips: frozenset[tuple[str, str]]) -> StackCost:
     """Buffers (Eqs. 1–2 and skip delays), DRAM traffic (stack I/O, long skips, Eq. 3) and weights of one stack."""
-    names = {l.name for l in stack}
-    ref = stack[0].in_shape
-    scan_rows = ref.w <= ref.h  # lines along the shorter side (sec. 3.2)
-
-    def line(s: Shape) -> int:
-        return s.w if scan_rows else s.h
-
-    def scan(s: Shape) -> int:
-        return s.h if scan_rows else s.w
-
-    def on_chip_inputs(layer: Layer) -> list[str]:
-        return [t for t in dict.fromkeys(layer.inputs) if (t, layer.name) not in long_skips]
-
-    shapes = {t: s for l in stack for t, s in zip(l.inputs, l.in_shapes)} | {l.output: l.out_shape for l in stack}
-    windows = {l.name: _window(l, scan_rows) for l in stack}
-    # Forward: when each FM's first line exists, in lines of the reference FM (skip delays).
-    ready: dict[str, float] = {}
-    for layer in stack:
-        w = windows[layer.name]
-        ready[layer.output] = max((ready.get(t, 0.0) + w.ahead_scan * scan(ref) / scan(shapes[t])
-                                   for t in on_chip_inputs(layer)), default=0.0)
-    # Tiles: the mapper's geometry (each FM's widest tile is its ring row, Eq. 2's line length).
-    plan = plan_stack(graph, stack, tiling, long_skips)
-    buffers = []
-    for t in dict.fromkeys(t for l in stack for t in on_chip_inputs(l)):
-        consumers = [c for c in graph.consumers(t) if c.name in names and (t, c.name) not in long_skips]
-        s = shapes[t]
-        line_px = plan.ring_width(t)
-        lb_elements = max(_consumer_elements(plan, c, windows[c.name], t, line_px) for c in consumers)
-        lb = ceil_div(lb_elements, s.c)
-        delay_px = max((math.ceil((ready[c.output] - ready.get(t, 0.0)) * scan(s) / scan(ref) * (line_px + 1) - 1e-9)
-                        for c in consumers if c.kind in _MERGE_KINDS), default=0)
-        skip = max(0, delay_px * s.c - lb_elements) // s.c
-        edge = int(plan.overlaps(t).sum()) * scan(s)  # Eq. 3 summed over the boundaries
-        buffers.append(FeatureMapBuffer(t, s.c, line_px, lb, skip, edge,
-                                        _to_bytes(lb_elements + skip * s.c, bits)))
-
-    reads = writes = boundary = 0
-    for layer in stack:  # writes: tensors that leave the stack
-        leaves = any(c.name not in names or (layer.output, c.name) in long_skips
-                     for c in graph.consumers(layer.output))
-        writes += layer.out_shape.elements if leaves else 0
-    for t in dict.fromkeys(t for l in stack for t in l.inputs):  # reads: from outside, plus long skips
-        consumers = [c for c in graph.consumers(t) if c.name in names]
-        long_reads = sum((t, c.name) in long_skips for c in consumers)
-        regular = graph.producer(t).name not in names and len(consumers) > long_reads
-        reads += shapes[t].elements * (int(regular) + long_reads)
-    for b in buffers:
-        copies = 2 if graph.producer(b.tensor).name in names else 1
-        boundary += copies * b.boundary_pixels * b.channels
-
+    view = _stack_view(graph, stack, tiling, long_skips)
+    ready = _first_lines(view)
+    buffers = [_fm_buffer(view, t, ready, bits) for t in dict.fromkeys(t for l in stack for t in view.on_chip_inputs(l))]
     weight_bytes = sum(l.param_bytes(bits) for l in stack)
     per_stack = weights is WeightPolicy.PER_STACK
     line_bytes = sum(b.on_chip_bytes for b in buffers) - sum(_to_bytes(b.skip_buffer_pixels * b.channels, bits) for b in buffers)
     skip_bytes = sum(_to_bytes(b.skip_buffer_pixels * b.channels, bits) for b in buffers)
-    read_b, write_b, edge_b = _to_bytes(reads, bits), _to_bytes(writes, bits), _to_bytes(boundary, bits)
+    read_b, write_b = _to_bytes(_read_elements(view), bits), _to_bytes(_write_elements(view), bits)
+    edge_b = _to_bytes(_boundary_elements(view, buffers), bits)
     weight_dram = weight_bytes if per_stack else 0
     return StackCost(
         layers=tuple(l.name for l in stack), tiling=tiling, buffers=tuple(buffers),
@@ -325,6 +310,62 @@ def _stack_cost(graph: Graph, stack: Sequence[Layer], tiling: int, weights: Weig
         on_chip_bytes=line_bytes + skip_bytes + (weight_bytes if per_stack else 0),
         dram_read_bytes=read_b, dram_write_bytes=write_b, boundary_dram_bytes=edge_b,
         weight_dram_bytes=weight_dram, dram_bytes=read_b + write_b + edge_b + weight_dram)
+
+
+def _first_lines(view: _StackView) -> dict[str, float]:
+    """When each FM's first line exists, in lines of the stack's first input (the skip delays)."""
+    ready: dict[str, float] = {}
+    for layer in view.stack:
+        w = view.windows[layer.name]
+        ready[layer.output] = max((ready.get(t, 0.0) + w.ahead_scan * view.scan(view.ref) / view.scan(view.shapes[t])
+                                   for t in view.on_chip_inputs(layer)), default=0.0)
+    return ready
+
+
+def _fm_buffer(view: _StackView, t: str, ready: dict[str, float], bits: int) -> FeatureMapBuffer:
+    """The buffer of on-chip FM t: the largest line buffer over its consumers, the extra pixels a merge's
+    delay needs, and its tile-boundary pixels (Eq. 3 summed over the boundaries)."""
+    plan, s = view.plan, view.shapes[t]
+    consumers = [c for c in view.graph.consumers(t) if c.name in view.names and (t, c.name) not in view.long_skips]
+    line_px = plan.ring_width(t)
+    lb_elements = max(_consumer_elements(plan, c, view.windows[c.name], t, line_px) for c in consumers)
+    lb = ceil_div(lb_elements, s.c)
+    delay_px = max((math.ceil((ready[c.output] - ready.get(t, 0.0)) * view.scan(s) / view.scan(view.ref)
+                              * (line_px + 1) - 1e-9)
+                    for c in consumers if c.kind in _MERGE_KINDS), default=0)
+    skip = max(0, delay_px * s.c - lb_elements) // s.c
+    edge = int(plan.overlaps(t).sum()) * view.scan(s)
+    return FeatureMapBuffer(t, s.c, line_px, lb, skip, edge, _to_bytes(lb_elements + skip * s.c, bits))
+
+
+def _write_elements(view: _StackView) -> int:
+    """Elements of the tensors that leave the stack (consumed by later stacks or over long skips)."""
+    writes = 0
+    for layer in view.stack:
+        leaves = any(c.name not in view.names or (layer.output, c.name) in view.long_skips
+                     for c in view.graph.consumers(layer.output))
+        writes += layer.out_shape.elements if leaves else 0
+    return writes
+
+
+def _read_elements(view: _StackView) -> int:
+    """Elements read from DRAM: the stack's inputs from outside, plus every long-skip read."""
+    reads = 0
+    for t in dict.fromkeys(t for l in view.stack for t in l.inputs):
+        consumers = [c for c in view.graph.consumers(t) if c.name in view.names]
+        long_reads = sum((t, c.name) in view.long_skips for c in consumers)
+        regular = view.graph.producer(t).name not in view.names and len(consumers) > long_reads
+        reads += view.shapes[t].elements * (int(regular) + long_reads)
+    return reads
+
+
+def _boundary_elements(view: _StackView, buffers: list[FeatureMapBuffer]) -> int:
+    """Eq. 3 traffic: boundary columns offloaded and fetched back (only fetched for an FM from outside)."""
+    boundary = 0
+    for b in buffers:
+        copies = 2 if view.graph.producer(b.tensor).name in view.names else 1
+        boundary += copies * b.boundary_pixels * b.channels
+    return boundary
 
 
 def _consumer_elements(plan: StackPlan, consumer: Layer, window: _Window, t: str, line_px: int) -> int:

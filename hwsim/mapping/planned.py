@@ -21,7 +21,7 @@ from hwsim.hardware.schema import Accelerator
 from hwsim.mapping.phases import chunk_words, steps_block
 from hwsim.mapping.schedule import LayerSchedule, Schedule
 from hwsim.vocab import Level, Operand, StepKind
-from hwsim.workload.ir import Graph, LayerKind
+from hwsim.workload.ir import Graph, Layer, LayerKind
 
 NONE = 255
 
@@ -42,51 +42,80 @@ def planned_schedule(graph: Graph, hw: Accelerator, slots: Sequence[TensorSlot],
                      name: str = "layer_by_layer") -> Schedule:
     """The layers one after another with their tensors in `slots` (see the module docstring)."""
     glb_words = max(1, hw.glb.data_bytes // hw.word_bytes)
-    pes = hw.pe_array.pes
-    produced: dict[int, list[TensorSlot]] = {}
-    read: dict[int, list[TensorSlot]] = {}
-    freed: dict[int, list[TensorSlot]] = {}
-    for slot in slots:
-        produced.setdefault(slot.producer, []).append(slot)
-        for c in sorted(set(slot.consumers)):
-            read.setdefault(c, []).append(slot)
-        freed.setdefault(max(slot.consumers), []).append(slot)
-
-    def transfers(operand: Operand, src: Level, dst: Level, group: int, words: int, src_addr: int,
-                  dst_addr: int) -> list[tuple[int, ...]]:
-        out = []
-        done = 0
-        for chunk in chunk_words(words, glb_words):
-            out.append((StepKind.TRANSFER, operand, src, dst, group, chunk, src_addr + done if src != Level.GLB else 0,
-                        dst_addr + done if dst != Level.GLB else 0, 0, 0, 0))
-            done += chunk
-        return out
+    by_step = _slots_by_step(slots)
 
     def generate() -> Iterator[np.ndarray]:
-        rows: list[tuple[int, ...]] = []
-        for j, layer in enumerate(graph.layers):
-            for slot in produced.get(j, []):
-                rows.append((StepKind.ALLOC, Operand.OFMAP, NONE, slot.level, j, slot.words, slot.address_words,
-                             slot.buffer, 0, 0, 0))
-            if layer.kind is LayerKind.INPUT:
-                for slot in produced.get(j, []):
-                    if slot.level != Level.DRAM:
-                        rows.extend(transfers(Operand.OFMAP, Level.DRAM, slot.level, j, slot.words, 0,
-                                              slot.address_words))
-            else:
-                for slot in read.get(j, []):
-                    rows.extend(transfers(Operand.IFMAP, slot.level, Level.GLB, j, slot.words, slot.address_words, 0))
-                rows.append((StepKind.COMPUTE, Operand.IFMAP, NONE, NONE, j, 0, 0, 0, pes, layer.macs, layer.ops))
-                for slot in produced.get(j, []):
-                    rows.extend(transfers(Operand.OFMAP, Level.GLB, slot.level, j, slot.words, 0, slot.address_words))
-                if layer.kind is LayerKind.OUTPUT:
-                    rows.extend(transfers(Operand.OFMAP, Level.GLB, Level.DRAM, j, layer.in_shape.elements, 0, 0))
-            for slot in freed.get(j, []):
-                rows.append((StepKind.FREE, Operand.IFMAP, NONE, slot.level, j, slot.words, slot.address_words,
-                             slot.buffer, 0, 0, 0))
+        rows = [row for j, layer in enumerate(graph.layers)
+                for row in _step_rows(j, layer, by_step, glb_words, hw.pe_array.pes)]
         if rows:
             yield steps_block(rows)
 
     params = {"slots": len(slots), "buffers": tuple(buffer_names)}
     stack = LayerSchedule(graph.layers[0], params, generate, stack=tuple(graph.layers), pipelined=False)
     return Schedule(graph.name, hw.name, name, 1, (stack,))
+
+
+@dataclass(frozen=True)
+class _SlotsByStep:
+    """Per step (layer index): the slots it produces, the slots it reads (each once) and the slots it frees
+    (those it is the last consumer of)."""
+
+    produced: dict[int, list[TensorSlot]]
+    read: dict[int, list[TensorSlot]]
+    freed: dict[int, list[TensorSlot]]
+
+
+def _slots_by_step(slots: Sequence[TensorSlot]) -> _SlotsByStep:
+    by_step = _SlotsByStep({}, {}, {})
+    for slot in slots:
+        by_step.produced.setdefault(slot.producer, []).append(slot)
+        for c in sorted(set(slot.consumers)):
+            by_step.read.setdefault(c, []).append(slot)
+        by_step.freed.setdefault(max(slot.consumers), []).append(slot)
+    return by_step
+
+
+Row = tuple[int, ...]  # a step as `steps_block` takes it
+
+
+def _step_rows(j: int, layer: Layer, by_step: _SlotsByStep, glb_words: int, pes: int) -> list[Row]:
+    """Step j: allocate the layer's output slots, bring a network input in or run the layer, then free the
+    slots it was the last to read."""
+    rows: list[Row] = [(StepKind.ALLOC, Operand.OFMAP, NONE, slot.level, j, slot.words, slot.address_words,
+                        slot.buffer, 0, 0, 0) for slot in by_step.produced.get(j, [])]
+    if layer.kind is LayerKind.INPUT:
+        for slot in by_step.produced.get(j, []):
+            if slot.level != Level.DRAM:
+                rows.extend(_transfers(Operand.OFMAP, Level.DRAM, slot.level, j, slot.words, 0, slot.address_words,
+                                       glb_words))
+    else:
+        rows.extend(_layer_run(j, layer, by_step, glb_words, pes))
+    rows.extend((StepKind.FREE, Operand.IFMAP, NONE, slot.level, j, slot.words, slot.address_words, slot.buffer,
+                 0, 0, 0) for slot in by_step.freed.get(j, []))
+    return rows
+
+
+def _layer_run(j: int, layer: Layer, by_step: _SlotsByStep, glb_words: int, pes: int) -> list[Row]:
+    """A layer's inputs slots -> GLB, its pass on the PE array, its output GLB -> slots (and DRAM for a
+    network output)."""
+    rows: list[Row] = []
+    for slot in by_step.read.get(j, []):
+        rows.extend(_transfers(Operand.IFMAP, slot.level, Level.GLB, j, slot.words, slot.address_words, 0, glb_words))
+    rows.append((StepKind.COMPUTE, Operand.IFMAP, NONE, NONE, j, 0, 0, 0, pes, layer.macs, layer.ops))
+    for slot in by_step.produced.get(j, []):
+        rows.extend(_transfers(Operand.OFMAP, Level.GLB, slot.level, j, slot.words, 0, slot.address_words, glb_words))
+    if layer.kind is LayerKind.OUTPUT:
+        rows.extend(_transfers(Operand.OFMAP, Level.GLB, Level.DRAM, j, layer.in_shape.elements, 0, 0, glb_words))
+    return rows
+
+
+def _transfers(operand: Operand, src: Level, dst: Level, group: int, words: int, src_addr: int, dst_addr: int,
+               glb_words: int) -> list[Row]:
+    """`words` from src to dst in GLB-sized chunks (addresses advance outside the GLB)."""
+    out: list[Row] = []
+    done = 0
+    for chunk in chunk_words(words, glb_words):
+        out.append((StepKind.TRANSFER, operand, src, dst, group, chunk, src_addr + done if src != Level.GLB else 0,
+                    dst_addr + done if dst != Level.GLB else 0, 0, 0, 0))
+        done += chunk
+    return out

@@ -286,98 +286,157 @@ def _replicate_groups(first: np.ndarray, p_: ConvProblem, addr: DramLayout, g0: 
     return out
 
 
+@dataclass(frozen=True)
+class _BandLayout:
+    """One band's sizes and GLB word addresses: per channel (and fold) tile [T], per pass [P] (passes
+    outer, images inner) and per tile and pass [T, P]."""
+
+    n_img: int  # images
+    fp: int  # filters
+    cp: np.ndarray  # [T] channels
+    rp: np.ndarray  # [T] kernel rows
+    rows: np.ndarray  # [P] output grid rows
+    width: int  # output grid columns
+    image: np.ndarray  # [P] image (within the band)
+    pass_rows_in: np.ndarray  # [P] real input rows read
+    band_cols: int  # real input columns read
+    band_if: np.ndarray  # [T] ifmap words per image
+    band_psum: int  # psum (and ofmap) words per image
+    psum: np.ndarray  # [P] psum words
+    psum_addr: np.ndarray  # [P] GLB address of the psums
+    ifmap_base: int  # GLB address of the ifmaps (after the psums)
+    filter_base: int  # GLB address of the filters (the filter partition)
+    first_group: np.ndarray  # [T] step group of each tile's first pass
+    groups: np.ndarray  # [T, P] step group of each pass
+
+
+def _band_layout(p_: ConvProblem, m: RsParams, hw: Accelerator, band: _Band, chan: tuple[np.ndarray, ...],
+                 group: int) -> _BandLayout:
+    """Sizes, addresses and step groups of one band whose first pass is step group `group`."""
+    (m0, m1), (i0, i1), (y0, y1), (x0, x1) = band.m, band.images, band.y, band.x
+    c0, c1, r0, r1 = chan
+    fp, n_img, width = m1 - m0, i1 - i0, x1 - x0
+    cp = c1 - c0
+    starts, ends = (np.array(v, dtype=np.int64) for v in zip(*tiles(y1 - y0, m.y_of)))
+    starts += y0
+    ends += y0
+    rows = np.repeat(ends - starts, n_img)
+    image = np.tile(np.arange(n_img), len(starts))
+    band_cols = cols_in(p_, x0, x1)
+    band_psum = p_.out_words(fp, y0, y1, x0, x1)
+    first_group = group + np.arange(len(cp)) * len(rows)
+    return _BandLayout(
+        n_img=n_img, fp=fp, cp=cp, rp=r1 - r0, rows=rows, width=width, image=image,
+        pass_rows_in=np.repeat([rows_in(p_, s, e) for s, e in zip(starts, ends)], n_img),
+        band_cols=band_cols, band_if=cp * rows_in(p_, y0, y1) * band_cols, band_psum=band_psum,
+        psum=fp * rows * width, psum_addr=image * band_psum + (np.repeat(starts, n_img) - y0) * fp * width,
+        ifmap_base=n_img * band_psum, filter_base=hw.glb.data_bytes // hw.word_bytes,
+        first_group=first_group, groups=first_group[:, None] + np.arange(len(rows))[None, :])
+
+
+_PER_PASS = 5  # ifmap GLB → RF, psum GLB → RF, COMPUTE, psum RF → GLB, FREE filter (first pass only)
+
+
 def _band_steps(p_: ConvProblem, m: RsParams, addr: DramLayout, hw: Accelerator, band: _Band,
                 chan: tuple[np.ndarray, ...], staged: bool, group: int) -> np.ndarray:
     """One band: its psum space, then per channel (and fold) tile the filter and ifmap loads and the
     passes (K ofmap rows each, images innermost), finally the ofmaps back to DRAM.
 
-    Built as a [tiles, slots] array so a band with hundreds of channel tiles costs a few numpy calls.
+    Built as a [tiles, slots] array so a band with hundreds of channel tiles costs a few numpy calls;
+    the slots a tile does not use are dropped at the end.
     """
-    (m0, m1), (i0, i1), (y0, y1), (x0, x1) = band.m, band.images, band.y, band.x
-    c0, c1, r0, r1 = chan
-    fp, n_img, width = m1 - m0, i1 - i0, x1 - x0
-    cp, rp = c1 - c0, r1 - r0
-    T = len(cp)
-    starts, ends = (np.array(v, dtype=np.int64) for v in zip(*tiles(y1 - y0, m.y_of)))
-    starts += y0
-    ends += y0
-    rows = np.repeat(ends - starts, n_img)  # per pass: passes outer, images inner
-    image = np.tile(np.arange(n_img), len(starts))
-    pass_rows_in = np.repeat([rows_in(p_, s, e) for s, e in zip(starts, ends)], n_img)
-    P = len(rows)
-    band_cols = cols_in(p_, x0, x1)
-    band_if = cp * rows_in(p_, y0, y1) * band_cols  # [T]
-    band_psum = p_.out_words(fp, y0, y1, x0, x1)
-    ifmap_base = n_img * band_psum
-    filter_base = hw.glb.data_bytes // hw.word_bytes
-    psum = fp * rows * width  # [P]
-    psum_addr = image * band_psum + (np.repeat(starts, n_img) - y0) * fp * width
-    first_group = group + np.arange(T) * P  # [T]
-    groups = first_group[:, None] + np.arange(P)[None, :]  # [T, P]
-
-    head = 4 + n_img  # ALLOC filter, filter DRAM → GLB, filter → RF, ALLOC ifmap, ifmap loads
-    per_pass = 5  # ifmap GLB → RF, psum GLB → RF, COMPUTE, psum RF → GLB, FREE filter (first pass only)
-    slots = head + per_pass * P + 1
-    s = empty_steps(T * slots).reshape(T, slots)
-    keep = np.ones((T, slots), dtype=bool)
+    b = _band_layout(p_, m, hw, band, chan, group)
+    T, P = b.groups.shape
+    head = 4 + b.n_img  # ALLOC filter, filter DRAM → GLB, filter → RF, ALLOC ifmap, ifmap loads
+    end = head + _PER_PASS * P
+    s = empty_steps(T * (end + 1)).reshape(T, end + 1)
+    keep = np.ones((T, end + 1), dtype=bool)
     col = _Columns(s)
-    filt = fp * cp * rp * p_.S
-    filt_dram = addr.filter + ((m0 * p_.C + c0) * p_.R + r0) * p_.S
-    col.buffer(0, StepKind.ALLOC, Operand.FILTER, first_group, filt, filter_base)
-    col.transfer(1, Operand.FILTER, Level.DRAM, Level.GLB, first_group, filt, filt_dram, filter_base)
-    if staged:
-        col.transfer(2, Operand.FILTER, Level.GLB, Level.RF, first_group, filt, filter_base, 0)
-    else:
-        col.transfer(2, Operand.FILTER, Level.DRAM, Level.RF, first_group, filt, filt_dram, 0)
-        keep[:, :2] = False
-    col.buffer(3, StepKind.ALLOC, Operand.IFMAP, first_group, n_img * band_if, ifmap_base)
-    row0 = max(0, y0 * p_.U - p_.pad_top)
-    col0 = max(0, x0 * p_.V - p_.pad_left)
-    for i in range(n_img):
-        if_dram = (addr.ifmap[0] + (i0 + i) * addr.ifmap_image_words[0]
-                   + (c0 * p_.H + row0) * p_.W + col0)
-        col.transfer(4 + i, Operand.IFMAP, Level.DRAM, Level.GLB, first_group, band_if, if_dram,
-                     ifmap_base + i * band_if)
-    end = head + per_pass * P
-    passes = s[:, head:end].reshape(T, P, per_pass)
-    set_transfers(passes[:, :, 0], Operand.IFMAP, Level.GLB, Level.RF, groups, cp[:, None] * pass_rows_in * band_cols,
-                  ifmap_base + image * band_if[:, None], 0)
-    set_transfers(passes[:, :, 1], Operand.PSUM, Level.GLB, Level.RF, groups, psum, psum_addr, 0)
-    keep[0, head + 1:end:per_pass] = False  # the first tile starts its psums from zero
-    set_transfers(passes[:, :, 3], Operand.PSUM, Level.RF, Level.GLB, groups, psum, 0, psum_addr)
+    filt = _filter_loads(col, keep, p_, addr, band, chan, b, staged)
+    _ifmap_loads(col, p_, addr, band, chan, b)
+    passes = s[:, head:end].reshape(T, P, _PER_PASS)
+    _pass_transfers(passes, b)
+    keep[0, head + 1:end:_PER_PASS] = False  # the first tile starts its psums from zero
     # The staged filters leave the GLB's filter partition once the tile's first pass has them in its RFs.
-    col.buffer(head + 4, StepKind.FREE, Operand.FILTER, first_group, filt, filter_base)
-    keep[:, head + 4 + per_pass:end:per_pass] = False
+    col.buffer(head + 4, StepKind.FREE, Operand.FILTER, b.first_group, filt, b.filter_base)
+    keep[:, head + 4 + _PER_PASS:end:_PER_PASS] = False
     if not staged:
         keep[:, head + 4] = False
-    compute = passes[:, :, 2]
-    macs = (fp * cp * rp * p_.S)[:, None] * (rows * width)[None, :]
-    inter_pe = (rp * ceil_div(cp, m.q) - 1)[:, None] * psum[None, :]
+    _pass_computes(passes[:, :, 2], p_, m, b)
+    col.buffer(end, StepKind.FREE, Operand.IFMAP, b.groups[:, -1], b.n_img * b.band_if, b.ifmap_base)
+    return _with_psum_space(s[keep], p_, addr, band, b, group)
+
+
+def _filter_loads(col: _Columns, keep: np.ndarray, p_: ConvProblem, addr: DramLayout, band: _Band,
+                  chan: tuple[np.ndarray, ...], b: _BandLayout, staged: bool) -> np.ndarray:
+    """Slots 0–2 of each tile: its filters DRAM → GLB → RF (staged) or DRAM → RF; their words [T]."""
+    c0, _, r0, _ = chan
+    filt: np.ndarray = b.fp * b.cp * b.rp * p_.S
+    filt_dram = addr.filter + ((band.m[0] * p_.C + c0) * p_.R + r0) * p_.S
+    col.buffer(0, StepKind.ALLOC, Operand.FILTER, b.first_group, filt, b.filter_base)
+    col.transfer(1, Operand.FILTER, Level.DRAM, Level.GLB, b.first_group, filt, filt_dram, b.filter_base)
+    if staged:
+        col.transfer(2, Operand.FILTER, Level.GLB, Level.RF, b.first_group, filt, b.filter_base, 0)
+    else:
+        col.transfer(2, Operand.FILTER, Level.DRAM, Level.RF, b.first_group, filt, filt_dram, 0)
+        keep[:, :2] = False
+    return filt
+
+
+def _ifmap_loads(col: _Columns, p_: ConvProblem, addr: DramLayout, band: _Band, chan: tuple[np.ndarray, ...],
+                 b: _BandLayout) -> None:
+    """Slot 3 and the n_img slots after it: each tile's ifmap space and its ifmaps DRAM → GLB, per image."""
+    col.buffer(3, StepKind.ALLOC, Operand.IFMAP, b.first_group, b.n_img * b.band_if, b.ifmap_base)
+    row0 = max(0, band.y[0] * p_.U - p_.pad_top)
+    col0 = max(0, band.x[0] * p_.V - p_.pad_left)
+    for i in range(b.n_img):
+        if_dram = (addr.ifmap[0] + (band.images[0] + i) * addr.ifmap_image_words[0]
+                   + (chan[0] * p_.H + row0) * p_.W + col0)
+        col.transfer(4 + i, Operand.IFMAP, Level.DRAM, Level.GLB, b.first_group, b.band_if, if_dram,
+                     b.ifmap_base + i * b.band_if)
+
+
+def _pass_transfers(passes: np.ndarray, b: _BandLayout) -> None:
+    """Each pass's ifmap rows and psums GLB → RF, and its psums back RF → GLB ([T, P, slot] steps)."""
+    set_transfers(passes[:, :, 0], Operand.IFMAP, Level.GLB, Level.RF, b.groups,
+                  b.cp[:, None] * b.pass_rows_in * b.band_cols, b.ifmap_base + b.image * b.band_if[:, None], 0)
+    set_transfers(passes[:, :, 1], Operand.PSUM, Level.GLB, Level.RF, b.groups, b.psum, b.psum_addr, 0)
+    set_transfers(passes[:, :, 3], Operand.PSUM, Level.RF, Level.GLB, b.groups, b.psum, 0, b.psum_addr)
+
+
+def _pass_computes(compute: np.ndarray, p_: ConvProblem, m: RsParams, b: _BandLayout) -> None:
+    """Each pass's COMPUTE step ([T, P]): MACs, active PEs, RF accesses, psums passed between PEs."""
+    macs = (b.fp * b.cp * b.rp * p_.S)[:, None] * (b.rows * b.width)[None, :]
+    inter_pe = (b.rp * ceil_div(b.cp, m.q) - 1)[:, None] * b.psum[None, :]
     compute["kind"] = StepKind.COMPUTE
-    compute["group"] = groups
-    compute["active_pes"] = (ceil_div(cp, m.q) * ceil_div(fp, m.p) * rp)[:, None] * rows[None, :]
+    compute["group"] = b.groups
+    compute["active_pes"] = (ceil_div(b.cp, m.q) * ceil_div(b.fp, m.p) * b.rp)[:, None] * b.rows[None, :]
     compute["macs"] = macs
     compute["rf_filter_reads"] = macs
     compute["rf_ifmap_reads"] = macs
     compute["rf_psum_reads"] = macs
     compute["rf_psum_writes"] = macs - inter_pe
     compute["inter_pe_words"] = inter_pe
-    col.buffer(slots - 1, StepKind.FREE, Operand.IFMAP, groups[:, -1], n_img * band_if, ifmap_base)
 
-    last = int(groups[-1, -1])
-    out_words = p_.out_words(fp, y0, y1, x0, x1)
+
+def _with_psum_space(body_steps: np.ndarray, p_: ConvProblem, addr: DramLayout, band: _Band, b: _BandLayout,
+                     group: int) -> np.ndarray:
+    """The band's steps framed by its psum space (ALLOC first, FREE last), the ofmaps GLB → DRAM before
+    the FREE."""
+    (m0, _), (i0, _), (y0, _), (x0, _) = band.m, band.images, band.y, band.x
+    n_img = b.n_img
+    last = int(b.groups[-1, -1])
     out_rows, out_cols = p_.out_h or p_.E, p_.out_w or p_.F
     of_dram = (addr.ofmap + (i0 + np.arange(n_img)) * addr.ofmap_image_words
                + (m0 * out_rows + y0 * p_.up_h) * out_cols + x0 * p_.up_w)
-    body_steps = s[keep]
     out = empty_steps(len(body_steps) + n_img + 2)
     out[0] = buffer_steps(StepKind.ALLOC, Operand.PSUM, Level.GLB, np.array([group]),
-                          np.array([n_img * band_psum]), np.array([0]))[0]
+                          np.array([n_img * b.band_psum]), np.array([0]))[0]
     out[1:1 + len(body_steps)] = body_steps
     out[1 + len(body_steps):-1] = transfers(Operand.OFMAP, Level.GLB, Level.DRAM, np.full(n_img, last),
-                                            np.full(n_img, out_words), np.arange(n_img) * band_psum, of_dram)
+                                            np.full(n_img, b.band_psum), np.arange(n_img) * b.band_psum, of_dram)
     out[-1] = buffer_steps(StepKind.FREE, Operand.PSUM, Level.GLB, np.array([last]),
-                           np.array([n_img * band_psum]), np.array([0]))[0]
+                           np.array([n_img * b.band_psum]), np.array([0]))[0]
     return out
 
 
