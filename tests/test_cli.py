@@ -7,9 +7,8 @@ from pathlib import Path
 
 import onnx
 import pytest
-from onnx import TensorProto, helper
-
 from conftest import assert_one_line_error, run_hwsim
+from onnx import TensorProto, helper
 
 LIGHT = Path(os.path.dirname(onnx.__file__)) / "backend" / "test" / "data" / "light"
 LIGHT_MODELS = sorted(LIGHT.glob("*.onnx"))

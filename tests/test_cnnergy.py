@@ -7,6 +7,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from conftest import DATA, reference, reference_rows
 
 from hwsim.analytic.cnnergy import (
     CnnergyLayer,
@@ -19,8 +20,6 @@ from hwsim.analytic.cnnergy import (
 )
 from hwsim.errors import ConfigError, NetworkError
 from hwsim.hardware import load_config
-
-from conftest import DATA, reference, reference_rows
 
 EYERISS = load_config("eyeriss-v1")
 MJ = 1e9  # pJ per mJ

@@ -8,8 +8,8 @@ from itertools import chain, combinations, product
 from pathlib import Path
 
 import pytest
-
 from conftest import assert_one_line_error
+
 from hwsim.analytic.depth_first import WeightPolicy, depth_first_cost
 from hwsim.analytic.depth_first_pareto import (
     TILING_FACTORS,

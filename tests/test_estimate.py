@@ -8,10 +8,9 @@ from pathlib import Path
 
 import onnx
 import pytest
+from conftest import DATA, assert_one_line_error, reference
 
 from hwsim.workload import zoo
-
-from conftest import DATA, assert_one_line_error, reference
 
 LIGHT = sorted((Path(onnx.__file__).parent / "backend" / "test" / "data" / "light").glob("*.onnx"))
 CNNERGY_TABLE = DATA / "cnnergy-alexnet-layers.csv"

@@ -5,12 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from conftest import CONFIGS, assert_one_line_error, reference, run_hwsim
 
 from hwsim.errors import ConfigError
 from hwsim.hardware import load_config, shipped_configs
 from hwsim.hardware.units import BANDWIDTH, BYTES, CYCLES, ENERGY, parse_quantity
-
-from conftest import CONFIGS, assert_one_line_error, reference, run_hwsim
 
 EYERISS = (CONFIGS / "eyeriss-v1.yaml").read_text()
 

@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from conftest import small_zoo_graph
 
 from hwsim.analytic.integer_tiled import LayerCounts, layer_counts
 from hwsim.hardware import load_config
 from hwsim.mapping.row_stationary import rs_schedule
 from hwsim.vocab import Access, Level, Operand, StepKind
 from hwsim.workload import GraphBuilder, zoo
-
-from conftest import small_zoo_graph
 
 EYERISS = load_config("eyeriss-v1")
 R, F, U = Access.READ, Access.FILL, Access.UPDATE

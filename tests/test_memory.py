@@ -13,8 +13,8 @@ import xml.etree.ElementTree as ET
 import numpy as np
 import onnx
 import pytest
-
 from conftest import reference
+
 from hwsim.analytic.csdf import Channel, Csdf, buffer_sizes, deadlocked_actors, repetition_vector, to_csdf
 from hwsim.analytic.memplan import (
     STRATEGIES,
@@ -35,8 +35,8 @@ from hwsim.errors import HwsimError
 from hwsim.hardware import load_config
 from hwsim.mapping.phases import derive_phases, phased_graph, phased_schedule
 from hwsim.mapping.planned import TensorSlot, planned_schedule
-from hwsim.vocab import Level
 from hwsim.sim.run import simulate_to_trace
+from hwsim.vocab import Level
 from hwsim.workload import zoo
 from hwsim.workload.builder import GraphBuilder
 from hwsim.workload.network import load_network

@@ -7,7 +7,7 @@ cnnergy-alexnet.yaml, neupart.yaml, each naming its source) or hand calculation 
 from __future__ import annotations
 
 import pytest
-from conftest import assert_one_line_error
+from conftest import assert_one_line_error, reference, reference_rows
 
 from hwsim.analytic.graph_adapter import (
     ALEXNET_MEASURED,
@@ -32,7 +32,6 @@ from hwsim.analytic.neupart import (
     rlc_overhead,
     single_tensor_cuts,
 )
-from conftest import reference, reference_rows
 from hwsim.cli.cmd_partition import power_arg, rate_arg, sweep_arg
 from hwsim.errors import ConfigError
 from hwsim.hardware import load_config
@@ -78,7 +77,7 @@ def test_adapter_reproduces_the_reference_alexnet_table(alexnet) -> None:
     assert list(adapted) == list(REFERENCE_ALEXNET)  # pools, LRNs, softmax, input/output: None
     for name, (r, m, h, c, u, e, sp_if, sp_of, n) in REFERENCE_ALEXNET.items():
         layer = adapted[name]
-        assert (layer.R, layer.M, layer.H, layer.C, layer.U, layer.E) == (r, m, h, c, u, e), name
+        assert (r, m, h, c, u, e) == (layer.R, layer.M, layer.H, layer.C, layer.U, layer.E), name
         assert (layer.sp_if, layer.sp_of, layer.n) == (sp_if, sp_of, n), name
         assert layer.first_layer == (name == "conv1")
 
@@ -87,7 +86,7 @@ def test_adapter_shapes_do_not_depend_on_sparsity(alexnet) -> None:
     # Same R, M, H, C, U, E with the ReLU defaults; only the zeros (and so nothing in the shape) change.
     for layer in cnnergy_layers(alexnet, SparsityModel(), EYERISS):
         if layer is not None:
-            assert (layer.R, layer.M, layer.H, layer.C, layer.U, layer.E) == REFERENCE_ALEXNET[layer.name][:6]
+            assert REFERENCE_ALEXNET[layer.name][:6] == (layer.R, layer.M, layer.H, layer.C, layer.U, layer.E)
 
 
 def test_batch_ladder_gives_the_reference_batches() -> None:

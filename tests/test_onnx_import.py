@@ -16,10 +16,9 @@ import pytest
 from onnx import numpy_helper
 
 from hwsim.errors import NetworkError
-from hwsim.workload import GraphBuilder, LayerKind, Padding, Shape
+from hwsim.workload import GraphBuilder, LayerKind, Padding, Shape, zoo
 from hwsim.workload.ir import Graph, Layer
 from hwsim.workload.onnx_export import export_onnx
-from hwsim.workload import zoo
 from hwsim.workload.onnx_import import load_onnx
 
 LIGHT = Path(onnx.__file__).parent / "backend/test/data/light"

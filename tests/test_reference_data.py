@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-
 from conftest import DATA, reference
 
 FILES = sorted(p.name for p in DATA.iterdir() if p.suffix in (".csv", ".yaml"))

@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from conftest import small_zoo_graph
 
 from hwsim.hardware import load_config
 from hwsim.mapping.row_stationary import rs_params, rs_schedule
 from hwsim.vocab import Level, Operand, StepKind
 from hwsim.workload import GraphBuilder, LayerKind, zoo
-
-from conftest import small_zoo_graph
 
 EYERISS = load_config("eyeriss-v1")
 GLB_WORDS = 100 * 1024 // 2  # CNNergy's 100 KB ifmap+psum GLB in 16-bit words
@@ -24,7 +23,7 @@ def test_alexnet_conv1_params_by_hand() -> None:
     assert (m.folds, m.sets, m.q, m.p, m.chP, m.fP, m.rule) == (1, 1, 1, 20, 1, 20, "default")
     # The whole 55x55 ofmap band needs 1·227·227 + 20·55·55 = 112,029 words > 51,200: halve y_oc to 28
     # (119·227 + 20·28·55 = 57,813, still too big), then to 14 (63·227 + 20·14·55 = 29,701 fits).
-    assert 112_029 > GLB_WORDS and 57_813 > GLB_WORDS and 29_701 <= GLB_WORDS
+    assert GLB_WORDS < 112_029 and GLB_WORDS < 57_813 and GLB_WORDS >= 29_701
     assert (m.y_of, m.y_oc, m.x_oc, m.n) == (14, 14, 55, 1)
 
 

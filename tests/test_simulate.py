@@ -11,6 +11,7 @@ from pathlib import Path
 import h5py
 import numpy as np
 import pytest
+from conftest import REPO
 
 import hwsim.trace
 from hwsim.analytic.estimate import estimate_network
@@ -20,8 +21,6 @@ from hwsim.mapping.row_stationary import rs_schedule
 from hwsim.metrics import derive
 from hwsim.sim.run import simulate_to_trace
 from hwsim.workload import GraphBuilder, zoo
-
-from conftest import REPO
 
 EYERISS = load_config("eyeriss-v1")
 

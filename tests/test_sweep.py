@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 import yaml
-
 from conftest import CONFIGS, REPO, assert_one_line_error, reference
+
 from hwsim.analytic.estimate import estimate_network
 from hwsim.errors import ConfigError
 from hwsim.hardware import load_config

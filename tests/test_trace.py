@@ -14,8 +14,7 @@ import pytest
 
 import hwsim.trace
 from hwsim.errors import HwsimError
-from hwsim.trace import (OCCUPANCY_DTYPE, OPERANDS, OPS, RECORD_DTYPE, TraceError, TraceWriter, attrs_json,
-                         empty_records)
+from hwsim.trace import OCCUPANCY_DTYPE, OPERANDS, OPS, RECORD_DTYPE, TraceError, TraceWriter, attrs_json, empty_records
 
 LAYERS = ("conv1", "conv2", "fc")
 BUFFERS = ("glb_ifmap", "glb_psum")
@@ -211,10 +210,9 @@ def test_abort_deletes_the_temporary_and_refuses_close(tmp_path: Path) -> None:
 
 
 def test_aborted_rewrite_keeps_the_old_trace(sample: Path) -> None:
-    with pytest.raises(RuntimeError):
-        with TraceWriter(sample, ["glb"], LAYERS, BUFFERS, {"network": "vgg16"}) as writer:
-            writer.append("glb", records(GLB[:1]))
-            raise RuntimeError("stop")
+    with pytest.raises(RuntimeError), TraceWriter(sample, ["glb"], LAYERS, BUFFERS, {"network": "vgg16"}) as writer:
+        writer.append("glb", records(GLB[:1]))
+        raise RuntimeError("stop")
     with hwsim.trace.open(sample) as trace:
         assert trace.attrs["network"] == "alexnet" and trace.n_records("glb") == 10
     with TraceWriter(sample, ["glb"], LAYERS, BUFFERS, {"network": "vgg16"}) as writer:

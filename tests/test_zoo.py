@@ -12,8 +12,8 @@ from __future__ import annotations
 import math
 
 import pytest
-
 from conftest import reference, reference_rows
+
 from hwsim.errors import NetworkError, ShapeError
 from hwsim.workload import zoo
 from hwsim.workload.ir import Graph, LayerKind, Shape

@@ -17,13 +17,13 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from hwsim.analytic.depth_first_pareto import depth_first_pareto  # noqa: E402
-from hwsim.check.depth_first import check_point  # noqa: E402
-from hwsim.flows.depth_first import NAMED_POINTS  # noqa: E402
-from hwsim.hardware import load_config  # noqa: E402
-from hwsim.mapping.depth_first import DepthFirstMapping  # noqa: E402
-from hwsim.trace import open as open_trace  # noqa: E402
-from hwsim.workload.network import load_network  # noqa: E402
+from hwsim.analytic.depth_first_pareto import depth_first_pareto
+from hwsim.check.depth_first import check_point
+from hwsim.flows.depth_first import NAMED_POINTS
+from hwsim.hardware import load_config
+from hwsim.mapping.depth_first import DepthFirstMapping
+from hwsim.trace import open as open_trace
+from hwsim.workload.network import load_network
 
 TARGET_S = 300.0
 

@@ -10,8 +10,12 @@ from __future__ import annotations
 
 import time
 
-from hwsim.analytic.depth_first import WeightPolicy, depth_first_cost, layer_by_layer_dram_bytes, \
-    layer_by_layer_on_chip_bytes
+from hwsim.analytic.depth_first import (
+    WeightPolicy,
+    depth_first_cost,
+    layer_by_layer_dram_bytes,
+    layer_by_layer_on_chip_bytes,
+)
 from hwsim.analytic.depth_first_pareto import (
     DepthFirstPareto,
     Gain,

@@ -25,9 +25,9 @@ from hwsim.analytic.estimate import estimate_network
 from hwsim.hardware import load_config
 from hwsim.hardware.schema import Accelerator
 from hwsim.mapping.row_stationary import rs_schedule
-from hwsim.vocab import Access, Level, Operand
 from hwsim.metrics import derive
 from hwsim.sim.run import simulate_to_trace
+from hwsim.vocab import Access, Level, Operand
 from hwsim.workload import zoo
 from hwsim.workload.ir import Graph
 

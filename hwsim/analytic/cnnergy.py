@@ -87,7 +87,7 @@ class CnnergyLayer:
         if self.H < self.R:
             raise NetworkError(f"layer {self.name!r}: padded ifmap H={self.H} is smaller than the filter R={self.R}")
         expected_e = (self.H - self.R) // self.U + 1
-        if self.E != expected_e:
+        if expected_e != self.E:
             raise NetworkError(f"layer {self.name!r}: E={self.E} but (H - R) // U + 1 = {expected_e}; "
                                f"H must be the padded ifmap size")
 

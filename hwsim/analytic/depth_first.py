@@ -71,8 +71,17 @@ from hwsim.mapping.depth_first import (
 from hwsim.vocab import ceil_div
 from hwsim.workload.ir import SUPPORTED_BITS, Graph, Layer, LayerKind, Shape
 
-__all__ = ["Cut", "DepthFirstError", "WeightPolicy", "split_stacks", "boundary_pixels", "line_buffer_pixels",
-           "layer_by_layer_dram_bytes", "layer_by_layer_on_chip_bytes", "depth_first_cost"]
+__all__ = [
+    "Cut",
+    "DepthFirstError",
+    "WeightPolicy",
+    "boundary_pixels",
+    "depth_first_cost",
+    "layer_by_layer_dram_bytes",
+    "layer_by_layer_on_chip_bytes",
+    "line_buffer_pixels",
+    "split_stacks",
+]
 
 _WINDOW_KINDS = frozenset({LayerKind.CONV, LayerKind.MAX_POOL, LayerKind.AVG_POOL})
 _GLOBAL_KINDS = frozenset({LayerKind.GLOBAL_AVG_POOL, LayerKind.GLOBAL_MAX_POOL, LayerKind.FC})

@@ -30,6 +30,7 @@ from hwsim.mapping.row_stationary import WEIGHTED, conv_problem, rs_params
 from hwsim.vocab import LEVEL_NAMES, OPERAND_NAMES, Access, Level, Operand
 from hwsim.workload.ir import Graph, Layer, LayerKind
 
+
 @dataclass(frozen=True)
 class LatencyBound:
     """Cycles each resource needs for one layer; the layer takes at least the largest."""

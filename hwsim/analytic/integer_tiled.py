@@ -46,6 +46,7 @@ from hwsim.mapping.row_stationary import (
 from hwsim.vocab import ACCESS_SHAPE, Access, Level, Operand, ceil_div
 from hwsim.workload.ir import Graph, Layer
 
+
 @dataclass(frozen=True)
 class LayerCounts:
     """What one layer's schedule does, in words, operations and cycles (whole batch)."""

@@ -36,7 +36,7 @@ import numpy as np
 
 from hwsim.errors import HwsimError
 from hwsim.mapping.planned import TensorSlot
-from hwsim.vocab import ceil_div, Level
+from hwsim.vocab import Level, ceil_div
 from hwsim.workload.ir import Graph
 
 STRATEGIES = ("edge", "reuse", "greedy", "ceva", "bound")

@@ -14,10 +14,10 @@ import difflib
 import functools
 import sys
 import typing
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from collections.abc import Mapping
-from typing import Any, Iterator
+from typing import Any
 
 import yaml
 
@@ -330,4 +330,4 @@ def from_dict(data: Mapping[str, Any], cls: type = Accelerator) -> Any:
     return cls(**values)
 
 
-__all__ = ["Overrides", "load_config", "parse_config", "check_overrides", "resolve_config", "shipped_configs", "describe", "to_dict", "from_dict"]
+__all__ = ["Overrides", "check_overrides", "describe", "from_dict", "load_config", "parse_config", "resolve_config", "shipped_configs", "to_dict"]

@@ -257,7 +257,7 @@ def phased_schedule(pg: PhasedGraph, hw: Accelerator, levels: Mapping[int, Level
         if rows:
             yield steps_block(rows)
 
-    params = {"phases": dict(pg.phases), "firings": int(len(order)), "buffers": buffer_names,
+    params = {"phases": dict(pg.phases), "firings": len(order), "buffers": buffer_names,
               "edges": [e.name for e in pg.edges]}
     stack = LayerSchedule(layers[0], params, generate, stack=tuple(layers), pipelined=False)
     return Schedule(pg.graph.name, hw.name, name, 1, (stack,))

@@ -117,7 +117,7 @@ def _rf_rules(p_: ConvProblem, hw: Accelerator, r_fold: int) -> tuple[int, int, 
     p = max(1, min(rf.psum_words, (rf.filter_words // p_.S) // q))
     if q >= p_.C:
         chP, fP, rule = p_.C, p * sets, "1"
-    elif p_.C < q * sets:
+    elif q * sets > p_.C:
         chP, fP, rule = p_.C, p * max(1, sets // ceil_div(p_.C, q)), "2"
     else:
         chP, fP, rule = q * sets, p, "default"

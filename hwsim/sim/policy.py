@@ -82,12 +82,12 @@ class FirstComeFirstServed(Scheduler):
     name = "fcfs"
 
     def start_cycle(self, request_cycle: int, free_at_cycle: int) -> int:
-        return request_cycle if request_cycle >= free_at_cycle else free_at_cycle
+        return max(request_cycle, free_at_cycle)
 
     def pick_server(self, ready_cycle: int, free_at_cycles: Sequence[int]) -> tuple[int, int]:
         if len(free_at_cycles) == 1:
             free_at = free_at_cycles[0]
-            return 0, ready_cycle if ready_cycle >= free_at else free_at
+            return 0, max(ready_cycle, free_at)
         start = max(ready_cycle, min(free_at_cycles))
         server, server_free = 0, -1
         for i, free_at in enumerate(free_at_cycles):

@@ -106,4 +106,4 @@ def _dask_rows(client: object, futures: list[object]) -> Iterator[Row]:
         client.close()  # type: ignore[attr-defined]
 
 
-__all__ = ["local_rows", "dask_rows", "EXECUTORS"]
+__all__ = ["EXECUTORS", "dask_rows", "local_rows"]

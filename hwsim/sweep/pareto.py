@@ -79,4 +79,4 @@ def plot_front(rows: Sequence[Row], front: Sequence[int], x: str, y: str, title:
     plt.close(fig)
 
 
-__all__ = ["pareto_front", "plot_front", "column", "ALIASES"]
+__all__ = ["ALIASES", "column", "pareto_front", "plot_front"]

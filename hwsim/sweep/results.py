@@ -17,8 +17,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import IO
 
-from hwsim.files import write_atomically
 from hwsim.errors import SweepError
+from hwsim.files import write_atomically
 from hwsim.sweep.run import HARDWARE_COLUMNS, METRIC_COLUMNS
 
 Row = dict[str, object]
@@ -171,4 +171,4 @@ def _cell(text: str | None) -> int | float | None:
     return None if math.isnan(value) else value
 
 
-__all__ = ["read_log", "PointLog", "table_format", "write_table", "results_path", "read_table", "LOG_NAME"]
+__all__ = ["LOG_NAME", "PointLog", "read_log", "read_table", "results_path", "table_format", "write_table"]

@@ -119,4 +119,4 @@ def evaluate(point: Point, trace_dir: str | None) -> Row:
     return row
 
 
-__all__ = ["evaluate", "point_row", "point_hardware", "table_columns", "is_axis_column", "OK", "ERROR"]
+__all__ = ["ERROR", "OK", "evaluate", "is_axis_column", "point_hardware", "point_row", "table_columns"]

@@ -396,5 +396,16 @@ def _points(shown: str, configs: tuple[BaseConfig, ...], networks: tuple[Network
     return tuple(points)
 
 
-__all__ = ["Sweep", "Point", "Outputs", "BaseConfig", "NetworkSpec", "load_sweep", "parse_sweep", "point_id",
-           "BATCH", "GLB_DATA_SIZE", "MODES"]
+__all__ = [
+    "BATCH",
+    "GLB_DATA_SIZE",
+    "MODES",
+    "BaseConfig",
+    "NetworkSpec",
+    "Outputs",
+    "Point",
+    "Sweep",
+    "load_sweep",
+    "parse_sweep",
+    "point_id",
+]

@@ -9,8 +9,17 @@
 """
 
 from hwsim.trace.reader import Trace, open  # shadows the builtin here only: callers write hwsim.trace.open
-from hwsim.trace.schema import (OCCUPANCY_DTYPE, OPERANDS, OPS, RECORD_DTYPE, TRACE_VERSION, UNITS,
-                                TraceError, empty_occupancy, empty_records)
+from hwsim.trace.schema import (
+                                OCCUPANCY_DTYPE,
+                                OPERANDS,
+                                OPS,
+                                RECORD_DTYPE,
+                                TRACE_VERSION,
+                                UNITS,
+                                TraceError,
+                                empty_occupancy,
+                                empty_records,
+)
 from hwsim.trace.writer import TraceWriter, attrs_json
 from hwsim.vocab import TRACE_LEVELS
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from hwsim.errors import HwsimError
-from hwsim.vocab import OP_NAMES, TRACE_LEVELS, TRACE_OPERAND_NAMES
+from hwsim.vocab import OP_NAMES, TRACE_OPERAND_NAMES
 
 TRACE_VERSION = 2  # bumped when a reader of the old layout would misread the new one (2: 16-bit buffer ids)
 

@@ -32,8 +32,16 @@ import h5py
 import numpy as np
 
 from hwsim.trace._codec import DEFLATE_LEVEL, deflate, opaque, shuffle_chunk, worker_threads
-from hwsim.trace.schema import (MAX_BUFFERS, OCCUPANCY_DTYPE, OPERANDS, OPS, RECORD_DTYPE,
-                                TRACE_VERSION, UNITS, TraceError)
+from hwsim.trace.schema import (
+    MAX_BUFFERS,
+    OCCUPANCY_DTYPE,
+    OPERANDS,
+    OPS,
+    RECORD_DTYPE,
+    TRACE_VERSION,
+    UNITS,
+    TraceError,
+)
 from hwsim.vocab import TRACE_LEVELS
 
 AttrValue = str | int | float | bool

@@ -13,8 +13,8 @@ from __future__ import annotations
 import difflib
 import operator
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 from hwsim.errors import NetworkError
 from hwsim.workload.ir import Graph

@@ -9,7 +9,7 @@ shortcut, as in torchvision's forward() and the ONNX Model Zoo graph.
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 from hwsim.workload.builder import GraphBuilder
 from hwsim.workload.ir import Graph
