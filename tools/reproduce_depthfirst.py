@@ -74,7 +74,8 @@ def main() -> None:
             mbw = min_bandwidth_gain(graph, r.front)
             mem = memory_gain(graph, r.front)
             tile = tiling_gain(r.front, r.untiled_front)
-            print(f"{name:22}{res:4}{seconds:6.1f}s{len(r.front):6} {m(best.dram_bytes):>15} / {m(best.on_chip_bytes):>14}"
+            print(f"{name:22}{res:4}{seconds:6.1f}s{len(r.front):6} "
+                  f"{m(best.dram_bytes):>15} / {m(best.on_chip_bytes):>14}"
                   f"{m(mbw.reference_bytes):>14}{mbw.ratio:>11,.0f}x{mem.ratio if mem else 0:>10,.0f}x"
                   f"{tile.ratio if tile else 0:>11,.1f}x  {PAPER.get((name, res), '')}")
             if tile:
@@ -103,7 +104,8 @@ def main() -> None:
         fmb = max(s.line_buffer_bytes + s.skip_buffer_bytes for s in feats.stacks)
         print(f"  {bits:2}-bit: layer-by-layer with no on-chip memory {lbl0 / 2**20:.1f} MiB -> depth-first "
               f"{best.dram_bytes / 2**20:.2f} MiB; feature buffers {fmb / 1024:.0f} KiB "
-              f"(362 KB / ours = {362 * 1000 / fmb:.1f}x; paper: about 3x), with weights {best.on_chip_bytes / 1024:.0f} KiB")
+              f"(362 KB / ours = {362 * 1000 / fmb:.1f}x; paper: about 3x), "
+              f"with weights {best.on_chip_bytes / 1024:.0f} KiB")
 
 
 if __name__ == "__main__":

@@ -235,7 +235,8 @@ def depth_first_cost(graph: Graph, cuts: Sequence[Cut] = (), tiling: int | Seque
     stacks = split_stacks(graph, cuts)
     factors = [tiling] * len(stacks) if isinstance(tiling, int) else list(tiling)
     if len(factors) != len(stacks):
-        raise DepthFirstError(f"{graph.name}: {len(factors)} tiling factors for {len(stacks)} stacks; give one per stack")
+        raise DepthFirstError(f"{graph.name}: {len(factors)} tiling factors for {len(stacks)} stacks; "
+                              "give one per stack")
     for stack, factor in zip(stacks, factors):
         if not isinstance(factor, int) or factor < 1:
             raise DepthFirstError(f"{graph.name}: stack ending at layer {stack[-1].name!r} has tiling factor "
@@ -291,7 +292,8 @@ class _StackView:
         return [t for t in dict.fromkeys(layer.inputs) if (t, layer.name) not in self.long_skips]
 
 
-def _stack_view(graph: Graph, stack: Sequence[Layer], tiling: int, long_skips: frozenset[tuple[str, str]]) -> _StackView:
+def _stack_view(graph: Graph, stack: Sequence[Layer], tiling: int,
+                long_skips: frozenset[tuple[str, str]]) -> _StackView:
     ref = stack[0].in_shape
     scan_rows = ref.w <= ref.h
     shapes = {t: s for l in stack for t, s in zip(l.inputs, l.in_shapes)} | {l.output: l.out_shape for l in stack}
@@ -305,11 +307,12 @@ def _stack_cost(graph: Graph, stack: Sequence[Layer], tiling: int, weights: Weig
     """Buffers (Eqs. 1–2 and skip delays), DRAM traffic (stack I/O, long skips, Eq. 3) and weights of one stack."""
     view = _stack_view(graph, stack, tiling, long_skips)
     ready = _first_lines(view)
-    buffers = [_fm_buffer(view, t, ready, bits) for t in dict.fromkeys(t for l in stack for t in view.on_chip_inputs(l))]
+    buffers = [_fm_buffer(view, t, ready, bits)
+               for t in dict.fromkeys(t for l in stack for t in view.on_chip_inputs(l))]
     weight_bytes = sum(l.param_bytes(bits) for l in stack)
     per_stack = weights is WeightPolicy.PER_STACK
-    line_bytes = sum(b.on_chip_bytes for b in buffers) - sum(_to_bytes(b.skip_buffer_pixels * b.channels, bits) for b in buffers)
     skip_bytes = sum(_to_bytes(b.skip_buffer_pixels * b.channels, bits) for b in buffers)
+    line_bytes = sum(b.on_chip_bytes for b in buffers) - skip_bytes
     read_b, write_b = _to_bytes(_read_elements(view), bits), _to_bytes(_write_elements(view), bits)
     edge_b = _to_bytes(_boundary_elements(view, buffers), bits)
     weight_dram = weight_bytes if per_stack else 0

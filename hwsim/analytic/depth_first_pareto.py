@@ -226,7 +226,7 @@ def _key(p: _Partial) -> tuple[int, int]:
 
 def _extend(partials: Sequence[_Partial], start: int, stop: int, options: Sequence[StackOption]) -> list[_Partial]:
     return [_Partial(max(p.on_chip_bytes, o.on_chip_bytes), p.dram_bytes + o.dram_bytes,
-                     p.stacks + ((start, stop, o.tiling),)) for p in partials for o in options]
+                     (*p.stacks, (start, stop, o.tiling))) for p in partials for o in options]
 
 
 def _exhaustive(table: StackTable, weights: WeightPolicy, tilings: frozenset[int]) -> list[_Partial]:
@@ -317,7 +317,7 @@ def paper_greedy_points(graph: Graph, cuts: Sequence[str], weights: WeightPolicy
         largest = max(range(n_stacks), key=lambda s: cost.stacks[s].on_chip_bytes)
         if tiling[largest] * 2 > max_tiling:
             break
-        trial = tiling[:largest] + [tiling[largest] * 2] + tiling[largest + 1:]
+        trial = [*tiling[:largest], tiling[largest] * 2, *tiling[largest + 1:]]
         next_cost = depth_first_cost(graph, cuts, trial, weights, bits, max_short_skip_layers)
         if next_cost.on_chip_bytes >= cost.on_chip_bytes:
             break

@@ -78,4 +78,5 @@ def bytes_arg(text: str) -> int:
     return value
 
 
-__all__ = ["add_network_arguments", "add_run_arguments", "bytes_arg", "fraction_arg", "input_size_arg", "positive_float", "positive_int"]
+__all__ = ["add_network_arguments", "add_run_arguments", "bytes_arg", "fraction_arg", "input_size_arg",
+           "positive_float", "positive_int"]

@@ -90,8 +90,8 @@ def _bits(args: argparse.Namespace) -> int:
 def point_record(f: FrontPoint) -> dict[str, Any]:
     p = f.point
     return {"on_chip_bytes": p.on_chip_bytes, "dram_bytes": p.dram_bytes, "cuts": list(p.cuts),
-            "tiling": list(p.tiling), "weights": str(p.weights), "layer_by_layer_dram_bytes": f.layer_by_layer_dram_bytes,
-            "bandwidth_gain": f.bandwidth_gain}
+            "tiling": list(p.tiling), "weights": str(p.weights),
+            "layer_by_layer_dram_bytes": f.layer_by_layer_dram_bytes, "bandwidth_gain": f.bandwidth_gain}
 
 
 def _gain_record(g: Gain | None) -> dict[str, Any] | None:

@@ -151,7 +151,8 @@ def _print_memplan(study: MemoryStudy, rows: list[dict[str, Any]]) -> None:
         sim = r.get("simulation")
         t.add_row(r["strategy"], format_bytes(r["total_bytes"]), f"{r['ratio_to_bound']:.3f}", str(r["buffers"]),
                   ("yes" if l2["fits_entirely"] else "no") if l2 else "",
-                  format_bytes(l2["l2_traffic_bytes"]) if l2 else "", format_bytes(l2["ddr_traffic_bytes"]) if l2 else "",
+                  format_bytes(l2["l2_traffic_bytes"]) if l2 else "",
+                  format_bytes(l2["ddr_traffic_bytes"]) if l2 else "",
                   ("" if sim is None else ("equal" if sim["ok"] else "[red]DIFFERS[/]")
                    + (f", {sim['latency_s'] * 1e3:.3f} ms" if sim else "")))
     console().print(t)

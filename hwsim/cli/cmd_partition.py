@@ -92,7 +92,7 @@ def sweep_arg(text: str) -> list[float]:
         raise argparse.ArgumentTypeError(f"{text!r}: {count + 1} rates; use a step that gives at most "
                                          f"{10 * MAX_SWEEP_POINTS}")
     rates = [low + k * step for k in range(count + 1)]
-    return rates if math.isclose(rates[-1], high) else rates + [high]
+    return rates if math.isclose(rates[-1], high) else [*rates, high]
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:

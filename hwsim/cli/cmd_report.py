@@ -95,12 +95,14 @@ def render(path: str, attrs: dict[str, Any], metrics: TraceMetrics, figures: dic
                     f"<td>{format_count(l.compute.macs)}</td><td>{l.utilization:.2f}</td>"
                     f"<td>{sum(l.energy_pj.values()) / 1e6:,.1f}</td>"
                     f"<td>{format_bytes(dram_words * hw.word_bytes)}</td></tr>")
-    energy_rows = "".join(f"<tr><td>{e(c)}</td><td>{pj / 1e6:,.1f}</td><td>{pj / max(1e-12, sum(total_pj.values())):.1%}</td></tr>"
+    all_pj = max(1e-12, sum(total_pj.values()))
+    energy_rows = "".join(f"<tr><td>{e(c)}</td><td>{pj / 1e6:,.1f}</td><td>{pj / all_pj:.1%}</td></tr>"
                           for c, pj in total_pj.items() if pj)
     status_class = {"PASS": "pass", "FAIL": "fail"}.get(check["status"], "na")
     config = "".join(f"<tr><td>{e(k)}</td><td>{e(v)}</td></tr>" for k, v in _config_rows(attrs))
     hardware_json = e(json.dumps(json.loads(attrs.get("hardware_json", "{}")), indent=2))
-    images = "".join(f"<h2>{e(kind.capitalize())}</h2><img alt='{e(kind)}' src='{uri}'>" for kind, uri in figures.items())
+    images = "".join(f"<h2>{e(kind.capitalize())}</h2><img alt='{e(kind)}' src='{uri}'>"
+                     for kind, uri in figures.items())
     return f"""<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>hwsim report: {e(str(attrs.get('network')))} on {e(hw.name)}</title>
 <style>{STYLE}</style></head><body>

@@ -60,7 +60,8 @@ def document(sim: Simulation) -> dict[str, Any]:
         })
     t = sim.totals
     return {"network": sim.metrics.network, "hardware": sim.hardware.name, "batch": sim.metrics.batch,
-            "trace": str(sim.trace), "cycles": sim.result.cycles, "latency_s": sim.result.cycles / sim.hardware.clock_hz,
+            "trace": str(sim.trace), "cycles": sim.result.cycles,
+            "latency_s": sim.result.cycles / sim.hardware.clock_hz,
             "layers": layers,
             "totals": {"energy_pj": dict(t.energy_by_component_pj), "dram_bytes": t.dram_bytes, "macs": t.macs},
             "peak_occupancy_bytes": dict(sim.peak_occupancy_bytes), "traced_levels": sorted(sim.levels),

@@ -79,7 +79,8 @@ def run_export(args: argparse.Namespace) -> int:
             with open(tmp, "w") as f:
                 counts.update(write_perfetto(trace, f, args.layer, args.cycles, args.max_events))
         write_atomically(args.perfetto, write)
-    left_out = f"; {format_count(counts['dropped'])} left out (raise --max-events or filter)" if counts["dropped"] else ""
+    left_out = (f"; {format_count(counts['dropped'])} left out (raise --max-events or filter)"
+                if counts["dropped"] else "")
     console().print(f"{format_count(counts['events'])} access events written to {args.perfetto}{left_out}; "
                     "open it in ui.perfetto.dev")
     return 0
@@ -89,7 +90,8 @@ def run_plot(args: argparse.Namespace) -> int:
     require_matplotlib()
     fmt = Path(args.out).suffix.lstrip(".") or "png"
     with hwsim.trace.open(args.file) as trace:
-        plot(trace, args.kind, lambda fig: write_atomically(args.out, lambda tmp: fig.savefig(tmp, dpi=120, format=fmt)))
+        plot(trace, args.kind,
+             lambda fig: write_atomically(args.out, lambda tmp: fig.savefig(tmp, dpi=120, format=fmt)))
     console().print(f"{args.kind} plot of {args.file} written to {args.out}")
     return 0
 

@@ -162,7 +162,8 @@ def study_phases(network: NetworkLike, hw: HardwareLike, bits: int | None = None
     if trace_dir is not None:
         simulation = {"one_phase": simulate_phased(single, accelerator,
                                                    trace_path(trace_dir, graph, accelerator, "one-phase")),
-                      "phased": simulate_phased(phased, accelerator, trace_path(trace_dir, graph, accelerator, "phased"))}
+                      "phased": simulate_phased(phased, accelerator,
+                                                trace_path(trace_dir, graph, accelerator, "phased"))}
     return PhasesStudy(graph.name, accelerator, bits, rule, phases, single, phased, csdf, simulation)
 
 

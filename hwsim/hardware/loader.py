@@ -174,7 +174,7 @@ def _check_number(value: float, info: ParamInfo, where: str) -> float | int:
     if info.integer:
         if abs(value - round(value)) > 1e-9 * max(1.0, abs(value)):
             raise ConfigError(f"{where}: {value:g} must be a whole number ({info.dim.base if info.dim else ''})")
-        return int(round(value))
+        return round(value)
     return value
 
 
@@ -330,4 +330,5 @@ def from_dict(data: Mapping[str, Any], cls: type = Accelerator) -> Any:
     return cls(**values)
 
 
-__all__ = ["Overrides", "check_overrides", "describe", "from_dict", "load_config", "parse_config", "resolve_config", "shipped_configs", "to_dict"]
+__all__ = ["Overrides", "check_overrides", "describe", "from_dict", "load_config", "parse_config", "resolve_config",
+           "shipped_configs", "to_dict"]

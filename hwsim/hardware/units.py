@@ -47,7 +47,8 @@ FRACTION = Dimension("fraction", "", {"%": 0.01}, True, "0.15", "")
 # Per-cycle dimensions: a per-second or per-time value is converted with the clock.
 BANDWIDTH = Dimension("bandwidth", "B/cycle",
                       {"B/cycle": 1.0, "bytes/cycle": 1.0, "bit/cycle": 1 / 8,
-                       "B/s": -1.0, "kB/s": -1e3, "MB/s": -1e6, "GB/s": -1e9}, False, "16 B/cycle or 12.8 GB/s", "_bytes_per_cycle")
+                       "B/s": -1.0, "kB/s": -1e3, "MB/s": -1e6, "GB/s": -1e9},
+                      False, "16 B/cycle or 12.8 GB/s", "_bytes_per_cycle")
 CYCLES = Dimension("latency", "cycles", {"cycles": 1.0, "cycle": 1.0, "ns": -1e-9, "us": -1e-6}, True,
                    "100 cycles or 50 ns", "_cycles")
 

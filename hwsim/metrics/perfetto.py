@@ -62,7 +62,8 @@ def write_perfetto(trace: Trace, out: IO[str], layer: Code | None = None, window
         emit({"ph": "M", "name": "thread_name", "pid": PID, "tid": CHANNEL_TID0 + c,
               "args": {"name": f"dram channel {c}"}})
     for o, operand in enumerate(trace.operands):
-        emit({"ph": "M", "name": "thread_name", "pid": PID, "tid": BUS_TID0 + o, "args": {"name": f"noc {operand} bus"}})
+        emit({"ph": "M", "name": "thread_name", "pid": PID, "tid": BUS_TID0 + o,
+              "args": {"name": f"noc {operand} bus"}})
     for event in _layer_events(trace, us_per_cycle):
         emit(event)
     written = dropped = 0

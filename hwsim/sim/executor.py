@@ -55,6 +55,7 @@ from abc import ABC, abstractmethod
 from collections import deque
 from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass
+from itertools import pairwise
 from typing import Any
 
 import numpy as np
@@ -130,7 +131,7 @@ class StepRunner:
         if src != _RF:
             end = max(end, self._side(src, True, s[SRC_ADDR], words, READ, operand, index, at))
         if dst != _RF:
-            outward = dst < src and (operand == _PSUM or operand == _OFMAP)
+            outward = dst < src and operand in (_PSUM, _OFMAP)
             end = max(end, self._side(dst, False, s[DST_ADDR], words, UPDATE if outward else FILL, operand, index,
                                       at))
         if src == _RF or dst == _RF:  # the RF end rides the NoC
@@ -275,7 +276,7 @@ def _groups(layer: LayerSchedule) -> Iterator[Group]:
         steps = block.tolist()
         cuts = np.flatnonzero(np.diff(block["group"])) + 1
         bounds = [0, *cuts.tolist(), len(steps)]
-        for a, b in zip(bounds[:-1], bounds[1:]):
+        for a, b in pairwise(bounds):
             part = steps[a:b]
             if pending and pending[0][GROUP] == part[0][GROUP]:
                 pending.extend(part)

@@ -42,8 +42,8 @@ def named_buffers(schedule: Schedule) -> tuple[str, ...]:
     return tuple(f"line_buffer.ring{k}" for k in range(rings))
 
 
-def simulate_to_trace(schedule: Schedule, hw: Accelerator, path: str | Path, levels: frozenset[str] = frozenset(SIM_LEVELS),
-                      ifmap_zeros: Mapping[str, float] | None = None,
+def simulate_to_trace(schedule: Schedule, hw: Accelerator, path: str | Path,
+                      levels: frozenset[str] = frozenset(SIM_LEVELS), ifmap_zeros: Mapping[str, float] | None = None,
                       progress: Callable[[int, LayerRun], None] | None = None,
                       per_transaction: frozenset[str] = frozenset()) -> SimResult:
     """Run `schedule` and write every record of `levels` to the trace at `path` (complete only on success);

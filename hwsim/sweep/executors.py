@@ -98,7 +98,7 @@ def _dask_rows(client: object, futures: list[object]) -> Iterator[Row]:
         for future in dask_completed(futures):
             try:
                 yield future.result()
-            except Exception as exc:  # a worker lost: the point was not evaluated, so it is not recorded
+            except Exception as exc:  # noqa: BLE001 - a worker lost: the point was not evaluated, so it is not recorded
                 raise SweepError(f"a Dask worker failed ({type(exc).__name__}: {exc}); rerun the sweep to "
                                  "finish the missing points") from None
     finally:

@@ -15,7 +15,7 @@ import math
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from types import TracebackType
-from typing import IO
+from typing import IO, Self
 
 from hwsim.errors import SweepError
 from hwsim.files import write_atomically
@@ -72,7 +72,7 @@ class PointLog:
     def close(self) -> None:
         self._file.close()
 
-    def __enter__(self) -> PointLog:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, kind: type[BaseException] | None, value: BaseException | None,
@@ -132,7 +132,8 @@ def results_path(spec: str) -> Path:
                 return path / f"{TABLE_STEM}.{fmt}"
         raise SweepError(f"{spec}: no {TABLE_STEM}.parquet or {TABLE_STEM}.csv here; run hwsim sweep FILE --out {spec}")
     if not path.is_file():
-        raise SweepError(f"{spec}: no such results table; give results.parquet, results.csv or the sweep's --out folder")
+        raise SweepError(f"{spec}: no such results table; "
+                         "give results.parquet, results.csv or the sweep's --out folder")
     return path
 
 
@@ -142,11 +143,13 @@ def read_table(path: Path) -> list[Row]:
     if path.suffix == ".parquet":
         if not has_pyarrow():
             raise SweepError(f"{path}: reading Parquet needs pyarrow; pip install pyarrow")
+        import pyarrow as pa
         import pyarrow.parquet as pq
 
         try:
-            return pq.read_table(path).to_pylist()
-        except Exception as exc:  # pyarrow raises several types for a damaged file
+            rows: list[Row] = pq.read_table(path).to_pylist()
+            return rows
+        except (pa.ArrowException, OSError) as exc:  # a damaged file: ArrowInvalid, or OSError from a bad page
             raise SweepError(f"{path}: not a readable Parquet table ({exc}); rerun the sweep to rewrite it") from None
     try:
         with path.open(newline="", encoding="utf-8") as f:

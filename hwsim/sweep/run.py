@@ -113,7 +113,7 @@ def evaluate(point: Point, trace_dir: str | None) -> Row:
         row.update(_metrics_row(totals, hw, point.batch))
     except HwsimError as exc:  # bad input for this point only, e.g. a layer that cannot fit
         row["status"], row["error"] = ERROR, str(exc)
-    except Exception as exc:  # a failing point is recorded, never stops the sweep
+    except Exception as exc:  # noqa: BLE001 - a failing point is recorded, never stops the sweep
         row["status"], row["error"] = ERROR, f"{type(exc).__name__}: {exc}"
     row["wall_s"] = time.perf_counter() - start_s
     return row

@@ -248,8 +248,8 @@ class Group:
 
 def _parse_group(mapping: dict[Any, Any], combine: str, shown: str, where: str) -> Group:
     members: list[Axis | Group] = []
-    for key, value in mapping.items():
-        key = str(key)
+    for raw_key, value in mapping.items():
+        key = str(raw_key)
         if key in COMBINE:
             if not isinstance(value, dict) or not value:
                 raise SweepError(f"{shown}: {where}.{key}: expected a mapping of axes, e.g. "

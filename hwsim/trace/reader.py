@@ -13,7 +13,7 @@ import os
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from types import TracebackType
-from typing import Any
+from typing import Any, Self
 
 import h5py
 import numpy as np
@@ -83,7 +83,7 @@ class Trace:
             self._direct[name] = is_shuffle_deflate(file[name])
         self._pool = ThreadPoolExecutor(worker_threads(), "hwsim-trace-read")
 
-    def __enter__(self) -> Trace:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,

@@ -27,6 +27,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import partial
 from types import TracebackType
+from typing import Self
 
 import h5py
 import numpy as np
@@ -117,7 +118,7 @@ class TraceWriter:
             self.abort()
             raise
 
-    def __enter__(self) -> TraceWriter:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
