@@ -76,7 +76,7 @@ def cli(capsys: pytest.CaptureFixture[str]):
 def run_hwsim(*args: str, timeout: float = 120) -> CliResult:
     """Run the installed `hwsim` entry point in a fresh interpreter."""
     proc = subprocess.run([sys.executable, "-m", "hwsim.cli.main", *args], capture_output=True, text=True,
-                          timeout=timeout, cwd=REPO)
+                          timeout=timeout, cwd=REPO, check=False)
     return CliResult(proc.returncode, proc.stdout, proc.stderr)
 
 

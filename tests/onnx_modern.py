@@ -270,7 +270,8 @@ def tf_same_padding() -> onnx.ModelProto:
              node("Greater", ["total", "zero"], "any"), node("Where", ["any", "total", "zero"], "total2"),
              node("Div", ["total2", "two"], "half"), node("Floor", ["half"], "begin_f"),
              node("Sub", ["total2", "begin_f"], "end_f"),
-             node("Cast", ["begin_f"], "begin", to=TensorProto.INT64), node("Cast", ["end_f"], "end", to=TensorProto.INT64),
+             node("Cast", ["begin_f"], "begin", to=TensorProto.INT64),
+             node("Cast", ["end_f"], "end", to=TensorProto.INT64),
              node("Concat", ["zeros2", "begin", "begin", "zeros2", "end", "end"], "pads", axis=0),
              node("Pad", ["x", "pads"], "padded"),
              node("Conv", ["padded", "w"], "y", name="conv", kernel_shape=[3, 3], strides=[2, 2])]

@@ -36,7 +36,8 @@ def tensor(name: str, dims: Sequence[Dim], elem: int = FLOAT) -> onnx.ValueInfoP
 
 
 def model(nodes: list[onnx.NodeProto], inputs: list[onnx.ValueInfoProto], outputs: list[onnx.ValueInfoProto],
-          inits: list[TensorProto], opset: int, extra_domains: Sequence[str] = (), check: bool = True) -> onnx.ModelProto:
+          inits: list[TensorProto], opset: int, extra_domains: Sequence[str] = (),
+          check: bool = True) -> onnx.ModelProto:
     opsets = [helper.make_opsetid("", opset), *(helper.make_opsetid(d, 1) for d in extra_domains)]
     graph = helper.make_graph(nodes, "pattern", inputs, outputs, inits)
     m = helper.make_model(graph, opset_imports=opsets, producer_name="tests")
@@ -67,7 +68,7 @@ def pytorch_classifier(flatten: bool) -> onnx.ModelProto:
     """
     w, inits = conv_weights("conv", 8, 3, 3)
     bn, bn_inits = bn_params("bn", 8)
-    inits += bn_inits + [zeros("fc.weight", (10, 2048)), zeros("fc.bias", (10,))]
+    inits += [*bn_inits, zeros("fc.weight", (10, 2048)), zeros("fc.bias", (10,))]
     nodes = [
         helper.make_node("Conv", ["x", *w], ["c"], name="/conv/Conv", kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
         helper.make_node("BatchNormalization", ["c", *bn], ["b"], name="/bn/BatchNormalization"),
@@ -141,7 +142,7 @@ def tf2onnx_nhwc() -> onnx.ModelProto:
     ReduceMean over H, W and a Dense layer as MatMul + Add."""
     w1, inits = conv_weights("conv1", 16, 3, 3)
     w2, more = conv_weights("conv2", 16, 16, 1)
-    inits += more + [zeros("dense/kernel", (16, 10)), zeros("dense/bias", (10,))]
+    inits += [*more, zeros("dense/kernel", (16, 10)), zeros("dense/bias", (10,))]
     to_nchw, to_nhwc = [0, 3, 1, 2], [0, 2, 3, 1]
     nodes = [
         helper.make_node("Transpose", ["input_1"], ["t0"], name="conv1__6", perm=to_nchw),

@@ -201,7 +201,8 @@ def test_long_skip_goes_through_dram():
 
 
 def test_bad_input_is_reported():
-    with pytest.raises(DepthFirstError, match="after layer 'r0' splits the short skip from 'pre' to 'add'.*cut before 'r0' or after 'add'"):
+    with pytest.raises(DepthFirstError, match=r"after layer 'r0' splits the short skip from 'pre' to 'add'"
+                                              r".*cut before 'r0' or after 'add'"):
         depth_first_cost(residual((3, 3)), cuts=["r0"])
     with pytest.raises(DepthFirstError, match="tiling factor 0"):
         depth_first_cost(two_convs(), tiling=0)

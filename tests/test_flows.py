@@ -172,7 +172,7 @@ def test_phases_study_of_the_papers_example(example, tmp_path: Path) -> None:
     assert list(study.one_phase.sizes.bytes_) == [1024, 1024, 48, 2]
     assert study.ok and not study.csdf.deadlocked_actors
     assert study.simulation is not None and set(study.simulation) == {"one_phase", "phased"}
-    with pytest.raises(HwsimError, match="16-bit|16 bits"):
+    with pytest.raises(HwsimError, match=r"16-bit|16 bits"):
         study_phases(example, "eyeriss-v1", bits=8, trace_dir=tmp_path)  # the simulator runs at 16 bit
 
 

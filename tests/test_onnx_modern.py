@@ -248,7 +248,8 @@ def test_info_reports_what_was_passed_through(cli, tmp_path: Path) -> None:
     path = tmp_path / "unknown.onnx"
     onnx.save(M.unknown_twice(), str(path))
     doc = cli("info", str(path), "--allow-unknown", "--json").json()
-    assert doc["import"] == {"macs": 5120, "passthrough_layers": 2, "unmodelled_ops": {"SpaceToDepth": ["s2d_a", "s2d_b"]}}
+    assert doc["import"] == {"macs": 5120, "passthrough_layers": 2,
+                             "unmodelled_ops": {"SpaceToDepth": ["s2d_a", "s2d_b"]}}
     assert len(doc["warnings"]) == 1
     text = cli("info", str(path), "--allow-unknown")
     assert text.code == 0 and "2 layers passed through at zero cost" in text.out and "SpaceToDepth ×2" in text.out

@@ -47,7 +47,8 @@ def test_execution_policies_are_registered() -> None:
 def test_unknown_choice_is_a_one_line_config_error() -> None:
     hw = load_config("eyeriss-v1")  # the shipped config loads with its defaults
     assert hw.dram.model == "simple" and hw.dram.scheduler == "fcfs"
-    yaml_text = resolve_config("eyeriss-v1").read_text().replace("  burst: 64 B\n", "  burst: 64 B\n  scheduler: frfcfs\n")
+    yaml_text = resolve_config("eyeriss-v1").read_text().replace("  burst: 64 B\n",
+                                                                 "  burst: 64 B\n  scheduler: frfcfs\n")
     with pytest.raises(ConfigError) as err:
         parse_config(yaml_text, "x.yaml")
     message = str(err.value)

@@ -384,7 +384,7 @@ def test_line_buffer_port_and_space() -> None:
     assert (w["end_cycle"][0], r["end_cycle"][0]) == (34, 35)
     assert granted == [32]
     assert lb.space.peak_words == 2000
-    with pytest.raises(HwsimError, match="line_buffer.*4096 words"):
+    with pytest.raises(HwsimError, match=r"line_buffer.*4096 words"):
         lb.allocate(4096)
 
 

@@ -81,10 +81,12 @@ def test_same_inputs_give_identical_traces(tmp_path: Path) -> None:
 
 def test_interrupted_simulation_leaves_no_trace(tmp_path: Path) -> None:
     out = tmp_path / "vgg.h5"
-    # A shell's background jobs inherit SIGINT as ignored; give the child the default handling back.
-    proc = subprocess.Popen([sys.executable, "-m", "hwsim.cli.main", "simulate", "vgg16", "--hw", "eyeriss-v1",
-                             "--out", str(out)], cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    # A shell's background jobs inherit SIGINT as ignored; the child gives itself Python's handling back
+    # (a preexec_fn is unsafe while this process runs threads).
+    hwsim_main = ("import signal, sys; signal.signal(signal.SIGINT, signal.default_int_handler); "
+                  "from hwsim.cli.main import main; sys.exit(main())")
+    proc = subprocess.Popen([sys.executable, "-c", hwsim_main, "simulate", "vgg16", "--hw", "eyeriss-v1",
+                             "--out", str(out)], cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline and not any(tmp_path.iterdir()):
         time.sleep(0.1)  # wait until the temporary trace exists: the run is under way

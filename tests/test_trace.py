@@ -188,10 +188,10 @@ def test_streaming_blocks_never_exceed_chunk_records(sample: Path, chunk_records
 def test_exception_inside_with_leaves_no_file(tmp_path: Path) -> None:
     path = tmp_path / "run.h5"
     for interrupt in (RuntimeError("simulator failed"), KeyboardInterrupt()):
-        with pytest.raises(type(interrupt)):
-            with TraceWriter(path, ["glb"], LAYERS, BUFFERS, ATTRS, chunk_records=4) as writer:
-                writer.append("glb", records(GLB))  # two full chunks already handed to the file
-                raise interrupt
+        with (pytest.raises(type(interrupt)),
+              TraceWriter(path, ["glb"], LAYERS, BUFFERS, ATTRS, chunk_records=4) as writer):
+            writer.append("glb", records(GLB))  # two full chunks already handed to the file
+            raise interrupt
         assert os.listdir(tmp_path) == []
 
 
@@ -298,9 +298,9 @@ def test_out_of_table_codes_abandon_the_trace(tmp_path: Path) -> None:
     assert os.listdir(tmp_path) == []
     bad = occupancy(OCCUPANCY)
     bad["buffer"][0] = 2
-    with pytest.raises(TraceError, match="buffer id 2 but only 2 exist"):
-        with TraceWriter(path, ["glb"], LAYERS, BUFFERS, {}) as writer:
-            writer.append_occupancy(bad)
+    with (pytest.raises(TraceError, match="buffer id 2 but only 2 exist"),
+          TraceWriter(path, ["glb"], LAYERS, BUFFERS, {}) as writer):
+        writer.append_occupancy(bad)
     assert os.listdir(tmp_path) == []
 
 
@@ -333,15 +333,15 @@ def test_queries_naming_unknown_things_list_the_valid_names(sample: Path) -> Non
     with hwsim.trace.open(sample) as trace:
         with pytest.raises(TraceError, match="no level 'rf'; levels in this trace: glb, dram"):
             trace.records("rf")  # raised at the call, before iterating
-        with pytest.raises(TraceError, match="no layer 'conv9'.*conv1, conv2, fc"):
+        with pytest.raises(TraceError, match=r"no layer 'conv9'.*conv1, conv2, fc"):
             trace.records("glb", layer="conv9")
         with pytest.raises(TraceError, match="no layer 3"):
             trace.records("glb", layer=3)
-        with pytest.raises(TraceError, match="no operand 'weights'.*ifmap, filter, psum, ofmap, other"):
+        with pytest.raises(TraceError, match=r"no operand 'weights'.*ifmap, filter, psum, ofmap, other"):
             trace.records("glb", operand="weights")
-        with pytest.raises(TraceError, match="no op 9.*read, write, fill, update"):
+        with pytest.raises(TraceError, match=r"no op 9.*read, write, fill, update"):
             trace.records("glb", op=9)
-        with pytest.raises(TraceError, match="no buffer 'l2'.*glb_ifmap, glb_psum"):
+        with pytest.raises(TraceError, match=r"no buffer 'l2'.*glb_ifmap, glb_psum"):
             trace.occupancy(buffer="l2")
         with pytest.raises(TraceError, match="start <= end"):
             trace.records("glb", window_cycles=(10, 5))
