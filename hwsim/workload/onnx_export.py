@@ -16,8 +16,9 @@ the "hwsim" domain and need `allow_unknown` to import again.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import onnx
 from onnx import TensorProto, helper
@@ -82,7 +83,7 @@ class _Writer:
         self.names.add(name)
         return name
 
-    def node(self, op: str, inputs: Sequence[str], name: str, attrs: dict | None = None,
+    def node(self, op: str, inputs: Sequence[str], name: str, attrs: Mapping[str, Any] | None = None,
              domain: str = "") -> str:
         """Append a node with one output; returns the output's name."""
         out = self.fresh(f"{name}:out")
@@ -184,7 +185,7 @@ def _output(w: _Writer, layer: Layer) -> str:
     return w.node("Identity", [layer.inputs[0]], f"{layer.name}/identity")
 
 
-def _window_attrs(layer: Layer, pad: Padding) -> dict:
+def _window_attrs(layer: Layer, pad: Padding) -> dict[str, list[int]]:
     attrs = {"kernel_shape": list(layer.kernel), "strides": list(layer.stride),
              "pads": [pad.top, pad.left, pad.bottom, pad.right]}
     if layer.dilation != (1, 1):
@@ -238,7 +239,7 @@ def _pool(w: _Writer, layer: Layer) -> str:
     return w.node(op, [x], layer.name, attrs)
 
 
-def _simple(op: str, attrs: Callable[[Layer], dict] | None = None) -> Callable[[_Writer, Layer], str]:
+def _simple(op: str, attrs: Callable[[Layer], Mapping[str, Any]] | None = None) -> Callable[[_Writer, Layer], str]:
     """An emitter for ops that map one-to-one: inputs in order, attributes from the layer."""
     def emit(w: _Writer, layer: Layer) -> str:
         return w.node(op, list(layer.inputs), layer.name, attrs(layer) if attrs else None)

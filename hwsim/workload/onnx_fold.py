@@ -69,7 +69,8 @@ def required(node: OnnxNode, args: Args, index: int, attr: str) -> Array:
 def operand(node: OnnxNode, args: Args, index: int, attr: str) -> Array | None:
     """An operand passed as input `index` (newer opsets) or attribute `attr` (older ones)."""
     if index < len(args) and args[index] is not None:
-        return args[index]
+        given: Array = args[index]
+        return given
     if attr in node.attrs:
         value = node.attrs[attr]
         return numpy_helper.to_array(value) if isinstance(value, TensorProto) else np.asarray(value)
@@ -216,9 +217,11 @@ def _clip(node: OnnxNode, args: Args) -> list[Array]:
 
 
 def _divide(a: Array, b: Array) -> Array:
+    quotient: Array = np.true_divide(a, b)
     if np.issubdtype(a.dtype, np.integer):
-        return np.trunc(np.true_divide(a, b)).astype(a.dtype)  # ONNX integer Div truncates
-    return np.true_divide(a, b).astype(a.dtype, copy=False)
+        truncated: Array = np.trunc(quotient)  # ONNX integer Div truncates
+        return truncated.astype(a.dtype)
+    return quotient.astype(a.dtype, copy=False)
 
 
 def _mod(node: OnnxNode, args: Args) -> list[Array]:

@@ -62,9 +62,11 @@ from hwsim.workload.onnx_values import (
     DEFAULT_DOMAINS,
     INTEGER_BITS,
     Feature,
+    Inputs,
     Param,
     Unsupported,
     Value,
+    as_feature,
     default_layout,
     dims_of,
     ir_shape,
@@ -102,7 +104,7 @@ class ImportResult:
     unmodelled: dict[str, tuple[str, ...]] = field(default_factory=dict)  # op -> its zero-cost pass-through layers
 
 
-Handler = Callable[["_Importer", OnnxNode, list], None]
+Handler = Callable[["_Importer", OnnxNode, Inputs], None]
 
 
 def load_onnx(path: str | Path, allow_unknown: bool = False, input_hw: tuple[int, int] | None = None) -> ImportResult:
@@ -188,7 +190,7 @@ def _read(path: Path) -> onnx.ModelProto:
 
 
 def _opset(model: onnx.ModelProto, path: Path, warnings: list[str]) -> int:
-    versions = [o.version for o in model.opset_import if o.domain in DEFAULT_DOMAINS]
+    versions: list[int] = [o.version for o in model.opset_import if o.domain in DEFAULT_DOMAINS]
     if not versions:
         raise NetworkError(f"{path}: declares no opset of the default ONNX domain; re-export it")
     opset = versions[0]
@@ -488,7 +490,7 @@ class _Importer:
         return new
 
     # ----- reading node inputs ------------------------------------------------------------
-    def const(self, node: OnnxNode, ins: list, index: int) -> np.ndarray | None:
+    def const(self, node: OnnxNode, ins: Inputs, index: int) -> np.ndarray | None:
         """Input `index` as a known constant (None if absent)."""
         if not present(ins, index):
             return None
@@ -497,11 +499,11 @@ class _Importer:
             raise Unsupported(f"takes input '{node.inputs[index]}' from a value only known at run time")
         return v
 
-    def consts(self, node: OnnxNode, ins: list) -> list[np.ndarray | None]:
+    def consts(self, node: OnnxNode, ins: Inputs) -> list[np.ndarray | None]:
         """All inputs after the first as constants (the first left out for fold functions)."""
         return [None] + [self.const(node, ins, i) for i in range(1, len(ins))]
 
-    def weight_dims(self, v: Value, rank: int) -> tuple[int, ...]:
+    def weight_dims(self, v: Value | None, rank: int) -> tuple[int, ...]:
         """The shape of a weight input (which must not be a feature map)."""
         if isinstance(v, Feature):
             raise Unsupported("computes its weights at run time from a feature map; hwsim needs constant weights")
@@ -510,7 +512,7 @@ class _Importer:
             raise Unsupported(f"has {len(dims)}-D weights; hwsim expects {rank}-D")
         return dims
 
-    def image(self, node: OnnxNode, v: Value) -> Feature:
+    def image(self, node: OnnxNode, v: Value | None) -> Feature:
         """A feature in NCHW order, as Conv, pooling and pixel shuffles need."""
         if not isinstance(v, Feature):
             raise Unsupported("has a constant where hwsim expects a feature map")
@@ -585,9 +587,9 @@ class _Importer:
     def finish_chain(self, node: OnnxNode, chain: Chain) -> None:
         x = replace(self.materialise(chain.x), bits=self.quantized.get(chain.x))
         if chain.what == "layer_norm":
-            self.run(lambda imp, n, ins: layers.decomposed_layer_norm(imp, n, ins[0], chain.axes), node, [x])
+            self.run(lambda imp, n, _: layers.decomposed_layer_norm(imp, n, x, chain.axes), node, [x])
         else:
-            self.run(lambda imp, n, ins: imp.pointwise(n, ins[0], activation=chain.what), node, [x])
+            self.run(lambda imp, n, _: imp.pointwise(n, x, activation=chain.what), node, [x])
 
     # ----- the pass -----------------------------------------------------------------------
     def input_value(self, node: OnnxNode, name: str) -> Value:
@@ -613,7 +615,7 @@ class _Importer:
         except Exception as e:  # noqa: BLE001 - a node no handler foresaw is reported, never a traceback
             self.unsupported(node, ins, f"could not be imported ({type(e).__name__}: {_one_line(e)})")
 
-    def dispatch(self, node: OnnxNode, ins: list) -> None:
+    def dispatch(self, node: OnnxNode, ins: Inputs) -> None:
         if node.domain == PASSTHROUGH_DOMAIN:
             raise Unsupported("is a pass-through layer hwsim exported")
         if node.domain not in DEFAULT_DOMAINS:
@@ -651,7 +653,7 @@ class _Importer:
         if producer.kind in RELU_FOLDED_INTO and producer.activation is None:
             self.b.fuse(x.tensor, activation="relu")
 
-    def run(self, handler: Handler, node: OnnxNode, ins: list) -> None:
+    def run(self, handler: Handler, node: OnnxNode, ins: Inputs) -> None:
         """Apply `handler`, then give the layers it made the precision of the values they read."""
         first = len(self.b)
         handler(self, node, ins)
@@ -660,14 +662,14 @@ class _Importer:
             if precision is not None:
                 self.b.set_precision(layer.name, precision)
 
-    def mark_shapes(self, node: OnnxNode, ins: list) -> None:
+    def mark_shapes(self, node: OnnxNode, ins: Inputs) -> None:
         """Carry the marks of constant elements computed from a tensor's shape through a folded node."""
         marks = [self.shape_marks.get(n) if n else None for n in node.inputs]
         results = [v for v in (self.values.get(o) for o in node.outputs if o) if isinstance(v, np.ndarray)]
         if not any(m is not None and m.any() for m in marks) or len(results) != len([o for o in node.outputs if o]):
             return
         try:
-            found = fold_marks(node, ins, marks, results)  # type: ignore[arg-type]
+            found = fold_marks(node, ins, marks, results)
         except (ValueError, IndexError, TypeError, KeyError):
             found = [np.ones(np.shape(r), bool) for r in results]  # cannot follow them: all of it may depend
         self.shape_marks.update((o, m) for o, m in zip(node.outputs, found) if m.any())
@@ -677,7 +679,7 @@ class _Importer:
         value = self.values.get(name)
         return self.shape_marks.get(name, np.zeros(np.shape(value) if isinstance(value, np.ndarray) else (), bool))
 
-    def fold(self, node: OnnxNode, ins: list) -> None:
+    def fold(self, node: OnnxNode, ins: Inputs) -> None:
         """A node on constants and weights only: evaluate it, or at least its output shapes."""
         if node.op == "Constant" and isinstance(node.attrs.get("value"), TensorProto):
             dims = tuple(node.attrs["value"].dims)
@@ -702,7 +704,7 @@ class _Importer:
         for out, dims in zip(node.outputs, self.param_dims(node, ins)):
             self.values[out] = Param(dims)
 
-    def param_dims(self, node: OnnxNode, ins: list) -> list[tuple[int, ...]]:
+    def param_dims(self, node: OnnxNode, ins: Inputs) -> list[tuple[int, ...]]:
         """Output shapes of a node that transforms weights (data never loaded)."""
         rest_known = all(v is None or isinstance(v, np.ndarray) for v in ins[1:])
         if node.op in VIEW_OPS and rest_known and ins[0] is not None:
@@ -721,7 +723,7 @@ class _Importer:
             raise Unsupported("has no feature-map input; hwsim cannot tell what it computes")
         raise Unsupported("is not an op hwsim knows" if node.op not in FOLDS else "has an output of unknown shape")
 
-    def unsupported(self, node: OnnxNode, ins: list, reason: str) -> None:
+    def unsupported(self, node: OnnxNode, ins: Inputs, reason: str) -> None:
         """Raise the one-line error, or with allow_unknown add pass-through layers and a warning."""
         if not self.allow_unknown:
             raise NetworkError(
@@ -823,7 +825,7 @@ class _Importer:
 
 
 # ----- feature-map handlers ----------------------------------------------------------------
-def _conv_attrs(imp: _Importer, node: OnnxNode, ins: list
+def _conv_attrs(imp: _Importer, node: OnnxNode, ins: Inputs
                 ) -> tuple[Feature, tuple[int, ...], tuple[int, int], tuple[int, int], tuple[int, int], int]:
     """Input feature, weight dims, kernel, stride, dilation and groups of a Conv or ConvTranspose."""
     x = imp.image(node, ins[0])
@@ -834,7 +836,7 @@ def _conv_attrs(imp: _Importer, node: OnnxNode, ins: list
     return x, w, kernel, stride, dilation, node.attr_int("group", 1)
 
 
-def _conv(imp: _Importer, node: OnnxNode, ins: list) -> None:
+def _conv(imp: _Importer, node: OnnxNode, ins: Inputs) -> None:
     x, w, kernel, stride, dilation, groups = _conv_attrs(imp, node, ins)
     if w[1] * groups != x.dims[1]:
         raise ShapeError(
@@ -847,7 +849,7 @@ def _conv(imp: _Importer, node: OnnxNode, ins: list) -> None:
     imp.produce(node, 0, tensor)
 
 
-def _conv_transpose(imp: _Importer, node: OnnxNode, ins: list) -> None:
+def _conv_transpose(imp: _Importer, node: OnnxNode, ins: Inputs) -> None:
     x, w, kernel, stride, dilation, groups = _conv_attrs(imp, node, ins)
     out_pad = window_pair(node.attr_ints("output_padding") or (0, 0), "output padding")
     auto = node.attr_str("auto_pad", "NOTSET")
@@ -872,7 +874,7 @@ def _conv_transpose(imp: _Importer, node: OnnxNode, ins: list) -> None:
     imp.produce(node, 0, tensor)
 
 
-def _pool(imp: _Importer, node: OnnxNode, ins: list) -> None:
+def _pool(imp: _Importer, node: OnnxNode, ins: Inputs) -> None:
     x = imp.image(node, ins[0])
     if len(node.outputs) > 1 and imp.consumers[node.outputs[1]]:
         raise Unsupported("uses the Indices output, which hwsim does not model")
@@ -886,36 +888,36 @@ def _pool(imp: _Importer, node: OnnxNode, ins: list) -> None:
     imp.produce(node, 0, tensor)
 
 
-def _global_pool(imp: _Importer, node: OnnxNode, ins: list) -> None:
+def _global_pool(imp: _Importer, node: OnnxNode, ins: Inputs) -> None:
     x = imp.image(node, ins[0])
     make = imp.b.global_max_pool if node.op == "GlobalMaxPool" else imp.b.global_avg_pool
     imp.produce(node, 0, make(imp.layer_name(node), x.tensor))
 
 
-def _depth_to_space(imp: _Importer, node: OnnxNode, ins: list) -> None:
+def _depth_to_space(imp: _Importer, node: OnnxNode, ins: Inputs) -> None:
     x = imp.image(node, ins[0])  # DCR and CRD orders move the same data
     imp.produce(node, 0, imp.b.depth_to_space(imp.layer_name(node), x.tensor, node.attr_int("blocksize", 1)))
 
 
-def _softmax(imp: _Importer, node: OnnxNode, ins: list) -> None:
-    x: Feature = ins[0]
+def _softmax(imp: _Importer, node: OnnxNode, ins: Inputs) -> None:
+    x = as_feature(ins[0])
     imp.produce(node, 0, imp.b.softmax(imp.layer_name(node), x.tensor), x.dims, x.layout)
 
 
-def _lrn(imp: _Importer, node: OnnxNode, ins: list) -> None:
-    x: Feature = ins[0]
+def _lrn(imp: _Importer, node: OnnxNode, ins: Inputs) -> None:
+    x = as_feature(ins[0])
     imp.produce(node, 0, imp.b.lrn(imp.layer_name(node), x.tensor, node.attr_int("size", 5)), x.dims, x.layout)
 
 
-def _batch_norm(imp: _Importer, node: OnnxNode, ins: list) -> None:
-    imp.pointwise(node, ins[0], bn=True)
+def _batch_norm(imp: _Importer, node: OnnxNode, ins: Inputs) -> None:
+    imp.pointwise(node, as_feature(ins[0]), bn=True)
 
 
-def _activation(imp: _Importer, node: OnnxNode, ins: list) -> None:
-    imp.pointwise(node, ins[0], activation=ACTIVATIONS[node.op])
+def _activation(imp: _Importer, node: OnnxNode, ins: Inputs) -> None:
+    imp.pointwise(node, as_feature(ins[0]), activation=ACTIVATIONS[node.op])
 
 
-def _clip(imp: _Importer, node: OnnxNode, ins: list) -> None:
+def _clip(imp: _Importer, node: OnnxNode, ins: Inputs) -> None:
     """Clip: bounds are attributes up to opset 10, inputs from 11; 0..6 is ReLU6."""
     known = [v if isinstance(v, np.ndarray) else None for v in ins]
     lo, hi = operand(node, known, 1, "min"), operand(node, known, 2, "max")
@@ -927,17 +929,17 @@ def _clip(imp: _Importer, node: OnnxNode, ins: list) -> None:
         name = "relu"
     else:
         name = "clip"
-    imp.pointwise(node, ins[0], activation=name)
+    imp.pointwise(node, as_feature(ins[0]), activation=name)
 
 
-def _alias(imp: _Importer, node: OnnxNode, ins: list) -> None:
+def _alias(imp: _Importer, node: OnnxNode, ins: Inputs) -> None:
     """Identity, Dropout (inference) and Cast move no data."""
-    imp.alias(node, ins[0])
+    imp.alias(node, as_feature(ins[0]))
 
 
-def _reshape(imp: _Importer, node: OnnxNode, ins: list) -> None:
+def _reshape(imp: _Importer, node: OnnxNode, ins: Inputs) -> None:
     """Reshape, Flatten, Squeeze, Unsqueeze of a feature: new dims, computed on a stand-in array."""
-    x: Feature = ins[0]
+    x = as_feature(ins[0])
     out = node.outputs[0]
     try:
         args = imp.consts(node, ins)
@@ -957,16 +959,16 @@ def _reshape(imp: _Importer, node: OnnxNode, ins: list) -> None:
     imp.relayout(node, x, tuple(int(d) for d in new))
 
 
-def _transpose(imp: _Importer, node: OnnxNode, ins: list) -> None:
+def _transpose(imp: _Importer, node: OnnxNode, ins: Inputs) -> None:
     """A transpose only renames axes (tf2onnx NHWC <-> NCHW, channel shuffles): no layer."""
-    x: Feature = ins[0]
+    x = as_feature(ins[0])
     perm = node.attr_ints("perm") or tuple(reversed(range(len(x.dims))))
     imp.alias(node, x, [x.dims[p] for p in perm], "".join(x.layout[p] for p in perm))
 
 
-def _pad(imp: _Importer, node: OnnxNode, ins: list) -> None:
+def _pad(imp: _Importer, node: OnnxNode, ins: Inputs) -> None:
     """Pad of height/width: kept pending so the next Conv or pool absorbs it into its padding."""
-    x: Feature = ins[0]
+    x = as_feature(ins[0])
     args = imp.consts(node, ins)
     given = operand(node, args, 1, "pads")
     if given is None:

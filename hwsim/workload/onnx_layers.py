@@ -29,7 +29,9 @@ from hwsim.workload.onnx_fold import (
 )
 from hwsim.workload.onnx_values import (
     Feature,
+    Inputs,
     Unsupported,
+    as_feature,
     dims_of,
     ir_shape,
     present,
@@ -41,7 +43,7 @@ if TYPE_CHECKING:
 
 
 # ----- matrix products --------------------------------------------------------------------------
-def gemm(imp: _Importer, node: OnnxNode, ins: list) -> None:
+def gemm(imp: _Importer, node: OnnxNode, ins: Inputs) -> None:
     """Gemm/MatMul: of two activations a matmul layer; of an activation by constant weights a fully
     connected layer (one vector) or a linear layer on every row (pixels of an NHWC map, tokens)."""
     a, b = ins[0], ins[1]
@@ -108,22 +110,22 @@ def _norm(imp: _Importer, node: OnnxNode, x: Feature, groups: int, affine: bool 
     imp.produce(node, 0, tensor, x.dims, x.layout)
 
 
-def layer_norm(imp: _Importer, node: OnnxNode, ins: list) -> None:
+def layer_norm(imp: _Importer, node: OnnxNode, ins: Inputs) -> None:
     """LayerNormalization: one set per index of the axes before `axis`."""
-    x: Feature = ins[0]
+    x = as_feature(ins[0])
     axis = node.attr_int("axis", -1) % len(x.dims)
     _norm(imp, node, x, prod(x.dims[:axis]))
 
 
-def instance_norm(imp: _Importer, node: OnnxNode, ins: list) -> None:
+def instance_norm(imp: _Importer, node: OnnxNode, ins: Inputs) -> None:
     """InstanceNormalization: one set per channel (PyTorch's GroupNorm exports as one over a reshape)."""
-    x: Feature = ins[0]
+    x = as_feature(ins[0])
     _norm(imp, node, x, prod(x.dims[:2]))
 
 
-def group_norm(imp: _Importer, node: OnnxNode, ins: list) -> None:
+def group_norm(imp: _Importer, node: OnnxNode, ins: Inputs) -> None:
     """GroupNormalization (opset 18): `num_groups` sets per image."""
-    x: Feature = ins[0]
+    x = as_feature(ins[0])
     _norm(imp, node, x, x.dims[0] * node.attr_int("num_groups", 1))
 
 
@@ -134,9 +136,9 @@ def decomposed_layer_norm(imp: _Importer, node: OnnxNode, x: Feature, axes: Sequ
     _norm(imp, node, x, groups, affine=False)
 
 
-def reduce(imp: _Importer, node: OnnxNode, ins: list) -> None:
+def reduce(imp: _Importer, node: OnnxNode, ins: Inputs) -> None:
     """ReduceMean/ReduceMax over height and width is a global pool; other reductions a reduce layer."""
-    x: Feature = ins[0]
+    x = as_feature(ins[0])
     axes = reduce_axes(node, imp.consts(node, ins), len(x.dims))
     if not axes:
         imp.alias(node, x)
@@ -156,7 +158,7 @@ def reduce(imp: _Importer, node: OnnxNode, ins: list) -> None:
 
 
 # ----- element-wise arithmetic ----------------------------------------------------------------------
-def arithmetic(imp: _Importer, node: OnnxNode, ins: list) -> None:
+def arithmetic(imp: _Importer, node: OnnxNode, ins: Inputs) -> None:
     """Add/Sub/Sum and Mul/Div: a layer between features, a folded affine with a constant."""
     feats = [v for v in ins if isinstance(v, Feature)]
     if len(feats) == 1 and len(ins) == 1:
@@ -180,7 +182,7 @@ def arithmetic(imp: _Importer, node: OnnxNode, ins: list) -> None:
         imp.produce(node, 0, tensor, dims, layout)
 
 
-def _affine(imp: _Importer, node: OnnxNode, ins: list, x: Feature) -> None:
+def _affine(imp: _Importer, node: OnnxNode, ins: Inputs, x: Feature) -> None:
     other = next(v for v in ins if v is not x)
     if tuple(np.broadcast_shapes(x.dims, dims_of(other))) != x.dims:
         raise Unsupported(f"broadcasts a {list(x.dims)} feature map against a larger {list(dims_of(other))} constant")
@@ -193,9 +195,9 @@ def _affine(imp: _Importer, node: OnnxNode, ins: list, x: Feature) -> None:
     imp.pointwise(node, x, bias=is_bias, bn=not is_bias)
 
 
-def expand(imp: _Importer, node: OnnxNode, ins: list) -> None:
+def expand(imp: _Importer, node: OnnxNode, ins: Inputs) -> None:
     """Expand of a feature: broadcasting height and width by whole factors copies it (a nearest upsample)."""
-    x: Feature = ins[0]
+    x = as_feature(ins[0])
     target = imp.const(node, ins, 1)
     if target is None:
         raise Unsupported("gives no target shape")
@@ -213,7 +215,7 @@ def expand(imp: _Importer, node: OnnxNode, ins: list) -> None:
 
 
 # ----- concatenation, slices, gathers -------------------------------------------------------------
-def concat(imp: _Importer, node: OnnxNode, ins: list) -> None:
+def concat(imp: _Importer, node: OnnxNode, ins: Inputs) -> None:
     """Concat: along channels as before; along any other axis, or with a constant part (a class or
     distillation token, counted as parameters), as a concat of explicit shapes."""
     parts = [v for v in ins if v is not None]
@@ -255,13 +257,13 @@ def crop(imp: _Importer, node: OnnxNode, x: Feature, k: int, index: Sequence[sli
     imp.produce(node, k, tensor, dims, x.layout)
 
 
-def slice_(imp: _Importer, node: OnnxNode, ins: list) -> None:
-    x: Feature = ins[0]
+def slice_(imp: _Importer, node: OnnxNode, ins: Inputs) -> None:
+    x = as_feature(ins[0])
     crop(imp, node, x, 0, slice_index(node, imp.consts(node, ins), len(x.dims)))
 
 
-def split(imp: _Importer, node: OnnxNode, ins: list) -> None:
-    x: Feature = ins[0]
+def split(imp: _Importer, node: OnnxNode, ins: Inputs) -> None:
+    x = as_feature(ins[0])
     axis = node.attr_int("axis", 0) % len(x.dims)
     if x.layout[axis] not in "CHW?":
         raise Unsupported(f"splits axis {axis} ({x.layout[axis]} of {x.layout}); hwsim splits channels, height, width")
@@ -274,10 +276,10 @@ def split(imp: _Importer, node: OnnxNode, ins: list) -> None:
             crop(imp, node, x, k, index)
 
 
-def gather(imp: _Importer, node: OnnxNode, ins: list) -> None:
+def gather(imp: _Importer, node: OnnxNode, ins: Inputs) -> None:
     """Gather of one run of consecutive indices along an axis of a feature: a slice whose axis takes the
     index's shape (a scalar drops it: q, k, v = qkv.unbind(0); dynamo's as_strided views keep all)."""
-    x: Feature = ins[0]
+    x = as_feature(ins[0])
     index = imp.const(node, ins, 1)
     if index is None:
         raise Unsupported("gives no indices")
@@ -302,7 +304,7 @@ def gather(imp: _Importer, node: OnnxNode, ins: list) -> None:
 MODES = {"nearest": "nearest", "linear": "linear", "bilinear": "linear", "cubic": "cubic", "bicubic": "cubic"}
 
 
-def _resize_factors(imp: _Importer, node: OnnxNode, ins: list, x: Feature) -> dict[int, float]:
+def _resize_factors(imp: _Importer, node: OnnxNode, ins: Inputs, x: Feature) -> dict[int, float]:
     """Output/input size per axis, from sizes (checked against --input) or scales."""
     args = imp.consts(node, ins)
     if node.op == "Upsample" or node.opset == 10:
@@ -325,9 +327,9 @@ def _resize_factors(imp: _Importer, node: OnnxNode, ins: list, x: Feature) -> di
     raise Unsupported("gives neither scales nor sizes")
 
 
-def resize(imp: _Importer, node: OnnxNode, ins: list) -> None:
+def resize(imp: _Importer, node: OnnxNode, ins: Inputs) -> None:
     """Upsample (opset 7-9) and Resize (10+) along height and width, by any factor, in any mode."""
-    x: Feature = ins[0]
+    x = as_feature(ins[0])
     factors = _resize_factors(imp, node, ins, x)
     if "H" not in x.layout or "W" not in x.layout:
         raise Unsupported(f"resizes a {x.layout} tensor; hwsim resizes height and width only")

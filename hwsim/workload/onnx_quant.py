@@ -27,8 +27,10 @@ from hwsim.workload.onnx_values import (
     DEFAULT_DOMAINS,
     INTEGER_BITS,
     Feature,
+    Inputs,
     Param,
     Value,
+    as_feature,
     dims_of,
     value_bits,
 )
@@ -163,26 +165,26 @@ def layer_precision(layer: Layer, ins: Sequence[Value | None]) -> Precision | No
 
 
 # ----- handlers -------------------------------------------------------------------------------------------
-def _zero_point_array_bits(ins: list, index: int) -> int:
+def _zero_point_array_bits(ins: Inputs, index: int) -> int:
     zp = ins[index] if index < len(ins) else None
     bits = value_bits(zp) if zp is not None else None
     return bits if bits is not None else DEFAULT_QUANT_BITS
 
 
-def quantize(imp: _Importer, node: OnnxNode, ins: list) -> None:
+def quantize(imp: _Importer, node: OnnxNode, ins: Inputs) -> None:
     """QuantizeLinear of a feature (operator format): the same data, stored narrower: no layer."""
-    x: Feature = ins[0]
+    x = as_feature(ins[0])
     bits = node.attrs.get("output_dtype")
     width = INTEGER_BITS.get(int(bits), DEFAULT_QUANT_BITS) if bits else _zero_point_array_bits(ins, 2)
     imp.alias(node, replace(x, bits=width))
 
 
-def dequantize(imp: _Importer, node: OnnxNode, ins: list) -> None:
+def dequantize(imp: _Importer, node: OnnxNode, ins: Inputs) -> None:
     """DequantizeLinear of a feature: read as floats from here on: no layer."""
-    imp.alias(node, replace(ins[0], bits=None))
+    imp.alias(node, replace(as_feature(ins[0]), bits=None))
 
 
-def fold_quantized(node: OnnxNode, ins: list) -> Param | None:
+def fold_quantized(node: OnnxNode, ins: Inputs) -> Param | None:
     """QuantizeLinear/DequantizeLinear of a weight: its shape and the width of its integer side."""
     if node.op == "DequantizeLinear":
         return Param(dims_of(ins[0]), value_bits(ins[0]))
@@ -197,7 +199,7 @@ def _integer_output(imp: _Importer, node: OnnxNode, bits: int) -> None:
         imp.values[node.outputs[0]] = replace(out, bits=bits)
 
 
-def _operand(ins: list, index: int, zero_point: int) -> Value | None:
+def _operand(ins: Inputs, index: int, zero_point: int) -> Value | None:
     """An integer operand with its width: its own type, else its zero point's (uint8 without one)."""
     v = ins[index] if index < len(ins) else None
     if v is None or value_bits(v) is not None:
@@ -206,13 +208,13 @@ def _operand(ins: list, index: int, zero_point: int) -> Value | None:
 
 
 def _as(handler: Handler, operands: tuple[int, int], zero_points: tuple[int, int], bias: int | None,
-        out_zero_point: int | None) -> Callable[[_Importer, OnnxNode, list], None]:
+        out_zero_point: int | None) -> Callable[[_Importer, OnnxNode, Inputs], None]:
     """A quantized op as its float twin reading (operand 0, operand 1, bias); the output width is the
     type of input `out_zero_point` (the QLinear ops), or the int32 accumulator (the Integer ops)."""
-    def run(imp: _Importer, node: OnnxNode, ins: list) -> None:
+    def run(imp: _Importer, node: OnnxNode, ins: Inputs) -> None:
         twin = [_operand(ins, i, z) for i, z in zip(operands, zero_points)]
-        if bias is not None and bias < len(ins) and ins[bias] is not None:
-            twin.append(with_bits(ins[bias], ACCUMULATOR_BITS))
+        if bias is not None and bias < len(ins) and (b := ins[bias]) is not None:
+            twin.append(with_bits(b, ACCUMULATOR_BITS))
         imp.run(handler, node, twin)
         bits = ACCUMULATOR_BITS if out_zero_point is None else _zero_point_array_bits(ins, out_zero_point)
         _integer_output(imp, node, bits)
@@ -220,7 +222,7 @@ def _as(handler: Handler, operands: tuple[int, int], zero_points: tuple[int, int
     return run
 
 
-def quantized_ops(conv: Handler, matmul: Handler) -> dict[str, Callable[[_Importer, OnnxNode, list], None]]:
+def quantized_ops(conv: Handler, matmul: Handler) -> dict[str, Callable[[_Importer, OnnxNode, Inputs], None]]:
     """Handlers of the operator-format quantized ops, built on the float Conv and MatMul handlers."""
     return {
         "QuantizeLinear": quantize,

@@ -56,6 +56,7 @@ class Feature:
 
 
 Value = np.ndarray | Param | Feature
+Inputs = list[Value | None]  # a node's input values in order; None for an absent or skipped input
 
 
 class Unsupported(Exception):
@@ -74,7 +75,9 @@ def value_bits(v: Value | None) -> int | None:
     return None if v is None else v.bits
 
 
-def dims_of(v: Value) -> tuple[int, ...]:
+def dims_of(v: Value | None) -> tuple[int, ...]:
+    if v is None:
+        raise Unsupported("lacks an input it needs")
     if isinstance(v, np.ndarray):
         return tuple(v.shape)
     return v.dims
@@ -100,8 +103,15 @@ def default_layout(rank: int) -> str:
     return {4: "NCHW", 2: "NC"}.get(rank, "?" * rank)
 
 
-def present(ins: list, index: int) -> bool:
+def present(ins: Inputs, index: int) -> bool:
     return index < len(ins) and ins[index] is not None
+
+
+def as_feature(v: Value | None) -> Feature:
+    """The feature map an op on feature maps reads as its data input."""
+    if not isinstance(v, Feature):
+        raise Unsupported("has a constant where hwsim expects a feature map")
+    return v
 
 
 def window_pair(values: Sequence[int], what: str) -> tuple[int, int]:
