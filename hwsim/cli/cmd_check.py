@@ -27,7 +27,7 @@ ENERGY = "energy (consistency only: one price table on both sides)"
 LATENCY = "latency (a lower bound only: simulated ≥ analytic)"
 
 
-def add_parser(sub: argparse._SubParsersAction) -> None:
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     c = sub.add_parser("check", help="analytic (integer-tiled) counts, energy and latency bound against a simulation")
     add_run_arguments(c)
     c.add_argument("--trace", metavar="FILE.h5", default=None, help="keep the simulation's trace here")

@@ -9,7 +9,7 @@ from hwsim.hardware import describe, load_config, shipped_configs, to_dict
 from hwsim.hardware.units import format_quantity
 
 
-def add_parser(sub: argparse._SubParsersAction) -> None:
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("config", help="validate or show a hardware configuration")
     csub = p.add_subparsers(dest="config_command", metavar="{validate,show,list}", required=True)
     for name, helptext, func in (("validate", "check a config and report the first problem", run_validate),

@@ -35,7 +35,7 @@ from hwsim.workload.ir import Graph
 from hwsim.workload.network import load_network
 
 
-def add_parser(sub: argparse._SubParsersAction) -> None:
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("depthfirst", help="Pareto front of depth-first schedules (cuts, tiling, weights) "
                                           "against the layer-by-layer bound")
     add_network_arguments(p)

@@ -91,7 +91,7 @@ def _gmacs(text: str) -> float:
     return positive_float(text, "--throughput-gmacs", "23.1")
 
 
-def add_parser(sub: argparse._SubParsersAction) -> None:
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("estimate", help="closed-form energy, access counts and latency bounds per layer")
     add_network_arguments(p, required=False)
     p.add_argument("--hw", required=True, metavar="CONFIG",

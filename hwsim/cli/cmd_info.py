@@ -11,7 +11,7 @@ from hwsim.workload.ir import Graph, Layer
 from hwsim.workload.network import load_network
 
 
-def add_parser(sub: argparse._SubParsersAction) -> None:
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("info", help="per-layer shapes, MACs, parameters and activation sizes of a network")
     add_network_arguments(p)
     p.add_argument("--bits", type=int, choices=(8, 16, 32), default=16,

@@ -67,7 +67,7 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="print one JSON document instead of tables")
 
 
-def add_parser(sub: argparse._SubParsersAction) -> None:
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("memplan", help="memory of the intermediate tensors under each planner, the bound, "
                                        "phases, and L2/DDR placement")
     _common(p)

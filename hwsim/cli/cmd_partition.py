@@ -95,7 +95,7 @@ def sweep_arg(text: str) -> list[float]:
     return rates if math.isclose(rates[-1], high) else [*rates, high]
 
 
-def add_parser(sub: argparse._SubParsersAction) -> None:
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("partition", help="NeuPart: the client-energy-optimal cut between client and cloud")
     add_network_arguments(p)
     p.add_argument("--hw", required=True, metavar="CONFIG",

@@ -31,7 +31,7 @@ th{background:#eee}td:first-child,th:first-child{text-align:left}.pass{color:#07
 .fail{color:#b00;font-weight:bold}.na{color:#777}img{max-width:100%;border:1px solid #ddd;margin:.5em 0}"""
 
 
-def add_parser(sub: argparse._SubParsersAction) -> None:
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("report", help="one self-contained HTML page about a trace: configuration, layers, energy, "
                                       "bandwidth, occupancy, cross-check")
     p.add_argument("file", metavar="FILE.h5")

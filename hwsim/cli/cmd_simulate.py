@@ -30,7 +30,7 @@ def levels_arg(text: str) -> frozenset[str]:
     return frozenset(chosen)
 
 
-def add_parser(sub: argparse._SubParsersAction) -> None:
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("simulate", help="simulate a network cycle by cycle, write its HDF5 trace, report from it")
     add_run_arguments(p)
     p.add_argument("--out", metavar="FILE.h5", default=None,

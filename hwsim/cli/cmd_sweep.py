@@ -31,7 +31,7 @@ DEFAULT_OUT = Path("results")
 SHOWN_ERRORS = 10
 
 
-def add_parser(sub: argparse._SubParsersAction) -> None:
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "sweep", help="evaluate a sweep file's points in parallel (resumable); 'sweep pareto' finds the front",
         usage="hwsim sweep FILE [--jobs N] [--executor local|dask [--scheduler ADDR]] [--out DIR] [--retry-failed] "

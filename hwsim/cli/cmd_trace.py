@@ -31,7 +31,7 @@ from hwsim.metrics.plots import PLOT_KINDS, plot, require_matplotlib
 DEFAULT_LIMIT = 20  # matching records shown (table) or listed (JSON)
 
 
-def add_parser(sub: argparse._SubParsersAction) -> None:
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("trace", help="inspect an HDF5 trace: summary, or a filtered query of its records")
     verbs = p.add_subparsers(dest="verb", metavar="VERB", required=True, parser_class=type(p))
     s = verbs.add_parser("summary", help="levels, record counts, cycle span and per-layer totals")

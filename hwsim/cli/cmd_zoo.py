@@ -9,7 +9,7 @@ from hwsim.cli.output import console, emit_json, format_count, table
 from hwsim.workload import zoo
 
 
-def add_parser(sub: argparse._SubParsersAction) -> None:
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("zoo", help="list the built-in networks, or export one to ONNX")
     p.add_argument("--json", action="store_true", help="print one JSON document instead of a table")
     p.set_defaults(run=run_list)
