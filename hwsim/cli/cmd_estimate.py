@@ -127,7 +127,7 @@ def _uj(pj: float) -> str:
 
 def _mapping_text(m: dict[str, Any]) -> str:
     if m["mapping"] != "row_stationary":
-        return m["mapping"]
+        return str(m["mapping"])
     return f"chP {m['chP']} fP {m['fP']} n {m['n']} {m['y_oc']}x{m['x_oc']}"
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from typing import Any
 
 from hwsim.cli.args import input_size_arg
 from hwsim.cli.output import console, emit_json, format_count, table
@@ -28,7 +29,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
 
 
 def run_list(args: argparse.Namespace) -> int:
-    rows = []
+    rows: list[dict[str, Any]] = []  # the JSON document's rows
     for name in zoo.names():
         e = zoo.entry(name)
         g = e.build(*e.default_hw)

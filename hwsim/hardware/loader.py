@@ -17,7 +17,7 @@ import typing
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import yaml
 
@@ -25,6 +25,11 @@ import hwsim
 from hwsim.errors import ConfigError
 from hwsim.hardware.schema import Accelerator, ParamInfo
 from hwsim.hardware.units import parse_quantity
+
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
+
+_Section = TypeVar("_Section", bound="DataclassInstance")  # a schema dataclass
 
 SHIPPED_DIRS = (
     Path(hwsim.__file__).resolve().parents[1] / "configs",  # a source checkout or editable install
@@ -85,7 +90,7 @@ def _where(ctx: _Context, node: yaml.Node, path: str) -> str:
     return f"{ctx.file}:{node.start_mark.line + 1}: {path}"
 
 
-def yaml_key(f: dataclasses.Field) -> str:
+def yaml_key(f: dataclasses.Field[Any]) -> str:
     """The YAML key of a field: its name without the unit suffix."""
     info: ParamInfo = f.metadata["info"]
     if info.dim is not None and info.dim.suffix:
@@ -101,7 +106,7 @@ def _section_type(hint: Any) -> type | None:
     return None
 
 
-def _build(cls: type, node: yaml.Node, path: str, ctx: _Context) -> Any:
+def _build(cls: type[_Section], node: yaml.Node, path: str, ctx: _Context) -> _Section:
     if not isinstance(node, yaml.MappingNode):
         raise ConfigError(f"{_where(ctx, node, path or '(top level)')}: expected a mapping of keys to values")
     fields = {yaml_key(f): f for f in dataclasses.fields(cls)}
@@ -141,7 +146,7 @@ def _join(path: str, key: str) -> str:
     return f"{path}.{key}" if path else key
 
 
-def _value(f: dataclasses.Field, hint: Any, node: yaml.Node, path: str, ctx: _Context) -> Any:
+def _value(f: dataclasses.Field[Any], hint: Any, node: yaml.Node, path: str, ctx: _Context) -> Any:
     info: ParamInfo = f.metadata["info"]
     nested = _section_type(hint)
     if nested is not None:
@@ -250,7 +255,9 @@ def _override(node: yaml.Node, keys: list[str], value: object, source: str, ctx:
             ctx.overridden[id(child)] = source
         new_value = _override(child, rest, value, source, ctx)
     else:
-        new_value = yaml.compose(yaml.safe_dump(value), Loader=yaml.SafeLoader)
+        composed = yaml.compose(yaml.safe_dump(value), Loader=yaml.SafeLoader)
+        assert composed is not None  # a dumped value is one document, never an empty stream
+        new_value = composed
         ctx.overridden[id(new_value)] = source
     if index is None:
         key_node = yaml.ScalarNode("tag:yaml.org,2002:str", head, node.start_mark, node.end_mark)
