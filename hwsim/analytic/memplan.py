@@ -242,7 +242,8 @@ def swap_at_branch_points(tensors: tuple[Tensor, ...], ids: list[int]) -> list[i
                         best, current, improved = total, trial, True
         if not improved:
             break
-    return current.tolist()
+    swapped: list[int] = current.tolist()
+    return swapped
 
 
 @dataclass

@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
+import numpy.typing as npt
 
 from hwsim.mapping.depth_first.stacks import MERGE_KINDS
 from hwsim.vocab import ceil_div
@@ -52,17 +53,18 @@ class AxisMap:
             return max(0, min(n_in, (y_end - 1 + self.pad) // self.s + 1))
         return n_in
 
-    def first_array(self, y: np.ndarray, n_in: int) -> np.ndarray:
+    def first_array(self, y: npt.NDArray[np.int64], n_in: int) -> np.ndarray:
         """`first` of every element of y."""
         if self.kind == "window":
             return np.minimum(np.maximum(self.s * y - self.pad, 0), n_in)
         if self.kind == "replicate":
             return np.minimum(n_in, y // self.s)
         if self.kind == "transposed":
-            return np.minimum(np.maximum(ceil_div(y + self.pad - self.k + 1, self.s), 0), n_in)
+            lowest: npt.NDArray[np.int64] = ceil_div(y + self.pad - self.k + 1, self.s)
+            return np.minimum(np.maximum(lowest, 0), n_in)
         return np.zeros_like(y)
 
-    def end_array(self, y_end: np.ndarray, n_in: int) -> np.ndarray:
+    def end_array(self, y_end: npt.NDArray[np.int64], n_in: int) -> np.ndarray:
         """`end` of every element of y_end."""
         if self.kind == "window":
             out = np.minimum(np.maximum(self.s * (y_end - 1) - self.pad + self.k, 0), n_in)
@@ -126,8 +128,8 @@ class StackPlan:
     scan: dict[str, int]
     line: dict[str, int]
     channels: dict[str, int]
-    bounds: dict[str, np.ndarray]  # int64 [tiling + 1]
-    starts: dict[str, np.ndarray]  # int64 [tiling]
+    bounds: dict[str, npt.NDArray[np.int64]]  # [tiling + 1]
+    starts: dict[str, npt.NDArray[np.int64]]  # [tiling]
     leads: dict[str, int] = field(default_factory=dict)
 
     def widths(self, t: str) -> np.ndarray:
@@ -171,8 +173,8 @@ def plan_stack(graph: Graph, stack: Sequence[Layer], tiling: int, long_edges: fr
     leaving = frozenset(l.output for l in stack if any(c.name not in names or (l.output, c.name) in long_edges
                                                        for c in graph.consumers(l.output))
                         or not graph.consumers(l.output))
-    bounds: dict[str, np.ndarray] = {}
-    starts: dict[str, np.ndarray] = {}
+    bounds: dict[str, npt.NDArray[np.int64]] = {}
+    starts: dict[str, npt.NDArray[np.int64]] = {}
     for l in reversed(stack):
         out = l.output
         if out not in bounds:  # an output of the stack: even tiles
