@@ -15,9 +15,14 @@ import threading
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor, as_completed
 from concurrent.futures.process import BrokenProcessPool
+from typing import TYPE_CHECKING
 
 from hwsim.errors import SweepError
 from hwsim.sweep.spec import Point
+
+if TYPE_CHECKING:
+    from dask.distributed import Client
+    from dask.distributed import Future as DaskFuture
 
 Row = dict[str, object]
 Evaluate = Callable[[Point], Row]
@@ -91,7 +96,7 @@ def dask_setup(worker: object) -> None:
         signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
-def _dask_rows(client: object, futures: list[object]) -> Iterator[Row]:
+def _dask_rows(client: Client, futures: list[DaskFuture[Row]]) -> Iterator[Row]:
     from dask.distributed import as_completed as dask_completed
 
     try:
@@ -102,8 +107,8 @@ def _dask_rows(client: object, futures: list[object]) -> Iterator[Row]:
                 raise SweepError(f"a Dask worker failed ({type(exc).__name__}: {exc}); rerun the sweep to "
                                  "finish the missing points") from None
     finally:
-        client.cancel(futures)  # type: ignore[attr-defined]
-        client.close()  # type: ignore[attr-defined]
+        client.cancel(futures)
+        client.close()
 
 
 __all__ = ["EXECUTORS", "dask_rows", "local_rows"]

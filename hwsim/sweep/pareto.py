@@ -67,7 +67,9 @@ def plot_front(rows: Sequence[Row], front: Sequence[int], x: str, y: str, title:
     fig, ax = plt.subplots(figsize=(8, 5))
     ax.scatter([a for a, b in zip(xs, ys) if a is not None and b is not None],
                [b for a, b in zip(xs, ys) if a is not None and b is not None], color="0.7", s=14, label="all points")
-    ax.plot([xs[i] for i in front], [ys[i] for i in front], color="tab:red", marker="o", markersize=5,
+    front_xs = [v for i in front if (v := xs[i]) is not None]  # every front row has both numbers
+    front_ys = [v for i in front if (v := ys[i]) is not None]
+    ax.plot(front_xs, front_ys, color="tab:red", marker="o", markersize=5,
             label=f"Pareto front ({len(front)} points)")
     ax.set_xlabel(x)
     ax.set_ylabel(y)

@@ -271,22 +271,25 @@ def _axis_keys(member: Axis | Group) -> tuple[str, ...]:
 
 
 def _axis_values(value: object, shown: str, where: str, key: str) -> tuple[Scalar, ...]:
+    given: tuple[object, ...]
     if isinstance(value, dict):
-        values = _range(value, shown, where)
+        given = _range(value, shown, where)
     else:
-        values = tuple(value) if isinstance(value, list) else (value,)
-    if not values:
+        given = tuple(value) if isinstance(value, list) else (value,)
+    if not given:
         raise SweepError(f"{shown}: {where}: no values; give a list or a range {{from: A, to: B, step: S}}")
-    for v in values:
+    values: list[Scalar] = []
+    for v in given:
         if isinstance(v, bool) or not isinstance(v, (str, int, float)):
             raise SweepError(f"{shown}: {where}: {v!r} is not a single value; write numbers or texts "
                              "such as '64 KiB'")
+        values.append(v)
     if len(set(values)) != len(values):
         raise SweepError(f"{shown}: {where}: a value is listed twice; remove the repeat")
     if key == BATCH:
         for v in values:
             _positive_int(v, f"{shown}: {where}")
-    return values
+    return tuple(values)
 
 
 _NUMBER_UNIT = re.compile(r"^\s*([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)\s*(\S*)\s*$")

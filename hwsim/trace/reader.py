@@ -146,7 +146,7 @@ class Trace:
             raise TraceError("to_pandas needs pandas, which is not installed; install it with pip install pandas, "
                              "or use records()/select() for numpy blocks") from None
         block = self.select(level, layer, operand, op, window_cycles)
-        frame = pd.DataFrame({name: block[name] for name in RECORD_DTYPE.names})
+        frame = pd.DataFrame({name: block[name] for name in RECORD_DTYPE.names or ()})
         for column, names in (("op", self.ops), ("operand", self.operands), ("layer", self.layers)):
             frame[column] = pd.Categorical.from_codes(frame[column].to_numpy(), categories=list(names))
         return frame
@@ -224,7 +224,8 @@ class Trace:
         """The rows of chunks k0..k1-1 (the last one cut at the dataset's end)."""
         end_row = min(k1 * chunk_len, len(dataset))
         if not self._direct[dataset.name]:
-            return dataset[k0 * chunk_len:end_row]
+            read: np.ndarray = dataset[k0 * chunk_len:end_row]  # h5py decodes it
+            return read
         dtype = RECORD_DTYPE if dataset.name.startswith("/levels/") else OCCUPANCY_DTYPE  # checked at open
         raw = [dataset.id.read_direct_chunk((k * chunk_len,)) for k in range(k0, k1)]
         parts = list(self._pool.map(lambda r: decode_chunk(r[0], r[1], dtype, chunk_len), raw))
