@@ -126,8 +126,10 @@ def repetition_vector(g: Csdf) -> tuple[int, ...]:
         stack = [start]
         while stack:
             a = stack.pop()
+            q_a = q[a]
+            assert q_a is not None  # set before a was pushed
             for b, ratio in links[a]:
-                want = q[a] * ratio  # type: ignore[operator]
+                want = q_a * ratio
                 if q[b] is None:
                     q[b] = want
                     stack.append(b)

@@ -10,6 +10,9 @@ latency must be at or above the analytic lower bound.
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
+from typing import Protocol
+
+import numpy as np
 
 from hwsim.analytic.estimate import NetworkEstimate
 from hwsim.hardware.energy import ComputeCounts
@@ -17,6 +20,16 @@ from hwsim.metrics.derive import TraceMetrics
 from hwsim.vocab import ACCESS_NAMES, LEVEL_NAMES, OPERAND_NAMES
 
 ENERGY_RTOL = 1e-9
+
+
+class _Counted(Protocol):
+    """What both sides give for a layer: words per level, operand and access, and the PE array's work."""
+
+    @property
+    def transfers(self) -> np.ndarray: ...
+
+    @property
+    def compute(self) -> ComputeCounts: ...
 
 
 @dataclass(frozen=True)
@@ -74,14 +87,13 @@ class CheckReport:
         return [r for l in self.layers for r in l.counts if not r.ok]
 
 
-def _count_rows(name: str, analytic: object, simulated: object) -> list[CountRow]:
-    a_t, s_t = analytic.transfers, simulated.transfers  # type: ignore[attr-defined]
+def _count_rows(name: str, analytic: _Counted, simulated: _Counted) -> list[CountRow]:
+    a_t, s_t = analytic.transfers, simulated.transfers
     rows = [CountRow(name, LEVEL_NAMES[lv], OPERAND_NAMES[op], ACCESS_NAMES[ac], int(a_t[lv, op, ac]),
                      int(s_t[lv, op, ac]))
             for lv in range(len(LEVEL_NAMES)) for op in range(len(OPERAND_NAMES)) for ac in range(len(ACCESS_NAMES))
             if a_t[lv, op, ac] or s_t[lv, op, ac]]
-    a_c: ComputeCounts = analytic.compute  # type: ignore[attr-defined]
-    s_c: ComputeCounts = simulated.compute  # type: ignore[attr-defined]
+    a_c, s_c = analytic.compute, simulated.compute
     rows += [CountRow(name, "pe", f.name, "", getattr(a_c, f.name), getattr(s_c, f.name)) for f in fields(a_c)
              if getattr(a_c, f.name) or getattr(s_c, f.name)]
     return rows

@@ -13,7 +13,7 @@ lag exceeds the scan length).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -22,6 +22,7 @@ import numpy as np
 from hwsim.analytic.depth_first import DepthFirstCost, depth_first_cost
 from hwsim.hardware.schema import Accelerator
 from hwsim.mapping.depth_first import DepthFirstMapping, depth_first_schedule
+from hwsim.mapping.schedule import LayerSchedule
 from hwsim.sim.executor import LayerRun, SimResult
 from hwsim.sim.run import simulate_to_trace
 from hwsim.trace import open as open_trace
@@ -119,8 +120,8 @@ def _trace_totals(path: str | Path, stacks: int) -> tuple[np.ndarray, np.ndarray
     return ring_peaks.sum(axis=1), peaks, words
 
 
-def _stacks(cost: DepthFirstCost, units, result: SimResult, rings: np.ndarray, peaks: np.ndarray,  # type: ignore[no-untyped-def]
-            dram_words: np.ndarray, word_bytes: int) -> tuple[StackCheck, ...]:
+def _stacks(cost: DepthFirstCost, units: Sequence[LayerSchedule], result: SimResult, rings: np.ndarray,
+            peaks: np.ndarray, dram_words: np.ndarray, word_bytes: int) -> tuple[StackCheck, ...]:
     return tuple(
         StackCheck(unit.name, stack.tiling, stack.line_buffer_bytes + stack.skip_buffer_bytes, int(rings[i]),
                    int(peaks[i]), stack.dram_bytes, int(dram_words[i]) * word_bytes, run.cycles)

@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from rich.console import JustifyMethod
+
 from hwsim.cli.args import add_network_arguments
 from hwsim.cli.output import console, emit_json, format_bytes, format_count, table
 from hwsim.workload.ir import Graph, Layer
@@ -95,9 +97,10 @@ def run(args: argparse.Namespace) -> int:
 def _layer_table(graph: Graph, bits: int) -> Any:
     """The per-layer table; a precision column when the graph gives any (quantized graphs)."""
     quantized = any(l.precision is not None for l in graph)
-    columns = [("#", "right"), ("layer", "left"), ("kind", "left"), ("input", "left"), ("output", "left"),
-               ("window", "left"), ("fused", "left"), ("MACs", "right"), ("ops", "right"), ("params", "right"),
-               ("ofmap", "right")]
+    columns: list[tuple[str, JustifyMethod]] = [
+        ("#", "right"), ("layer", "left"), ("kind", "left"), ("input", "left"), ("output", "left"),
+        ("window", "left"), ("fused", "left"), ("MACs", "right"), ("ops", "right"), ("params", "right"),
+        ("ofmap", "right")]
     t = table(f"{graph.name} ({graph.source}), {bits}-bit", columns + ([("precision", "left")] if quantized else []))
     for i, l in enumerate(graph):
         fused = "+".join(x for x in ("bn" if l.fused_bn else "", l.activation or "") if x)

@@ -16,6 +16,8 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from rich.console import JustifyMethod
+
 from hwsim.analytic.memplan import GRANULE_BYTES
 from hwsim.cli.args import add_network_arguments, bytes_arg
 from hwsim.cli.output import console, emit_json, format_bytes, table, write_atomically
@@ -217,9 +219,9 @@ def _print_phases(network: str, doc: dict[str, Any]) -> None:
               f"{'all ones' if c['repetition_vector_all_ones'] else 'not all ones'}; "
               + ("deadlock-free" if not c["deadlocked_actors"] else f"[red]deadlock at {c['deadlocked_actors']}[/]"))
     sim = doc.get("simulation", {})
+    columns: list[tuple[str, JustifyMethod]] = [("edge", "left"), ("one phase", "right"), ("phased", "right")]
     t = table("edge buffers (paper semantics: a firing consumes and produces at once; a buffer holds its channel "
-              "and the consumer's reuse rows)", [("edge", "left"), ("one phase", "right"), ("phased", "right")]
-              + ([("simulated", "right")] if sim else []))
+              "and the consumer's reuse rows)", columns + ([("simulated", "right")] if sim else []))
     simulated = {b["buffer"].split(".", 1)[1]: b["simulated_bytes"] for b in sim.get("phased", {}).get("buffers", [])}
     for b in doc["buffers"]:
         extra = [f"{simulated.get(b['edge'], 0):,} B"] if sim else []

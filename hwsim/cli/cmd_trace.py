@@ -130,7 +130,7 @@ def run_summary(args: argparse.Namespace) -> int:
     out.print(t)
     levels = [level for level in doc["levels"] if level != "pe"]
     t = table("layers (words moved per level)", [("layer", "left"), ("first cycle", "right"),
-                                                  ("last cycle", "right")] + [(level, "right") for level in levels])
+                                                  ("last cycle", "right"), *((level, "right") for level in levels)])
     for layer in doc["layers"]:
         t.add_row(layer["name"], _cycle(layer["first_cycle"]), _cycle(layer["last_cycle"]),
                   *(format_count(layer["words"][level]) for level in levels))

@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from rich.console import Console
+from rich.console import Console, JustifyMethod
 from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
@@ -47,11 +47,11 @@ def console() -> Console:
     return out
 
 
-def table(title: str, columns: list[tuple[str, str]]) -> Table:
+def table(title: str, columns: list[tuple[str, JustifyMethod]]) -> Table:
     """A table with (header, justify) columns."""
     t = Table(title=title, title_justify="left", header_style="bold")
     for header, justify in columns:
-        t.add_column(header, justify=justify, no_wrap=header != "description")  # type: ignore[arg-type]
+        t.add_column(header, justify=justify, no_wrap=header != "description")
     return t
 
 

@@ -98,11 +98,11 @@ def yaml_key(f: dataclasses.Field[Any]) -> str:
     return f.name
 
 
-def _section_type(hint: Any) -> type | None:
+def _section_type(hint: Any) -> type[DataclassInstance] | None:
     """The dataclass of a (possibly optional) nested section, else None."""
     for candidate in (hint, *typing.get_args(hint)):
-        if dataclasses.is_dataclass(candidate):
-            return candidate  # type: ignore[return-value]
+        if isinstance(candidate, type) and dataclasses.is_dataclass(candidate):
+            return candidate
     return None
 
 
