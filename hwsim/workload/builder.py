@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import replace
+from typing import TypedDict, Unpack
 
 from hwsim.errors import NetworkError, ShapeError
 from hwsim.vocab import ceil_div
@@ -26,6 +27,21 @@ from hwsim.workload.ir import (
 
 Pair = int | tuple[int, int]
 PaddingSpec = int | tuple[int, int] | tuple[int, int, int, int] | Padding | str
+
+
+class _LayerFields(TypedDict, total=False):
+    """The `Layer` fields a builder method sets besides name, kind, inputs and shapes."""
+
+    kernel: tuple[int, int]
+    stride: tuple[int, int]
+    dilation: tuple[int, int]
+    padding: Padding
+    groups: int
+    factor: tuple[int, int]
+    has_bias: bool
+    fused_bn: bool
+    activation: str | None
+    op_type: str
 
 def pair(value: Pair) -> tuple[int, int]:
     """An int or (h, w) pair as (h, w)."""
@@ -105,7 +121,7 @@ class GraphBuilder:
         return layer.output
 
     def _make(self, name: str, kind: LayerKind, inputs: Sequence[str], out_shape: Shape,
-              in_shapes: Sequence[Shape] | None = None, **spatial: object) -> str:
+              in_shapes: Sequence[Shape] | None = None, **spatial: Unpack[_LayerFields]) -> str:
         """Append a layer reading `inputs` (as their producers shaped them, unless `in_shapes` says otherwise)."""
         ins = tuple(inputs)
         layer = Layer(
@@ -115,7 +131,7 @@ class GraphBuilder:
             output=name,
             in_shapes=tuple(in_shapes) if in_shapes is not None else tuple(self.shape(t) for t in ins),
             out_shape=out_shape,
-            **spatial,  # type: ignore[arg-type]
+            **spatial,
         )
         return self._add(layer)
 
