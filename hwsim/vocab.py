@@ -109,7 +109,10 @@ STEP_DTYPE = np.dtype([
     ("rf_ifmap_reads", np.int64),  # COMPUTE: ifmap words read from RFs
     ("rf_psum_reads", np.int64),  # COMPUTE: psum words read from RFs
     ("rf_psum_writes", np.int64),  # COMPUTE: psum words written to RFs
-    ("inter_pe_words", np.int64),  # COMPUTE: psum words forwarded PE to PE
+    ("inter_pe_words", np.int64),  # COMPUTE: psum words handed PE to PE (spatial reduction)
+    ("inter_pe_ifmap_words", np.int64),  # COMPUTE: ifmap words forwarded PE to PE (systolic lanes)
+    ("inter_pe_filter_words", np.int64),  # COMPUTE: filter words forwarded PE to PE (systolic lanes)
+    ("stream_length", np.int64),  # COMPUTE: iterations the array streams in this pass (a systolic fold's T)
 ])
 
 _STEP_NAMES: tuple[str, ...] = STEP_DTYPE.names or ()
@@ -138,6 +141,9 @@ class StepField:
     RF_PSUM_READS = _step_field("rf_psum_reads")
     RF_PSUM_WRITES = _step_field("rf_psum_writes")
     INTER_PE_WORDS = _step_field("inter_pe_words")
+    INTER_PE_IFMAP_WORDS = _step_field("inter_pe_ifmap_words")
+    INTER_PE_FILTER_WORDS = _step_field("inter_pe_filter_words")
+    STREAM_LENGTH = _step_field("stream_length")
 
 
 @overload

@@ -19,7 +19,7 @@ from hwsim.flows import (
     check_simulation,
     depth_first_front,
     estimate_cnnergy,
-    estimate_rs,
+    estimate_mapping,
     glb_sizes,
     simulate_network,
     study_memory,
@@ -27,6 +27,7 @@ from hwsim.flows import (
     sweep_glb_size,
 )
 from hwsim.hardware import load_config
+from hwsim.mapping.mapper import default_mapping
 from hwsim.workload import zoo
 
 REPO = Path(__file__).resolve().parents[1]
@@ -57,7 +58,7 @@ def eyeriss():
 
 
 def test_estimate_rs_totals_by_hand(example, eyeriss) -> None:
-    r = estimate_rs(example, eyeriss)
+    r = estimate_mapping(example, eyeriss)
     assert r.totals.macs == EXAMPLE_MACS
     # Dense (no zero gating): every MAC is priced at the array's MAC energy, nothing else is a MAC.
     assert r.totals.energy_by_component_pj["mac"] == pytest.approx(EXAMPLE_MACS * EYERISS_MAC_PJ, rel=1e-12)
@@ -65,16 +66,16 @@ def test_estimate_rs_totals_by_hand(example, eyeriss) -> None:
     assert r.totals.latency_cycles >= math.ceil(EXAMPLE_MACS / EYERISS_LANES)
     # Compulsory DRAM traffic at 16 bit: the image read once (1x32x32) and the two output values written.
     assert r.totals.dram_bytes >= 2 * (32 * 32 + 2)
-    assert estimate_rs(example, eyeriss, batch=2).totals.macs == 2 * EXAMPLE_MACS
+    assert estimate_mapping(example, eyeriss, batch=2).totals.macs == 2 * EXAMPLE_MACS
     with pytest.raises(HwsimError, match="batch 0"):
-        estimate_rs(example, eyeriss, batch=0)
+        estimate_mapping(example, eyeriss, batch=0)
 
 
 def test_estimate_takes_names_and_overrides_the_clock_power(eyeriss) -> None:
-    by_name = estimate_rs("phases_example", "eyeriss-v1")
+    by_name = estimate_mapping("phases_example", "eyeriss-v1")
     assert by_name.totals.macs == EXAMPLE_MACS
     # Clock energy is P_clk per MAC at the reference throughput: half the power, half the clock energy.
-    half = estimate_rs("phases_example", eyeriss, clock_power_w=eyeriss.control.clock_power_w / 2)
+    half = estimate_mapping("phases_example", eyeriss, clock_power_w=eyeriss.control.clock_power_w / 2)
     assert half.totals.energy_by_component_pj["clock"] == pytest.approx(
         by_name.totals.energy_by_component_pj["clock"] / 2, rel=1e-12)
     assert half.hardware.control.clock_power_w == eyeriss.control.clock_power_w / 2
@@ -103,7 +104,7 @@ def test_glb_sizes_and_the_energy_size_law(example) -> None:
     with pytest.raises(ConfigError, match="no size in the range"):
         sweep_glb_size(example, "eyeriss-v1", (16, 32))
     with pytest.raises(HwsimError, match="cnnergy"):
-        sweep_glb_size(LayerTable(str(CNNERGY_TABLE)), "eyeriss-v1", (100 * 1024,), EstimateSettings(model="rs"))
+        sweep_glb_size(LayerTable(str(CNNERGY_TABLE)), "eyeriss-v1", (100 * 1024,), EstimateSettings(model="mapping"))
 
 
 # ----- simulate and check --------------------------------------------------------------------------------
@@ -114,7 +115,7 @@ def test_simulation_traces_the_workload_and_respects_the_bound(example, eyeriss,
     assert sim.trace.exists()
     assert sim.totals.macs == sim.network_macs == EXAMPLE_MACS  # PE records summed vs the IR
     assert sim.totals.latency_cycles == sim.result.cycles
-    est = estimate_rs(example, eyeriss)
+    est = estimate_mapping(example, eyeriss)
     assert sim.totals.latency_cycles >= est.totals.latency_cycles  # the estimate is a lower bound
     assert sim.totals.dram_bytes == est.totals.dram_bytes  # closed form and trace agree word for word
     assert 0 < sim.peak_occupancy_bytes["glb.data"] <= eyeriss.glb.data_bytes
@@ -124,7 +125,7 @@ def test_simulation_of_some_levels_and_two_images(example, eyeriss, tmp_path: Pa
     sim = simulate_network(example, eyeriss, batch=2, trace_path=tmp_path / "b2.h5", levels=frozenset({"dram"}))
     assert sim.network_macs == 2 * EXAMPLE_MACS
     assert sim.totals.macs == 0  # the PE array's records were not kept
-    assert sim.totals.dram_bytes == estimate_rs(example, eyeriss, batch=2).totals.dram_bytes
+    assert sim.totals.dram_bytes == estimate_mapping(example, eyeriss, batch=2).totals.dram_bytes
     with pytest.raises(HwsimError, match="every level"):
         check_simulation(sim)
     with pytest.raises(HwsimError, match="batch 0"):
@@ -137,8 +138,8 @@ def test_check_passes_and_can_fail(example, eyeriss, tmp_path: Path) -> None:
     assert report.ok and [l.name for l in report.layers] == ["n2", "n3", "n4"]  # the layers that compute
     two = simulate_network(example, eyeriss, batch=2, trace_path=tmp_path / "two.h5")
     assert check_simulation(two).ok
-    # The trace of two images against the estimate of one: every data count differs.
-    wrong = check_simulation(dataclasses.replace(two, batch=1))
+    # The trace of two images against the estimate of the mapping of one: every data count differs.
+    wrong = check_simulation(dataclasses.replace(two, batch=1, mapping=default_mapping(example, eyeriss, 1)))
     assert not wrong.ok
     macs = [r for r in wrong.mismatches if r.level == "pe" and r.operand == "macs"]
     assert [(r.analytic, r.simulated) for r in macs] == [(N2_MACS, 2 * N2_MACS), (N3_MACS, 2 * N3_MACS),

@@ -10,6 +10,7 @@ import pytest
 from hwsim.errors import ConfigError
 from hwsim.hardware.loader import load_config, parse_config, resolve_config
 from hwsim.hardware.schema import COMPONENTS, ParamInfo
+from hwsim.mapping.dataflows import DATAFLOWS
 from hwsim.sim.dram import DRAM_MODELS
 from hwsim.sim.dram.policies import ADDRESS_MAPS, ROW_POLICIES
 from hwsim.sim.executor import EXECUTION_POLICIES
@@ -20,6 +21,7 @@ REGISTRY_OF_FIELD = {
     ("Dram", "model"): DRAM_MODELS, ("Dram", "scheduler"): SCHEDULERS, ("Dram", "address_map"): ADDRESS_MAPS,
     ("RowBuffer", "policy"): ROW_POLICIES, ("Noc", "model"): NOC_MODELS, ("Noc", "scheduler"): SCHEDULERS,
     ("Glb", "scheduler"): SCHEDULERS, ("L2", "scheduler"): SCHEDULERS, ("LineBuffer", "scheduler"): SCHEDULERS,
+    ("PeArray", "dataflow"): DATAFLOWS,
 }
 
 

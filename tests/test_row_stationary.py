@@ -7,17 +7,26 @@ import pytest
 from conftest import small_zoo_graph
 
 from hwsim.hardware import load_config
-from hwsim.mapping.row_stationary import rs_params, rs_schedule
+from hwsim.mapping.dataflows.row_stationary import RsParams
+from hwsim.mapping.dataflows.row_stationary import rs_params as nest_rs_params
+from hwsim.mapping.mapper import network_schedule
+from hwsim.mapping.nest.problem import nest_problem
 from hwsim.vocab import Level, Operand, StepKind
 from hwsim.workload import GraphBuilder, LayerKind, zoo
+from hwsim.workload.ir import Layer
 
 EYERISS = load_config("eyeriss-v1")
+
+
+def rs_params(layer: Layer, batch: int = 1) -> RsParams:
+    """CNNergy's rules for `layer` on Eyeriss."""
+    return nest_rs_params(nest_problem(layer, batch), EYERISS)
 GLB_WORDS = 100 * 1024 // 2  # CNNergy's 100 KB ifmap+psum GLB in 16-bit words
 FILTER_WORDS = 8 * 1024 // 2  # the 8 KB filter partition
 
 
 def test_alexnet_conv1_params_by_hand() -> None:
-    m = rs_params(zoo.build("alexnet").layer("conv1"), EYERISS)
+    m = rs_params(zoo.build("alexnet").layer("conv1"))
     # R = 11 on 12 PE rows: one set; q = min(C=3, 12 // 11) = 1; p = min(24, (224 // 11) // 1) = 20.
     # q < C and C = 3 >= q·sets = 1, so the default rule: chP = q·sets = 1, fP = p = 20.
     assert (m.folds, m.sets, m.q, m.p, m.chP, m.fP, m.rule) == (1, 1, 1, 20, 1, 20, "default")
@@ -28,7 +37,7 @@ def test_alexnet_conv1_params_by_hand() -> None:
 
 
 def test_alexnet_conv2_grouped_params_by_hand() -> None:
-    m = rs_params(zoo.build("alexnet").layer("conv2"), EYERISS)
+    m = rs_params(zoo.build("alexnet").layer("conv2"))
     # One group: C = 48, M = 128, R = 5: sets = 12 // 5 = 2, q = 12 // 5 = 2, p = (224 // 5) // 2 = 22.
     # C = 48 >= q·sets = 4: chP = 4, fP = 22. Band: 4·31·31 + 22·27·27 = 19,882 words fit.
     assert (m.sets, m.q, m.p, m.chP, m.fP, m.rule) == (2, 2, 22, 4, 22, "default")
@@ -39,7 +48,7 @@ def test_rule_1_and_4_for_few_channels() -> None:
     b = GraphBuilder("t")
     x = b.input("x", 2, 8, 8)
     b.output("o", b.conv("c", x, 16, 3, padding=1))
-    m = rs_params(b.build().layer("c"), EYERISS)
+    m = rs_params(b.build().layer("c"))
     # q = min(C=2, 12 // 3) = 2 >= C: rule 1, chP = 2, p = (224 // 3) // 2 = 37 -> 24 (psum RF),
     # fP = p·sets = 24·4 = 96 > M = 16: rule 4, fP = 16.
     assert (m.q, m.chP, m.fP, m.rule) == (2, 2, 16, "1+4")
@@ -48,7 +57,7 @@ def test_rule_1_and_4_for_few_channels() -> None:
 @pytest.mark.parametrize("name", zoo.names())
 def test_schedule_invariants_on_every_zoo_network(name: str) -> None:
     graph = small_zoo_graph(name)
-    schedule = rs_schedule(graph, EYERISS)
+    schedule = network_schedule(graph, EYERISS)
     for ls in schedule.layers:
         steps = ls.steps()
         layer = ls.layer
@@ -81,7 +90,7 @@ def test_schedule_invariants_on_every_zoo_network(name: str) -> None:
 
 def test_filter_reloads_follow_the_band_count() -> None:
     # AlexNet conv1: 55 ofmap rows in bands of 14 -> 4 bands, each reloads every filter word once.
-    ls = rs_schedule(zoo.build("alexnet"), EYERISS).layer("conv1")
+    ls = network_schedule(zoo.build("alexnet"), EYERISS).layer("conv1")
     steps = ls.steps()
     filt = steps[(steps["kind"] == StepKind.TRANSFER) & (steps["operand"] == Operand.FILTER)
                  & (steps["src"] == Level.DRAM)]

@@ -17,7 +17,7 @@ import hwsim.trace
 from hwsim.analytic.estimate import estimate_network
 from hwsim.check import compare
 from hwsim.hardware import load_config
-from hwsim.mapping.row_stationary import rs_schedule
+from hwsim.mapping.mapper import default_mapping, network_schedule
 from hwsim.metrics import derive
 from hwsim.sim.run import simulate_to_trace
 from hwsim.workload import GraphBuilder, zoo
@@ -27,16 +27,17 @@ EYERISS = load_config("eyeriss-v1")
 
 def _check(graph, tmp_path: Path, batch: int = 1):
     path = tmp_path / f"{graph.name}.h5"
-    result = simulate_to_trace(rs_schedule(graph, EYERISS, batch), EYERISS, path)
+    mapping = default_mapping(graph, EYERISS, batch)
+    result = simulate_to_trace(network_schedule(graph, EYERISS, batch, mapping), EYERISS, path)
     with hwsim.trace.open(path) as trace:
         metrics = derive(trace)
-    return result, compare(estimate_network(graph, EYERISS, batch), metrics)
+    return result, compare(estimate_network(graph, EYERISS, mapping), metrics)
 
 
 @pytest.mark.parametrize("name,size,batch", [("phases_example", None, 1), ("alexnet", 64, 2),
                                              ("squeezenet11", 64, 1), ("mobilenetv2", 64, 1),
                                              ("resnet18", 64, 1), ("fsrcnn", 32, 1)])
-def test_simulated_counts_equal_the_integer_tiled_model(tmp_path: Path, name: str, size: int | None,
+def test_simulated_counts_equal_the_closed_form(tmp_path: Path, name: str, size: int | None,
                                                         batch: int) -> None:
     graph = zoo.build(name, (size, size)) if size else zoo.build(name)
     _, report = _check(graph, tmp_path, batch)
@@ -69,7 +70,7 @@ def test_same_inputs_give_identical_traces(tmp_path: Path) -> None:
     paths = []
     for k in range(2):
         paths.append(tmp_path / f"run{k}.h5")
-        simulate_to_trace(rs_schedule(graph, EYERISS), EYERISS, paths[-1])
+        simulate_to_trace(network_schedule(graph, EYERISS), EYERISS, paths[-1])
     with h5py.File(paths[0], "r") as a, h5py.File(paths[1], "r") as b:
         names: list[str] = []
         a.visit(lambda n: names.append(n) if isinstance(a[n], h5py.Dataset) else None)

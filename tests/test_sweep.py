@@ -21,6 +21,7 @@ from hwsim.analytic.estimate import estimate_network
 from hwsim.errors import ConfigError
 from hwsim.hardware import load_config
 from hwsim.hardware.loader import Overrides
+from hwsim.mapping.mapper import default_mapping
 from hwsim.sweep.pareto import pareto_front
 from hwsim.sweep.results import read_table
 from hwsim.sweep.run import evaluate, point_hardware
@@ -144,7 +145,8 @@ def test_estimate_row_equals_the_estimate_of_the_edited_config(tmp_path: Path) -
     row = evaluate(sweep.points[0], None)
     base = load_config("eyeriss-v1")
     hw = replace(base, pe_array=replace(base.pe_array, rows=8))  # the same edit, without YAML
-    e = estimate_network(zoo.build("phases_example"), hw, 2)
+    graph = zoo.build("phases_example")
+    e = estimate_network(graph, hw, default_mapping(graph, hw, 2))
     assert row["status"] == "ok" and row["error"] is None
     # integers exactly; floats within SAME_ARITHMETIC_REL (the same model on a config built another way)
     same = functools.partial(pytest.approx, rel=SAME_ARITHMETIC_REL, abs=0)

@@ -63,12 +63,12 @@ print(json.dumps({"wall_s": wall_s, "peak_rss_bytes": rss_kib * 1024, "returncod
 SIM_SUBSET = """
 import dataclasses, json, sys
 from hwsim.hardware import load_config
-from hwsim.mapping.row_stationary import rs_schedule
+from hwsim.mapping.mapper import network_schedule
 from hwsim.sim.run import simulate_to_trace
 from hwsim.workload.network import load_network
 net, hw_name, names, out, levels = sys.argv[1], sys.argv[2], sys.argv[3].split(","), sys.argv[4], sys.argv[5]
 hw = load_config(hw_name)
-schedule = rs_schedule(load_network(net).graph, hw, 1)
+schedule = network_schedule(load_network(net).graph, hw, 1)
 subset = dataclasses.replace(schedule, layers=tuple(ls for ls in schedule.layers if ls.layer.name in names))
 result = simulate_to_trace(subset, hw, out, frozenset(levels.split(",")))
 print(json.dumps({"cycles": result.cycles, "macs": sum(ls.layer.macs for ls in subset.layers)}))

@@ -119,6 +119,9 @@ class CnnergyHardware:
     def from_accelerator(cls, acc: Accelerator) -> CnnergyHardware:
         """Read J, K, the RF sizes, the GLB data share and the energy table from a config."""
         pe = acc.pe_array
+        if pe.rf is None:
+            raise ConfigError(f"{acc.name}: CNNergy models a row-stationary PE with register files; the config "
+                              "has no pe_array.rf section")
         return cls(rows=pe.rows, cols=pe.cols, filter_rf_words=pe.rf.filter_words,
                    ifmap_rf_words=pe.rf.ifmap_words, psum_rf_words=pe.rf.psum_words,
                    glb_kb=acc.glb.data_bytes / BYTES_PER_KB, word_bits=acc.precision_bits,

@@ -1,6 +1,8 @@
-"""Energy and latency bounds from the integer-tiled counts: the fast answer `hwsim estimate` prints.
+"""Energy and latency bounds from a mapping's closed-form counts: the fast answer `hwsim estimate` prints.
 
-Energy prices every access of `integer_tiled.LayerCounts` with the config's
+Counts come from the mapping alone (`hwsim.analytic.nest_counts`: loop nests
+by tile analysis, streamed layers by their pieces). Energy prices every access
+of `counts.LayerCounts` with the config's
 energy table (`hwsim.hardware.energy`). Zero gating (Eyeriss): when a
 fraction z of a layer's ifmap words are zero, a zero skips the MAC and its
 filter and psum RF accesses, but its ifmap RF read still happens (it is how
@@ -23,10 +25,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from hwsim.analytic.integer_tiled import LayerCounts, layer_counts
+from hwsim.analytic.counts import LayerCounts
+from hwsim.analytic.nest_counts import NestCounter, empty_counts, streamed_counts
 from hwsim.hardware.energy import EnergyTable, energy_table
 from hwsim.hardware.schema import Accelerator
-from hwsim.mapping.row_stationary import WEIGHTED, conv_problem, rs_params
+from hwsim.mapping.nest.format import LayerMapping, LoopNest, NetworkMapping, Streamed
 from hwsim.vocab import LEVEL_NAMES, OPERAND_NAMES, Access, Level, Operand
 from hwsim.workload.ir import Graph, Layer, LayerKind
 
@@ -49,7 +52,7 @@ class LayerEstimate:
     """One layer: mapping, counts, energy by component and by level × operand, latency bound."""
 
     layer: Layer
-    mapping: dict[str, int | str]
+    mapping: dict[str, object]
     counts: LayerCounts
     ifmap_zero_fraction: float
     energy_pj: dict[str, float]  # by hwsim.hardware.energy.COMPONENTS
@@ -108,33 +111,49 @@ def latency_bound(c: LayerCounts, hw: Accelerator) -> LatencyBound:
     return LatencyBound(c.compute_cycles, dram, glb, noc, bound, bottleneck, utilization)
 
 
-def mapping_summary(layer: Layer, hw: Accelerator, batch: int) -> dict[str, int | str]:
-    """The mapping parameters a report shows (row-stationary tiles, or the streaming fallback)."""
-    if layer.kind not in WEIGHTED:
-        return {"mapping": "stream"}
-    m = rs_params(layer, hw, batch)
-    p_ = conv_problem(layer)
-    return {"mapping": "row_stationary", "rule": m.rule, "sets": m.sets, "q": m.q, "p": m.p, "chP": m.chP,
-            "fP": m.fP, "y_of": m.y_of, "y_oc": m.y_oc, "x_oc": m.x_oc, "n": m.n, "folds": m.folds,
-            "groups": p_.groups}
+def mapping_summary(entry: LayerMapping | None) -> dict[str, object]:
+    """The mapping a report shows: the loop nest level by level, or the pieces a streamed layer moves."""
+    if entry is None:
+        return {"mapping": "none"}
+    if isinstance(entry, Streamed):
+        return {"mapping": "stream", "tiles": entry.tiles}
+    out: dict[str, object] = {"mapping": "nest", "lowering": entry.lowering}
+    for storage in entry.storage:
+        out[storage.level] = " ".join(str(l) for l in storage.loops)
+    out["rows"] = " ".join(str(l) for l in entry.array.rows)
+    out["cols"] = " ".join(str(l) for l in entry.array.cols)
+    out["stream"] = " ".join(str(l) for l in entry.array.stream)
+    out["rf"] = " ".join(str(l) for l in entry.rf.loops)
+    return out
 
 
-def estimate_layer(layer: Layer, hw: Accelerator, batch: int, table: EnergyTable, zeros: float) -> LayerEstimate:
+def layer_counts(layer: Layer, entry: LayerMapping | None, hw: Accelerator, batch: int) -> LayerCounts:
+    """The closed-form counts of one layer as its mapping entry says (none: nothing to run)."""
+    if entry is None:
+        return empty_counts(layer)
+    if isinstance(entry, LoopNest):
+        return NestCounter(layer, entry, batch, hw).counts()
+    return streamed_counts(layer, entry, hw, batch)
+
+
+def estimate_layer(layer: Layer, entry: LayerMapping | None, hw: Accelerator, batch: int, table: EnergyTable,
+                   zeros: float) -> LayerEstimate:
     """Counts, energy and latency bound of one layer."""
-    counts = layer_counts(layer, hw, batch)
+    counts = layer_counts(layer, entry, hw, batch)
     energy, by_level = layer_energy(counts, table, zeros)
-    return LayerEstimate(layer, mapping_summary(layer, hw, batch), counts, zeros, energy, by_level,
-                         latency_bound(counts, hw))
+    return LayerEstimate(layer, mapping_summary(entry), counts, zeros, energy, by_level, latency_bound(counts, hw))
 
 
-def estimate_network(graph: Graph, hw: Accelerator, batch: int = 1,
+def estimate_network(graph: Graph, hw: Accelerator, mapping: NetworkMapping,
                      ifmap_zeros: Mapping[str, float] | None = None) -> NetworkEstimate:
-    """Every layer of `graph`; `ifmap_zeros` gives a layer's ifmap zero fraction (default dense)."""
+    """Every layer of `graph` as `mapping` maps it; `ifmap_zeros` gives a layer's ifmap zero fraction (default
+    dense)."""
     table = energy_table(hw)
     zeros = ifmap_zeros or {}
-    layers = tuple(estimate_layer(l, hw, batch, table, zeros.get(l.name, 0.0)) for l in graph
-                   if l.kind not in (LayerKind.INPUT, LayerKind.OUTPUT))
-    return NetworkEstimate(graph.name, hw.name, batch, hw.clock_hz, layers)
+    entries = {m.layer: m for m in mapping.layers}
+    layers = tuple(estimate_layer(l, entries.get(l.name), hw, mapping.batch, table, zeros.get(l.name, 0.0))
+                   for l in graph if l.kind not in (LayerKind.INPUT, LayerKind.OUTPUT))
+    return NetworkEstimate(graph.name, hw.name, mapping.batch, hw.clock_hz, layers)
 
 
 def layer_record(e: LayerEstimate, hw: Accelerator) -> dict[str, object]:

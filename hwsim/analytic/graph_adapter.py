@@ -281,7 +281,7 @@ def _transposed_shape(layer: Layer) -> _Shape:
 
 def _fits_row_stationary(r: int, hw: Accelerator) -> bool:
     """A filter row fits an ifmap RF and R filter rows fit the PE array's height."""
-    return r <= hw.pe_array.rows and r <= hw.pe_array.rf.ifmap_words
+    return hw.pe_array.rf is not None and r <= hw.pe_array.rows and r <= hw.pe_array.rf.ifmap_words
 
 
 def _im2col(shape: _Shape) -> _Shape:

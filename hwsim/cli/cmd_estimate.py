@@ -32,9 +32,9 @@ from hwsim.flows.estimate import (
     EstimateSettings,
     GlbSizeSweep,
     LayerTable,
-    RsEstimate,
+    MappingEstimate,
     estimate_cnnergy,
-    estimate_rs,
+    estimate_mapping,
     glb_sizes,
     sweep_glb_size,
 )
@@ -96,7 +96,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     add_network_arguments(p, required=False)
     p.add_argument("--hw", required=True, metavar="CONFIG",
                    help="accelerator config: a path or a shipped name (e.g. eyeriss-v1)")
-    p.add_argument("--model", choices=("rs", "cnnergy"), default="rs",
+    p.add_argument("--model", choices=("mapping", "cnnergy"), default="mapping",
                    help="rs: integer-tiled counts of the row-stationary schedule (default); "
                         "cnnergy: the faithful CNNergy model")
     p.add_argument("--layers", metavar="FILE.csv", default=None,
@@ -131,7 +131,7 @@ def _mapping_text(m: dict[str, Any]) -> str:
     return f"chP {m['chP']} fP {m['fP']} n {m['n']} {m['y_oc']}x{m['x_oc']}"
 
 
-def print_rs(r: RsEstimate) -> None:
+def print_mapping_estimate(r: MappingEstimate) -> None:
     e, hw = r.estimate, r.hardware
     out = console()
     t = table(f"{e.network} on {e.hardware}, batch {e.batch}: integer-tiled row-stationary estimate (energy in µJ)",
@@ -168,9 +168,9 @@ def _level_operand_table(e: NetworkEstimate) -> Table:
     return t
 
 
-def rs_document(r: RsEstimate) -> dict[str, Any]:
+def mapping_document(r: MappingEstimate) -> dict[str, Any]:
     e, hw, totals = r.estimate, r.hardware, r.totals
-    return {"model": "rs", "network": e.network, "hardware": e.hardware, "batch": e.batch,
+    return {"model": "mapping", "network": e.network, "hardware": e.hardware, "batch": e.batch,
             "word_bits": hw.precision_bits, "clock_hz": e.clock_hz,
             "layers": [layer_record(l, hw) for l in e.layers],
             "totals": {"energy_pj": dict(totals.energy_by_component_pj), "total_energy_pj": e.total_pj(),
@@ -297,9 +297,9 @@ def run(args: argparse.Namespace) -> int:
             print_cnnergy(c)
     else:
         assert not isinstance(source, LayerTable)  # _source allows a table with cnnergy only
-        r = estimate_rs(source, hw, args.batch, settings.sparsity, args.clock_power, args.throughput_gmacs)
+        r = estimate_mapping(source, hw, args.batch, settings.sparsity, args.clock_power, args.throughput_gmacs)
         if args.json:
-            emit_json({**rs_document(r), "warnings": list(warnings)})
+            emit_json({**mapping_document(r), "warnings": list(warnings)})
         else:
-            print_rs(r)
+            print_mapping_estimate(r)
     return 0

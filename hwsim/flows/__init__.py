@@ -2,8 +2,8 @@
 and scripts. Each takes plain arguments (a network name, .onnx path or `Graph`; a config name, YAML path
 or `Accelerator`; a batch, ...) and returns a frozen dataclass; none prints.
 
-    from hwsim.flows import estimate_rs, simulate_network, check_simulation
-    est = estimate_rs("alexnet", "eyeriss-v1")
+    from hwsim.flows import estimate_mapping, simulate_network, check_simulation
+    est = estimate_mapping("alexnet", "eyeriss-v1")
     sim = simulate_network("alexnet", "eyeriss-v1", trace_path="traces/alexnet.h5")
     report = check_simulation(sim)
 """
@@ -25,9 +25,9 @@ from hwsim.flows.estimate import (
     GlbSizePoint,
     GlbSizeSweep,
     LayerTable,
-    RsEstimate,
+    MappingEstimate,
     estimate_cnnergy,
-    estimate_rs,
+    estimate_mapping,
     glb_sizes,
     sweep_glb_size,
 )
@@ -60,12 +60,12 @@ __all__ = [
     "GlbSizePoint",
     "GlbSizeSweep",
     "LayerTable",
+    "MappingEstimate",
     "MemoryStudy",
     "Partition",
     "PhasedResult",
     "PhasesStudy",
     "PointCheck",
-    "RsEstimate",
     "RunTotals",
     "Simulation",
     "StrategyMemory",
@@ -82,7 +82,7 @@ __all__ = [
     "choose_sparsity",
     "depth_first_front",
     "estimate_cnnergy",
-    "estimate_rs",
+    "estimate_mapping",
     "glb_sizes",
     "partition_network",
     "phases_sdf3_xml",

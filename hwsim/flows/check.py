@@ -1,15 +1,17 @@
-"""`hwsim check`'s comparison: the integer-tiled analytic model against the counts summed from a
-simulation's trace.
+"""`hwsim check`'s comparison: the closed-form counts of the simulated mapping against the counts summed from
+the simulation's trace.
 
 What it proves, per layer: the words read, filled and updated at every level for every operand, and
 the PE array's work (MACs, ops, the MACs' RF accesses, PE-to-PE hops), are equal in two computations
-(the closed form and the trace). Energy prices both sides' counts with the same table, so its equality
+(the closed form reads the mapping as data; the trace is what the simulator did with the steps the
+mapping's generator emitted). Energy prices both sides' counts with the same table, so its equality
 is a consistency line, not separate evidence. Latency is checked only as a lower bound: the simulated
 cycles must be at or above the analytic bound.
 """
 
 from __future__ import annotations
 
+import json
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,8 +19,9 @@ from pathlib import Path
 from hwsim.analytic.estimate import estimate_network
 from hwsim.check import CheckReport, compare
 from hwsim.errors import HwsimError
-from hwsim.flows.inputs import HardwareLike, NetworkLike
+from hwsim.flows.inputs import HardwareLike, MappingLike, NetworkLike
 from hwsim.flows.simulate import ALL_LEVELS, Progress, Simulation, simulate_network
+from hwsim.mapping.nest.format import mapping_from_data
 from hwsim.metrics import TraceMetrics
 from hwsim.trace import Trace
 from hwsim.workload import zoo
@@ -31,16 +34,19 @@ def check_simulation(sim: Simulation) -> CheckReport:
     if sim.levels != ALL_LEVELS:
         raise HwsimError(f"{sim.trace}: records only {', '.join(sorted(sim.levels))}; checking needs every "
                          "level, simulate with the default levels")
-    return compare(estimate_network(sim.graph, sim.hardware, sim.batch), sim.metrics)
+    return compare(estimate_network(sim.graph, sim.hardware, sim.mapping), sim.metrics)
 
 
 def check_network(network: NetworkLike, hw: HardwareLike, batch: int = 1, trace_path: str | Path | None = None,
-                  progress: Progress | None = None) -> CheckReport:
-    """Simulate `batch` images (trace kept at `trace_path`, else in a temporary file) and check them."""
+                  progress: Progress | None = None, mapping: MappingLike = None) -> CheckReport:
+    """Simulate `mapping` (default: hwsim's for `batch` images; trace kept at `trace_path`, else in a temporary
+    file) and check it."""
     if trace_path is not None:
-        return check_simulation(simulate_network(network, hw, batch, trace_path, progress=progress))
+        return check_simulation(simulate_network(network, hw, batch, trace_path, progress=progress,
+                                                 mapping=mapping))
     with tempfile.TemporaryDirectory(prefix="hwsim-check-") as tmp:
-        return check_simulation(simulate_network(network, hw, batch, Path(tmp) / "check.h5", progress=progress))
+        return check_simulation(simulate_network(network, hw, batch, Path(tmp) / "check.h5", progress=progress,
+                                                 mapping=mapping))
 
 
 @dataclass(frozen=True)
@@ -52,9 +58,10 @@ class TraceCheck:
 
 
 def check_trace(trace: Trace, metrics: TraceMetrics) -> TraceCheck:
-    """Check a row-stationary trace of a zoo network at its default input against the integer-tiled
-    model; other traces are not available (their network or input cannot be rebuilt from the trace)."""
-    mapper = trace.attrs.get("mapper")
+    """Check a trace of a zoo network at its default input, simulated from a loop-nest mapping (stored in the
+    trace), against the mapping's closed form; other traces are not available (their network or input cannot
+    be rebuilt from the trace)."""
+    mapping_json = trace.attrs.get("mapping_json")
     network = str(trace.attrs.get("network", ""))
     try:
         graph = zoo.build(network, None)
@@ -65,10 +72,11 @@ def check_trace(trace: Trace, metrics: TraceMetrics) -> TraceCheck:
     if graph.total_macs * batch != sum(l.compute.macs for l in metrics.layers):
         return TraceCheck(NOT_AVAILABLE, f"the trace's MACs differ from {network} at its default input: it was "
                                          "simulated at another size; run hwsim check with that --input")
-    if mapper != "row_stationary":
-        return TraceCheck(NOT_AVAILABLE, f"no analytic cross-check for {mapper} traces here; use hwsim check "
-                                         "--depthfirst")
-    report = compare(estimate_network(graph, metrics.hardware, batch), metrics)
+    if mapping_json is None:
+        return TraceCheck(NOT_AVAILABLE, f"no analytic cross-check for {trace.attrs.get('mapper')} traces here; use "
+                                         "hwsim check --depthfirst")
+    mapping = mapping_from_data(json.loads(str(mapping_json)), f"{trace.path}: mapping_json")
+    report = compare(estimate_network(graph, metrics.hardware, mapping), metrics)
     if report.ok:
         return TraceCheck(PASS, f"{len(report.layers)} layers: every count equal, energy equal, latency at or "
                                 "above the bound")

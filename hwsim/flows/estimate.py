@@ -1,6 +1,7 @@
 """Closed-form estimates of a network on an accelerator, in a second.
 
-`estimate_rs` prices the integer-tiled counts of the row-stationary schedule the simulator runs;
+`estimate_mapping` prices the closed-form counts of the mapping the simulator runs (hwsim's default, or a given
+one);
 `estimate_cnnergy` is the faithful CNNergy model (fractional passes, RLC-compressed DRAM traffic), on a
 network or on a CNNergy layer table; `sweep_glb_size` repeats either over GLB ifmap+psum capacities,
 the access energy following the config's size law.
@@ -23,17 +24,19 @@ from hwsim.analytic.graph_adapter import SparsityModel, adapt_graph
 from hwsim.errors import ConfigError, HwsimError, NetworkError
 from hwsim.flows.inputs import (
     HardwareLike,
+    MappingLike,
     NetworkLike,
     as_graph,
     as_hardware,
-    check_batch,
+    as_mapping,
 )
 from hwsim.flows.totals import RunTotals
 from hwsim.hardware.energy import COMPONENTS, with_glb_data_size
 from hwsim.hardware.schema import Accelerator
+from hwsim.mapping.nest.format import NetworkMapping
 from hwsim.workload.ir import Graph
 
-MODELS = ("rs", "cnnergy")
+MODELS = ("mapping", "cnnergy")
 DENSE = SparsityModel(relu_sparsity=0.0)  # no zeros anywhere
 SIZE_QUANTUM_BYTES = 8  # swept sizes are whole 8-byte lines: a whole number of words at any precision
 
@@ -42,13 +45,14 @@ SIZE_QUANTUM_BYTES = 8  # swept sizes are whole 8-byte lines: a whole number of 
 
 
 @dataclass(frozen=True)
-class RsEstimate:
-    """The integer-tiled row-stationary estimate, the hardware it priced (clock overrides applied) and
+class MappingEstimate:
+    """The closed-form estimate of a mapping, the hardware it priced (clock overrides applied), the mapping and
     the network totals (latency: the layer-by-layer bound)."""
 
     estimate: NetworkEstimate
     hardware: Accelerator
     totals: RunTotals
+    mapping: NetworkMapping
 
 
 def with_control(hw: Accelerator, clock_power_w: float | None, throughput_gmacs: float | None) -> Accelerator:
@@ -76,13 +80,16 @@ def estimate_totals(e: NetworkEstimate, hw: Accelerator) -> RunTotals:
                      sum(l.counts.macs for l in e.layers))
 
 
-def estimate_rs(network: NetworkLike, hw: HardwareLike, batch: int = 1, sparsity: SparsityModel | None = None,
-                clock_power_w: float | None = None, throughput_gmacs: float | None = None) -> RsEstimate:
-    """Price the row-stationary schedule of `batch` images; `sparsity` None is dense (no zero gating)."""
+def estimate_mapping(network: NetworkLike, hw: HardwareLike, batch: int = 1, sparsity: SparsityModel | None = None,
+                     clock_power_w: float | None = None, throughput_gmacs: float | None = None,
+                     mapping: MappingLike = None) -> MappingEstimate:
+    """Price `mapping` (default: hwsim's for `batch` images) from its closed-form counts; `sparsity` None is
+    dense (no zero gating)."""
     graph = as_graph(network)
     priced = with_control(as_hardware(hw), clock_power_w, throughput_gmacs)
-    e = estimate_network(graph, priced, check_batch(batch), ifmap_zeros(graph, sparsity))
-    return RsEstimate(e, priced, estimate_totals(e, priced))
+    chosen = as_mapping(mapping, graph, priced, batch)
+    e = estimate_network(graph, priced, chosen, ifmap_zeros(graph, sparsity))
+    return MappingEstimate(e, priced, estimate_totals(e, priced), chosen)
 
 
 # ----- faithful CNNergy -------------------------------------------------------------------------------
@@ -191,7 +198,7 @@ def glb_sizes(low_bytes: int, high_bytes: int, points: int | None = None) -> tup
 class EstimateSettings:
     """What a GLB sweep holds fixed: the model and its inputs."""
 
-    model: str = "rs"
+    model: str = "mapping"
     batch: int = 1  # rs only
     sparsity: SparsityModel | None = None
     clock_power_w: float | None = None
@@ -204,7 +211,7 @@ def _per_image(source: Graph | LayerTable, hw: Accelerator, s: EstimateSettings)
         total = estimate_cnnergy(source, hw, s.sparsity, s.clock_power_w, s.throughput_gmacs).total()
         return total.total_pj, total.dram_pj, total.glb_pj
     assert not isinstance(source, LayerTable)  # sweep_glb_size allows a table with the cnnergy model only
-    e = estimate_rs(source, hw, s.batch, s.sparsity, s.clock_power_w, s.throughput_gmacs).estimate
+    e = estimate_mapping(source, hw, s.batch, s.sparsity, s.clock_power_w, s.throughput_gmacs).estimate
     return e.total_pj() / e.batch, e.total_pj("dram") / e.batch, e.total_pj("glb") / e.batch
 
 
@@ -243,9 +250,9 @@ __all__ = [
     "GlbSizePoint",
     "GlbSizeSweep",
     "LayerTable",
-    "RsEstimate",
+    "MappingEstimate",
     "estimate_cnnergy",
-    "estimate_rs",
+    "estimate_mapping",
     "estimate_totals",
     "glb_sizes",
     "ifmap_zeros",

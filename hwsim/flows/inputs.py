@@ -14,11 +14,14 @@ from hwsim.analytic.graph_adapter import SPARSITY_PRESETS, SparsityModel, preset
 from hwsim.errors import HwsimError
 from hwsim.hardware import load_config
 from hwsim.hardware.schema import Accelerator
+from hwsim.mapping.mapper import check_mapping, default_mapping
+from hwsim.mapping.nest.format import MappingError, NetworkMapping, load_mapping
 from hwsim.workload.ir import Graph
 from hwsim.workload.network import load_network
 
 NetworkLike = Graph | str | Path
 HardwareLike = Accelerator | str | Path
+MappingLike = NetworkMapping | str | Path | None  # a mapping, a file written by `hwsim map`, or None: hwsim's own
 
 AUTO, RELU = "auto", "relu"
 SPARSITY_CHOICES = (AUTO, RELU, *SPARSITY_PRESETS)
@@ -43,6 +46,19 @@ def check_batch(batch: int) -> int:
     return batch
 
 
+def as_mapping(mapping: MappingLike, graph: Graph, hw: Accelerator, batch: int) -> NetworkMapping:
+    """The mapping to run: hwsim's default for `batch` images, or the given one (a file is read), checked against
+    the network and the hardware; a given mapping fixes the batch, so a different `batch` is an error."""
+    if mapping is None:
+        return default_mapping(graph, hw, check_batch(batch))
+    given = mapping if isinstance(mapping, NetworkMapping) else load_mapping(mapping)
+    if batch not in (1, given.batch):
+        raise MappingError(f"mapping of {given.network!r}: made for batch {given.batch}, asked for {batch}; map the "
+                           "network again with --batch, or drop --batch")
+    check_mapping(given, graph, hw)
+    return given
+
+
 def choose_sparsity(choice: str, relu_sparsity: float, graph: Graph) -> SparsityModel:
     """The sparsity model a choice names: `relu` (defaults after every ReLU), `auto` (a measured preset
     whose layers are exactly the graph's weighted layers, else the ReLU defaults), or a preset's name."""
@@ -55,5 +71,5 @@ def choose_sparsity(choice: str, relu_sparsity: float, graph: Graph) -> Sparsity
     return replace(SPARSITY_PRESETS[choice], relu_sparsity=relu_sparsity)
 
 
-__all__ = ["AUTO", "RELU", "SPARSITY_CHOICES", "HardwareLike", "NetworkLike", "as_graph", "as_hardware", "check_batch",
-           "choose_sparsity"]
+__all__ = ["AUTO", "RELU", "SPARSITY_CHOICES", "HardwareLike", "MappingLike", "NetworkLike", "as_graph", "as_hardware",
+           "as_mapping", "check_batch", "choose_sparsity"]

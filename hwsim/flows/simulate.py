@@ -1,9 +1,10 @@
-"""Simulate a network's row-stationary schedule cycle by cycle into an HDF5 trace, and read back what
-the trace gives: per-layer counts, energy and utilization, the buffers' peak occupancy and the totals."""
+"""Simulate a network's mapping (hwsim's default or a given one) cycle by cycle into an HDF5 trace, and read
+back what the trace gives: per-layer counts, energy and utilization, the buffers' peak occupancy and the
+totals."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -12,15 +13,17 @@ import numpy as np
 import hwsim.trace
 from hwsim.flows.inputs import (
     HardwareLike,
+    MappingLike,
     NetworkLike,
     as_graph,
     as_hardware,
-    check_batch,
+    as_mapping,
 )
 from hwsim.flows.totals import RunTotals
 from hwsim.hardware.energy import COMPONENTS
 from hwsim.hardware.schema import Accelerator
-from hwsim.mapping.row_stationary import rs_schedule
+from hwsim.mapping.mapper import network_schedule
+from hwsim.mapping.nest.format import NetworkMapping
 from hwsim.metrics import TraceMetrics, derive
 from hwsim.sim.executor import LayerRun, SimResult
 from hwsim.sim.run import simulate_to_trace
@@ -44,8 +47,9 @@ class Simulation:
     levels: frozenset[str]
     result: SimResult
     metrics: TraceMetrics
-    peak_occupancy_bytes: Mapping[str, int]  # per buffer the schedule used
+    peak_occupancy_bytes: dict[str, int]  # per buffer the schedule used
     totals: RunTotals
+    mapping: NetworkMapping  # what was simulated
 
     @property
     def network_macs(self) -> int:
@@ -73,17 +77,20 @@ def trace_totals(metrics: TraceMetrics, result: SimResult) -> RunTotals:
 
 
 def simulate_network(network: NetworkLike, hw: HardwareLike, batch: int = 1, trace_path: str | Path | None = None,
-                     levels: frozenset[str] = ALL_LEVELS, progress: Progress | None = None) -> Simulation:
-    """Simulate the row-stationary schedule of `batch` images, recording `levels` to the trace at
+                     levels: frozenset[str] = ALL_LEVELS, progress: Progress | None = None,
+                     mapping: MappingLike = None) -> Simulation:
+    """Simulate `mapping` (default: hwsim's for `batch` images), recording `levels` to the trace at
     `trace_path` (default traces/NETWORK-CONFIG.h5), and derive the report from the trace."""
     graph, accelerator = as_graph(network), as_hardware(hw)
+    chosen = as_mapping(mapping, graph, accelerator, batch)
     path = Path(trace_path) if trace_path is not None else Path("traces") / f"{graph.name}-{accelerator.name}.h5"
-    schedule = rs_schedule(graph, accelerator, check_batch(batch))
+    schedule = network_schedule(graph, accelerator, chosen.batch, chosen)
     result = simulate_to_trace(schedule, accelerator, path, levels, progress=progress)
     with hwsim.trace.open(path) as trace:
         metrics = derive(trace)
         peaks = peak_occupancy(trace)
-    return Simulation(graph, accelerator, batch, path, levels, result, metrics, peaks, trace_totals(metrics, result))
+    return Simulation(graph, accelerator, chosen.batch, path, levels, result, metrics, peaks,
+                      trace_totals(metrics, result), chosen)
 
 
 __all__ = ["ALL_LEVELS", "Progress", "Simulation", "peak_occupancy", "simulate_network", "trace_totals"]

@@ -30,7 +30,14 @@ class ComputeCounts:
     rf_ifmap_reads: int  # ifmap words the MACs read from RFs
     rf_psum_reads: int  # psum words the MACs read from RFs
     rf_psum_writes: int  # psum words the MACs wrote to RFs
-    inter_pe_words: int  # psum words forwarded PE to PE
+    inter_pe_words: int  # psum words handed PE to PE (spatial reduction)
+    inter_pe_ifmap_words: int = 0  # ifmap words forwarded PE to PE (systolic arrays)
+    inter_pe_filter_words: int = 0  # filter words forwarded PE to PE (systolic arrays)
+
+    @property
+    def hops(self) -> int:
+        """Words moved between neighbouring PEs, all operands."""
+        return self.inter_pe_words + self.inter_pe_ifmap_words + self.inter_pe_filter_words
 
 
 @dataclass(frozen=True)
@@ -66,7 +73,7 @@ class EnergyTable:
         energy = {
             "mac": self.mac_pj * (dense * compute.macs + compute.ops),
             "rf": float(by_level[rf].sum()),
-            "inter_pe": self.inter_pe_pj * compute.inter_pe_words,
+            "inter_pe": self.inter_pe_pj * compute.hops,
             **{name: float(by_level[i].sum()) for i, name in enumerate(LEVEL_NAMES) if name != "rf"},
             "clock": self.clock_pj_per_mac * (compute.macs + compute.ops),
         }
@@ -87,7 +94,7 @@ def energy_table(hw: Accelerator) -> EnergyTable:
         _read_write(hw.glb.read_energy_pj, hw.glb.write_energy_pj),
         _read_write(hw.line_buffer.read_energy_pj, hw.line_buffer.write_energy_pj) if hw.line_buffer
         else [0.0] * 3,
-        [hw.pe_array.rf.access_energy_pj] * 3,
+        [hw.pe_array.rf.access_energy_pj if hw.pe_array.rf else 0.0] * 3,
     ]
     clock = hw.control.clock_power_w / (hw.control.reference_throughput_gmacs * 1e9) * 1e12
     return EnergyTable(np.array(rows, dtype=np.float64), hw.pe_array.mac_energy_pj, hw.noc.inter_pe_energy_pj,

@@ -63,6 +63,8 @@ def choice(description: str, choices: tuple[str, ...], default: str) -> Any:
 
 
 SCHEDULER_CHOICES = ("fcfs",)  # hwsim.sim.policy.SCHEDULERS
+DATAFLOW_CHOICES = ("row_stationary", "weight_stationary", "output_stationary", "input_stationary",
+                    "no_local_reuse")  # hwsim.mapping.dataflows
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -85,7 +87,11 @@ class PeArray:
     fill_drain_cycles: int = param(CYCLES, "pipeline fill plus drain per processing pass", 0, integer=True,
                                    positive=False)
     mac_energy_pj: float = param(ENERGY, "energy of one multiply-accumulate")
-    rf: RegisterFiles = section("per-PE register files")
+    dataflow: str = choice("which loop nests the array runs and how a pass is timed: row_stationary (Eyeriss), "
+                           "weight_stationary, output_stationary, input_stationary (systolic, SCALE-Sim's timing), "
+                           "no_local_reuse (DianNao-style, no RF reuse)", DATAFLOW_CHOICES, "row_stationary")
+    rf: RegisterFiles | None = section("per-PE register files (omit for no_local_reuse: operands reach the MACs "
+                                       "from the array, nothing is reused in a PE)", None)
     source: str = text("where the MAC and RF energies come from")
 
     @property

@@ -35,6 +35,7 @@ from typing import Any
 
 import numpy as np
 
+from hwsim.mapping.nest.format import NetworkMapping
 from hwsim.vocab import NO_LEVEL, STEP_DTYPE, Access, Level, Operand, StepKind
 from hwsim.workload.ir import Layer
 
@@ -127,9 +128,10 @@ class Schedule:
 
     network: str
     hardware: str
-    mapper: str  # "row_stationary", "depth_first", "csdf_phases", ...
+    mapper: str  # "nest:<dataflow>", "depth_first", "csdf_phases", ...
     batch: int  # images processed per run
     layers: tuple[LayerSchedule, ...]
+    mapping: NetworkMapping | None = None  # the loop-nest mapping the steps come from, when there is one
 
     def layer(self, name: str) -> LayerSchedule:
         for ls in self.layers:

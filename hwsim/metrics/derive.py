@@ -95,7 +95,8 @@ def derive(trace: Trace) -> TraceMetrics:
         p = pe[i]
         compute = ComputeCounts(int(p[Op.UPDATE, OTHER]), int(p[Op.WRITE, OTHER]), int(p[Op.READ, Operand.FILTER]),
                                 int(p[Op.READ, Operand.IFMAP]), int(p[Op.READ, Operand.PSUM]),
-                                int(p[Op.UPDATE, Operand.PSUM]), int(p[Op.FILL, Operand.PSUM]))
+                                int(p[Op.UPDATE, Operand.PSUM]), int(p[Op.FILL, Operand.PSUM]),
+                                int(p[Op.FILL, Operand.IFMAP]), int(p[Op.FILL, Operand.FILTER]))
         energy, by_level = table.price(counts[i], compute, float(zeros.get(name, 0.0)))
         start = int(first[i]) if last[i] >= 0 else -1
         end = int(last[i]) if last[i] >= 0 else -1

@@ -45,8 +45,8 @@ burst (or one per transaction when asked), GLB / L2 / line buffer one per
 transfer, NoC one per bus transfer (op write), RF one per transfer (fill, or
 read for psums going out), and per pass at level `pe`: the MACs (operand
 other, op update, address = active PEs), non-MAC ops (other, write), the MACs'
-RF reads per operand (read), psum RF writes (psum, update) and psum words
-forwarded PE to PE (psum, fill).
+RF reads per operand (read), psum RF writes (psum, update) and words handed
+PE to PE (fill; psum: spatial reduction, ifmap and filter: systolic forwarding).
 """
 
 from __future__ import annotations
@@ -88,13 +88,15 @@ KIND, OPERAND, SRC, DST, GROUP, WORDS, SRC_ADDR, DST_ADDR = (F.KIND, F.OPERAND, 
                                                              F.SRC_ADDR, F.DST_ADDR)
 
 # A pass's records at level `pe`: (step field, op, operand, address = active PEs?) — the MACs (other, update),
-# non-MAC ops (other, write), the MACs' RF reads per operand, psum RF writes, psum words forwarded PE to PE.
+# non-MAC ops (other, write), the MACs' RF reads per operand, psum RF writes, words handed PE to PE per operand.
 PE_RECORDS = ((F.MACS, UPDATE, OTHER, True), (F.OPS, WRITE, OTHER, True),
               (F.RF_FILTER_READS, READ, int(Operand.FILTER), False),
               (F.RF_IFMAP_READS, READ, int(Operand.IFMAP), False),
               (F.RF_PSUM_READS, READ, int(Operand.PSUM), False),
               (F.RF_PSUM_WRITES, UPDATE, int(Operand.PSUM), False),
-              (F.INTER_PE_WORDS, FILL, int(Operand.PSUM), False))
+              (F.INTER_PE_WORDS, FILL, int(Operand.PSUM), False),
+              (F.INTER_PE_IFMAP_WORDS, FILL, int(Operand.IFMAP), False),
+              (F.INTER_PE_FILTER_WORDS, FILL, int(Operand.FILTER), False))
 
 Step = tuple[Any, ...]  # one STEP_DTYPE row as a tuple
 
@@ -180,7 +182,7 @@ class StepRunner:
     def compute(self, index: int, s: Step, at: int) -> int:
         """Book the PE array for a pass requested at `at`; record its work at level `pe`; its end cycle."""
         active = max(1, s[F.ACTIVE_PES])
-        start = self.m.pe.book(s[F.MACS], s[F.OPS], active, at)
+        start = self.m.pe.book(s[F.MACS], s[F.OPS], active, at, s[F.STREAM_LENGTH])
         end = self.m.pe.reserved_end_cycle
         self.passes += 1
         self.compute_cycles += end - start
@@ -319,7 +321,7 @@ class LayerExecutor:
         self.runner = StepRunner(m, rec)
         self.policy = EXECUTION_POLICIES.get("pipelined" if layer.pipelined else "sequential")()
         self.stored = Progress(m.env)  # groups whose stores have finished
-        self.psum_writer: dict[int, int] = {}  # GLB psum address -> the last group that stores psums there
+        self.psum_writer: dict[tuple[int, int], int] = {}  # (level, psum address) -> the last group storing there
         self.steps = 0
         self.rf_wait = self.load_wait = self.psum_wait = 0
 
@@ -391,8 +393,8 @@ class LayerExecutor:
         """Wait until every earlier pass that wrote the psums this pass reads back has stored them; note the
         psums this pass writes. The cycle the pass may start."""
         steps = g.steps
-        readers = [self.psum_writer[steps[k][SRC_ADDR]] for k in near
-                   if steps[k][OPERAND] == _PSUM and steps[k][SRC_ADDR] in self.psum_writer]
+        readers = [self.psum_writer[(steps[k][SRC], steps[k][SRC_ADDR])] for k in near
+                   if steps[k][OPERAND] == _PSUM and (steps[k][SRC], steps[k][SRC_ADDR]) in self.psum_writer]
         if readers and self.stored.done_upto < max(readers):
             yield from self.stored.wait_for(max(readers))
             waited = max(at, int(self.m.env.now))
@@ -400,7 +402,7 @@ class LayerExecutor:
             at = waited
         for k in range(g.compute + 1, len(steps)):
             if steps[k][OPERAND] == _PSUM and steps[k][SRC] == _RF:
-                self.psum_writer[steps[k][DST_ADDR]] = g.index
+                self.psum_writer[(steps[k][DST], steps[k][DST_ADDR])] = g.index
         return at
 
     def stores(self, g: Group, at: int) -> Generator[simpy.Event, Any, int]:

@@ -97,15 +97,16 @@ class Machine:
         return self.l2
 
     def space(self, level: int, operand: int) -> Space | None:
-        """The buffer space an ALLOC/FREE step claims: a GLB partition, the line buffer, the L2, or none
-        (DRAM is not bounded)."""
+        """The buffer space an ALLOC/FREE step claims: a GLB partition (filters in the filter partition when the
+        GLB has one), the line buffer, the L2, or none (DRAM is not bounded)."""
         if level == Level.LINE_BUFFER:
             return self.require_line_buffer().space
         if level == Level.L2:
             return self.require_l2().spaces["data"]
         if level == Level.DRAM:
             return None
-        return self.glb.spaces["filter" if operand == Operand.FILTER and "filter" in self.glb.spaces else "data"]
+        filters = self.glb.spaces["filter"]
+        return filters if operand == Operand.FILTER and filters.capacity_words else self.glb.spaces["data"]
 
     def buffer_spaces(self) -> list[Space | None]:
         """The spaces traced as occupancy buffers 0, 1, 2: GLB data, GLB filter, line buffer."""

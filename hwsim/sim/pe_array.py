@@ -1,10 +1,17 @@
-"""The PE array: one processing pass at a time.
+"""The PE array: one processing pass at a time, timed by the dataflow's pass model.
 
-A pass of M MACs and P non-MAC operations on A active PEs spreads the work
-evenly over those PEs; a non-MAC operation (a pooling comparison, an
-element-wise add) takes one MAC slot. It lasts
+`rate` (row_stationary, no_local_reuse): a pass of M MACs and P non-MAC
+operations on A active PEs spreads the work evenly over those PEs; a non-MAC
+operation (a pooling comparison, an element-wise add) takes one MAC slot:
 
     cycles = ⌈(M + P) / (A · macs_per_cycle)⌉ + fill_drain_cycles.
+
+`systolic` (weight_, output_, input_stationary): a pass is one fold of an
+R × C systolic array streaming T iterations; with the skewed fill and drain
+of SCALE-Sim it lasts 2R + C + T − 2 cycles (weight and input stationary:
+the stationary operand enters over R cycles first) or R + C + T − 2 (output
+stationary), whatever part of the array the fold uses (a pass of non-MAC
+work only uses the rate model).
 
 Utilisation over a run is MACs / (busy cycles · PEs · macs_per_cycle).
 
@@ -30,6 +37,8 @@ from hwsim.sim.policy import scheduler
 from hwsim.sim.timing import check_count, one_record
 from hwsim.vocab import NO_ADDRESS, ceil_div
 
+SYSTOLIC_FILL_ROWS = {"weight_stationary": 2, "input_stationary": 2, "output_stationary": 1}  # R's in a fold's skew
+
 
 class PeArray(Component):
     """The processing-element array: `book`/`reserve` a pass at once, or run it as a process (`compute`)."""
@@ -50,6 +59,7 @@ class PeArray(Component):
         self.cfg = cfg
         self.word_bytes = word_bytes
         self._scheduler = scheduler("fcfs")  # one pass at a time, in the order they are requested
+        self._fill_rows = SYSTOLIC_FILL_ROWS.get(cfg.dataflow, 0)
         self.free_at_cycle = 0  # end of the last pass reserved
 
     @property
@@ -67,15 +77,18 @@ class PeArray(Component):
         slots = self.busy_cycles * self.cfg.pes * self.cfg.macs_per_cycle
         return self.macs / slots if slots else 0.0
 
-    def pass_cycles(self, macs: int, ops: int, active_pes: int) -> int:
-        """Cycles of one pass: ⌈(macs + ops) / (active_pes · macs_per_cycle)⌉ + fill_drain_cycles."""
+    def pass_cycles(self, macs: int, ops: int, active_pes: int, stream_length: int = 1) -> int:
+        """Cycles of one pass by the dataflow's timing model (module docstring)."""
         self._check(macs, ops, active_pes)
+        if self._fill_rows and macs:
+            return self._fill_rows * self.cfg.rows + self.cfg.cols + max(1, stream_length) - 2
         return ceil_div(macs + ops, active_pes * self.cfg.macs_per_cycle) + self.cfg.fill_drain_cycles
 
-    def book(self, macs: int, ops: int, active_pes: int, request_cycle: int | None = None) -> int:
+    def book(self, macs: int, ops: int, active_pes: int, request_cycle: int | None = None,
+             stream_length: int = 1) -> int:
         """Reserve a pass requested at `request_cycle` (default now); its start cycle (it ends at
         `reserved_end_cycle`). The executor's fast path."""
-        duration_cycles = self.pass_cycles(macs, ops, active_pes)
+        duration_cycles = self.pass_cycles(macs, ops, active_pes, stream_length)
         now = self.request_cycle(request_cycle)
         start_cycle = self._scheduler.start_cycle(now, self.free_at_cycle)
         self.free_at_cycle = self.reserved_end_cycle = start_cycle + duration_cycles

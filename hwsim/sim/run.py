@@ -9,6 +9,7 @@ from pathlib import Path
 import hwsim
 from hwsim.hardware.loader import to_dict
 from hwsim.hardware.schema import Accelerator
+from hwsim.mapping.nest.format import mapping_data
 from hwsim.mapping.schedule import Schedule
 from hwsim.sim.executor import SIM_LEVELS, LayerRun, SimResult, simulate
 from hwsim.trace.writer import TraceWriter
@@ -18,7 +19,7 @@ BUFFERS = ("glb.data", "glb.filter", "line_buffer")
 
 def trace_attrs(schedule: Schedule, hw: Accelerator, ifmap_zeros: Mapping[str, float]) -> dict[str, str | int | float]:
     """What makes a trace self-describing: hardware, network, schedule parameters, version, units."""
-    return {
+    attrs: dict[str, str | int | float] = {
         "network": schedule.network,
         "hardware": hw.name,
         "hardware_json": json.dumps(to_dict(hw)),
@@ -30,6 +31,9 @@ def trace_attrs(schedule: Schedule, hw: Accelerator, ifmap_zeros: Mapping[str, f
         "clock_hz": hw.clock_hz,
         "word_bits": hw.precision_bits,
     }
+    if schedule.mapping is not None:  # the mapping as data: a check can recount it from the trace alone
+        attrs["mapping_json"] = json.dumps(mapping_data(schedule.mapping))
+    return attrs
 
 
 def named_buffers(schedule: Schedule) -> tuple[str, ...]:

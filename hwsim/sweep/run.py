@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 from hwsim.errors import ConfigError, HwsimError
-from hwsim.flows.estimate import estimate_rs
+from hwsim.flows.estimate import estimate_mapping
 from hwsim.flows.simulate import simulate_network
 from hwsim.flows.totals import RunTotals
 from hwsim.hardware.energy import COMPONENTS, with_glb_data_size
@@ -102,7 +102,7 @@ def evaluate(point: Point, trace_dir: str | None) -> Row:
         row.update(_hardware_row(hw))
         graph = _graph(point.network.name, point.network.input_size)
         if point.mode == "estimate":
-            totals = estimate_rs(graph, hw, point.batch).totals
+            totals = estimate_mapping(graph, hw, point.batch).totals
         elif trace_dir is not None:
             path = Path(trace_dir) / f"{point.point_id}.h5"
             totals = simulate_network(graph, hw, point.batch, path).totals

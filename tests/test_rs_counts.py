@@ -1,4 +1,5 @@
-"""Integer-tiled counts: hand-derived small layers, and equality with the mapper's own step stream."""
+"""Closed-form counts of the row-stationary default mapping (CNNergy's rules as a loop nest): hand-derived
+small layers, and equality with the step stream the generator emits for every zoo network."""
 
 from __future__ import annotations
 
@@ -6,11 +7,14 @@ import numpy as np
 import pytest
 from conftest import small_zoo_graph
 
-from hwsim.analytic.integer_tiled import LayerCounts, layer_counts
+from hwsim.analytic.counts import LayerCounts
+from hwsim.analytic.estimate import layer_counts as mapped_counts
 from hwsim.hardware import load_config
-from hwsim.mapping.row_stationary import rs_schedule
+from hwsim.hardware.schema import Accelerator
+from hwsim.mapping.mapper import layer_mapping, network_schedule
 from hwsim.vocab import Access, Level, Operand, StepKind
 from hwsim.workload import GraphBuilder, zoo
+from hwsim.workload.ir import Layer
 
 EYERISS = load_config("eyeriss-v1")
 R, F, U = Access.READ, Access.FILL, Access.UPDATE
@@ -21,6 +25,11 @@ def _conv(c: int, m: int, hw_in: int, k: int, padding: int = 0, groups: int = 1)
     x = b.input("x", c, hw_in, hw_in)
     b.output("o", b.conv("c", x, m, k, padding=padding, groups=groups))
     return b.build().layer("c")
+
+
+def layer_counts(layer: Layer, hw: Accelerator, batch: int = 1) -> LayerCounts:
+    """The closed-form counts of hwsim's default mapping of `layer`."""
+    return mapped_counts(layer, layer_mapping(layer, hw, batch), hw, batch)
 
 
 def _words(counts: LayerCounts, level: Level, operand: Operand, access: Access) -> int:
@@ -120,8 +129,9 @@ def test_closed_form_equals_the_step_stream(name: str) -> None:
     graph = small_zoo_graph(name)
     batch = 3 if name in ("alexnet", "resnet18", "mobilenetv2") else 1
     hw = EYERISS
-    for ls in rs_schedule(graph, hw, batch).layers:
-        c = layer_counts(ls.layer, hw, batch)
+    for ls in network_schedule(graph, hw, batch).layers:
+        mapped = ls.params["mapping"] != "none"
+        c = layer_counts(ls.layer, hw, batch) if mapped else mapped_counts(ls.layer, None, hw, 1)
         table, scalars = _from_steps(ls.steps(), hw.pe_array.macs_per_cycle, hw.pe_array.fill_drain_cycles)
         assert (c.transfers == table).all(), ls.layer.name
         assert (c.macs, c.ops, c.rf_psum_writes, c.inter_pe_words, c.passes, c.compute_cycles) == scalars, \

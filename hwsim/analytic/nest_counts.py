@@ -1,0 +1,355 @@
+"""Closed-form counts of a loop-nest mapping, from the mapping alone (Timeloop-style tile analysis).
+
+For every storage boundary (DRAM → L2 → GLB → the PEs) and operand, the words
+read at the parent and filled (or updated) at the child follow from the loop
+nest as `hwsim.mapping.nest.format` defines it, without walking it:
+
+- the visits of an operand's tile at a level are the iterations of the loops
+  out to the innermost relevant loop j; each dim's positions there lie on a
+  uniform grid at granularity g (the product of its factors inside j), so
+  there are ⌈D/g⌉ of them and the sum over visits of a tile's words factors
+  into a product, over the operand's independent axes, of sums over those
+  positions (an ifmap's rows depend on P and R together: a sum over pairs);
+- a tile's words are the distinct elements it needs — an ifmap row set is a
+  union of arithmetic progressions, counted exactly per residue of the stride;
+  inside the array they are counted per lane or per PE where the delivery
+  says so (the array's enumerated axes split each range into the PEs'
+  sub-ranges);
+- a sliding window (j a stream loop over P/Q/R/S, ifmap kept by the RF and
+  multicast) delivers each word of its run once: j's dim counts at the
+  granularity outside j;
+- partial sums: a visit reads back unless it is the first over the reduction
+  dims outside j (⌈D/g⌉ visits per output tile, one of them first and one
+  last), and writes back every visit, the last one as the ofmap to DRAM;
+- passes, MACs and compute cycles: per-dim range lengths take at most two
+  values (full and clipped tail), so sums of per-pass ceilings enumerate at
+  most 2⁸ length combinations. A systolic fold of T stream iterations on an
+  R × C array takes 2R + C + T − 2 cycles (weight and input stationary) or
+  R + C + T − 2 (output stationary), SCALE-Sim's timing.
+
+Every MAC reads its three operands from the PE's RF and writes its psum there,
+except psums handed to the next PE; words entering the array are RF fills.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import numpy as np
+
+from hwsim.analytic.counts import LayerCounts, add_transfer
+from hwsim.hardware.schema import Accelerator
+from hwsim.mapping.nest.format import DIMS, REDUCTION, LoopNest, Streamed
+from hwsim.vocab import ACCESS_SHAPE, Level, Operand, ceil_div
+from hwsim.workload.ir import Layer, LayerKind
+
+LEVEL = {"dram": Level.DRAM, "l2": Level.L2, "glb": Level.GLB, "rf": Level.RF}
+SLIDES = frozenset({"P", "Q", "R", "S"})
+SYSTOLIC_FILL = {"weight_stationary": 2, "input_stationary": 2, "output_stationary": 1}  # R's in a fold's skew
+
+
+@dataclass(frozen=True)
+class Window:
+    """A layer's sliding window, read off the layer (here, independently of the mapper)."""
+
+    dims: dict[str, int]
+    stride: tuple[int, int]
+    dilation: tuple[int, int]
+    pad: tuple[int, int]
+    in_hw: tuple[int, int]
+    out_hw: tuple[int, int]
+    up: tuple[int, int]
+    transposed: bool
+
+
+def window_of(layer: Layer, batch: int, lowering: str = "conv") -> Window:
+    """The layer's window, or that of its im2col GEMM: a 1×1 convolution over T × 1 pixels with K channels."""
+    if lowering == "im2col":
+        d = window_of(layer, batch).dims
+        k, t = d["C"] * d["R"] * d["S"], d["N"] * d["P"] * d["Q"]
+        return Window({"N": 1, "G": d["G"], "M": d["M"], "C": k, "P": t, "Q": 1, "R": 1, "S": 1}, (1, 1), (1, 1),
+                      (0, 0), (t, 1), (t, 1), (1, 1), False)
+    ins, out = layer.in_shape, layer.out_shape
+    kh, kw = layer.kernel
+    if layer.kind is LayerKind.FC:
+        return Window({"N": batch, "G": 1, "M": out.c, "C": ins.c, "P": 1, "Q": 1, "R": ins.h, "S": ins.w}, (1, 1),
+                      (1, 1), (0, 0), (ins.h, ins.w), (1, 1), (1, 1), False)
+    g = layer.groups
+    grid_hw = (ins.h, ins.w) if layer.kind is LayerKind.CONV_TRANSPOSE else (out.h, out.w)
+    dims = {"N": batch, "G": g, "M": out.c // g, "C": ins.c // g, "P": grid_hw[0], "Q": grid_hw[1], "R": kh, "S": kw}
+    if layer.kind is LayerKind.CONV_TRANSPOSE:
+        return Window(dims, (1, 1), (1, 1), (0, 0), (ins.h, ins.w), (out.h, out.w), layer.stride, True)
+    return Window(dims, layer.stride, layer.dilation, (layer.padding.top, layer.padding.left), (ins.h, ins.w),
+                  (out.h, out.w), (1, 1), False)
+
+
+def progression_union(a0: np.ndarray, a1: np.ndarray, k0: np.ndarray, k1: np.ndarray, stride: int, dilation: int,
+                      pad: int, size: int) -> np.ndarray:
+    """|{a·stride + k·dilation − pad : a ∈ [a0, a1), k ∈ [k0, k1)} ∩ [0, size)| for arrays of ranges.
+
+    Values of one residue ρ modulo the stride come from the kernel offsets k with k·dilation − pad ≡ ρ; each
+    such k gives the interval a + ⌊(k·dilation − pad)/stride⌋ over a, all of one length, in increasing order:
+    their union is a sweep over ends, clipped to the quotient range [0, ⌈(size − ρ)/stride⌉)."""
+    a0, a1, k0, k1 = (np.asarray(v, dtype=np.int64) for v in (a0, a1, k0, k1))
+    total = np.zeros(np.broadcast(a0, k0).shape, dtype=np.int64)
+    span = int(np.max(k1, initial=0))
+    for rho in range(stride):
+        top = ceil_div(size - rho, stride)
+        last_end = np.full_like(total, np.iinfo(np.int64).min)
+        for k in range(span):
+            offset = k * dilation - pad
+            if (offset - rho) % stride:
+                continue
+            base = (offset - rho) // stride
+            use = (k >= k0) & (k < k1) & (a1 > a0)
+            start = np.clip(a0 + base, 0, top)
+            end = np.clip(a1 + base, 0, top)
+            gained = np.maximum(0, end - np.maximum(start, last_end))
+            total += np.where(use, gained, 0)
+            last_end = np.where(use, np.maximum(last_end, end), last_end)
+    return total
+
+
+def _owned(a0: np.ndarray, a1: np.ndarray, up: int, grid: int, total: int) -> np.ndarray:
+    return np.where(a1 > a0, np.where(a1 >= grid, total, a1 * up) - a0 * up, 0)
+
+
+@dataclass(frozen=True)
+class _Loop:
+    place: str  # a storage level, "stream", "rows", "cols" or "rf"
+    dim: str
+    factor: int
+
+
+def _loops(nest: LoopNest) -> list[_Loop]:
+    out = [_Loop(s.level, l.dim, l.factor) for s in nest.storage for l in s.loops]
+    out += [_Loop("stream", l.dim, l.factor) for l in nest.array.stream]
+    out += [_Loop("rows", l.dim, l.factor) for l in nest.array.rows]
+    out += [_Loop("cols", l.dim, l.factor) for l in nest.array.cols]
+    return out + [_Loop("rf", l.dim, l.factor) for l in nest.rf.loops]
+
+
+class NestCounter:
+    """The counts of one layer's loop nest (see the module docstring)."""
+
+    def __init__(self, layer: Layer, nest: LoopNest, batch: int, hw: Accelerator) -> None:
+        self.layer, self.nest, self.hw = layer, nest, hw
+        self.w = window_of(layer, batch, nest.lowering)
+        self.loops = _loops(nest)
+        self.relevant = {
+            "ifmap": {"N", "G", "C", "P", "Q"} | (set() if self.w.transposed else {"R", "S"}),
+            "filter": {"G", "M", "C", "R", "S"},
+            "psum": {"N", "G", "M", "P", "Q"},
+        }
+
+    # -- grids -----------------------------------------------------------------------------------------
+    def _granularity(self, dim: str, cut: int) -> int:
+        """The dim's tile inside the first `cut` loops: the product of its factors from loop `cut` on."""
+        return int(np.prod([l.factor for l in self.loops[cut:] if l.dim == dim], dtype=np.int64))
+
+    def _ranges(self, dim: str, cut: int) -> tuple[np.ndarray, np.ndarray]:
+        """The dim's ranges [lo, hi) at the granularity inside the first `cut` loops (the uniform grid)."""
+        g, extent = self._granularity(dim, cut), self.w.dims[dim]
+        lo = np.arange(ceil_div(extent, g), dtype=np.int64) * g
+        return lo, np.minimum(extent, lo + g)
+
+    def _split(self, dim: str, lo: np.ndarray, hi: np.ndarray, axes: frozenset[str]) -> tuple[np.ndarray, np.ndarray]:
+        """Ranges cut into the sub-ranges of the PEs along the enumerated array `axes` (a dim lies on at most one
+        of rows and cols)."""
+        spatial = [i for i, l in enumerate(self.loops) if l.place in axes and l.dim == dim]
+        if not spatial:
+            return lo, hi
+        inner = self._granularity(dim, spatial[-1] + 1)
+        count = int(np.prod([self.loops[i].factor for i in spatial], dtype=np.int64))
+        sub_lo = (lo[:, None] + np.arange(count)[None, :] * inner).ravel()
+        sub_hi = np.minimum(np.repeat(hi, count), sub_lo + inner)
+        keep = sub_lo < sub_hi
+        return sub_lo[keep], sub_hi[keep]
+
+    def _copies(self, dim: str, lo: np.ndarray, hi: np.ndarray, axes: frozenset[str]) -> int:
+        """Σ over ranges of the PE positions along an irrelevant dim on the enumerated axes (each holds a copy)."""
+        spatial = [i for i, l in enumerate(self.loops) if l.place in axes and l.dim == dim]
+        if not spatial:
+            return len(lo)
+        inner = self._granularity(dim, spatial[-1] + 1)
+        count = int(np.prod([self.loops[i].factor for i in spatial], dtype=np.int64))
+        return int(np.minimum(count, ceil_div(hi - lo, inner)).sum())
+
+    # -- words of an operand's tiles ---------------------------------------------------------------------
+    def words(self, op: str, cut: int, axes: frozenset[str] = frozenset(), coarse: str = "") -> int:
+        """Σ over the iterations of the first `cut` loops of the distinct `op` elements each needs (per PE
+        sub-range along `axes`); `coarse` names a dim counted at the granularity one loop further out."""
+        ranges = {d: self._ranges(d, cut - 1 if d == coarse else cut) for d in DIMS}
+        rel = self.relevant[op]
+        total = 1
+        for d in DIMS:
+            if d not in rel:
+                total *= self._copies(d, *ranges[d], axes)
+        for group in self._groups(op):
+            total *= self._group_sum(op, group, {d: self._split(d, *ranges[d], axes) for d in group})
+        return total
+
+    def _groups(self, op: str) -> list[tuple[str, ...]]:
+        if op == "ifmap" and not self.w.transposed:
+            return [("N",), ("G",), ("C",), ("P", "R"), ("Q", "S")]
+        return [(d,) for d in DIMS if d in self.relevant[op]]
+
+    def _group_sum(self, op: str, group: tuple[str, ...], ranges: dict[str, tuple[np.ndarray, np.ndarray]]) -> int:
+        w = self.w
+        if len(group) == 2:
+            (a0, a1), (k0, k1) = ranges[group[0]], ranges[group[1]]
+            axis = 0 if group[0] == "P" else 1
+            rows = progression_union(a0[:, None], a1[:, None], k0[None, :], k1[None, :], w.stride[axis],
+                                     w.dilation[axis], w.pad[axis], w.in_hw[axis])
+            return int(rows.sum())
+        (d,) = group
+        lo, hi = ranges[d]
+        if op == "psum" and w.transposed and d in ("P", "Q"):
+            axis = 0 if d == "P" else 1
+            return int(_owned(lo, hi, w.up[axis], w.dims[d], w.out_hw[axis]).sum())
+        return int((hi - lo).sum())
+
+    # -- boundaries --------------------------------------------------------------------------------------
+    def _above(self, level: str) -> int:
+        if level == "rf":
+            return sum(1 for l in self.loops if l.place not in ("rows", "cols", "rf"))
+        order = [s.level for s in self.nest.storage]
+        return sum(1 for l in self.loops if l.place in order[:order.index(level)])
+
+    def _innermost(self, op: str, k: int) -> int:
+        return max((i for i in range(k) if self.loops[i].dim in self.relevant[op] and self.loops[i].factor > 1),
+                   default=-1)
+
+    def _visits(self, op: str, level: str) -> tuple[int, int, str]:
+        """(cut, loop j, coarse dim) of the visits of `op`'s tile at `level`."""
+        k = self._above(level)
+        if level == "rf" and op not in self.nest.rf.keeps:
+            return k, k - 1, ""
+        j = self._innermost(op, k)
+        nest = self.nest
+        sliding = (level == "rf" and op == "ifmap" and not self.w.transposed and "ifmap" in nest.rf.keeps
+                   and nest.array.delivery["ifmap"] == "multicast" and j >= 0 and self.loops[j].place == "stream"
+                   and self.loops[j].dim in SLIDES)
+        return j + 1, j, self.loops[j].dim if sliding else ""
+
+    def _parent(self, op: str, level: str) -> str:
+        order = [s.level for s in self.nest.storage]
+        outer = order if level == "rf" else order[:order.index(level)]
+        for name in reversed(outer):
+            if op in self.nest.level(name).keeps:  # type: ignore[union-attr]
+                return name
+        return "dram"
+
+    def _axes(self, op: str) -> frozenset[str]:
+        mode = self.nest.array.delivery.get(op, "multicast")
+        return {"multicast": frozenset(), "forward_cols": frozenset({"rows"}),
+                "forward_rows": frozenset({"cols"}), "unicast": frozenset({"rows", "cols"})}[mode]
+
+    def boundaries(self) -> Iterator[tuple[str, str]]:
+        """(level, operand) of every boundary below DRAM where the operand moves in."""
+        for s in self.nest.storage[1:]:
+            for op in ("ifmap", "filter", "psum"):
+                if op in s.keeps:
+                    yield s.level, op
+        for op in ("ifmap", "filter", "psum"):
+            yield "rf", op
+
+    def transfers(self) -> tuple[np.ndarray, dict[str, int]]:
+        """[Level, Operand, Access] words and the PE-to-PE hops per operand."""
+        table = np.zeros(ACCESS_SHAPE, dtype=np.int64)
+        hops = {"ifmap": 0, "filter": 0, "psum": 0}
+        for level, op in self.boundaries():
+            parent = self._parent(op, level)
+            cut, _, coarse = self._visits(op, level)
+            axes = self._axes(op) if level == "rf" and op != "psum" else frozenset()
+            words = self.words(op, cut, axes, coarse)
+            if op != "psum":
+                add_transfer(table, Operand[op.upper()], LEVEL[parent], LEVEL[level], words)
+                if level == "rf" and axes and self.nest.array.delivery[op].startswith("forward"):
+                    hops[op] += self.words(op, cut, frozenset({"rows", "cols"})) - words
+                continue
+            self._psums(table, level, parent, cut, words)
+        k = self._above("rf")
+        hops["psum"] = self.words("psum", k, frozenset({"rows", "cols"})) - self.words("psum", k)
+        return table, hops
+
+    def _psums(self, table: np.ndarray, level: str, parent: str, cut: int, words: int) -> None:
+        """Reads on every visit but the first over the reduction dims outside j, write-backs on every visit."""
+        revisits = int(np.prod([len(self._ranges(d, cut)[0]) for d in REDUCTION], dtype=np.int64))
+        once = words // revisits
+        add_transfer(table, Operand.PSUM, LEVEL[parent], LEVEL[level], words - once)
+        if parent == "dram":
+            add_transfer(table, Operand.OFMAP, LEVEL[level], LEVEL[parent], once)
+            add_transfer(table, Operand.PSUM, LEVEL[level], LEVEL[parent], words - once)
+        else:
+            add_transfer(table, Operand.PSUM, LEVEL[level], LEVEL[parent], words)
+
+    # -- passes ------------------------------------------------------------------------------------------
+    def _pass_lengths(self) -> dict[str, list[tuple[int, int]]]:
+        """Per dim, the (range length, how many passes have it) of its pass ranges."""
+        cut = sum(1 for l in self.loops if l.place in ("dram", "l2", "glb"))
+        out = {}
+        for d in DIMS:
+            lo, hi = self._ranges(d, cut)
+            lengths, counts = np.unique(hi - lo, return_counts=True)
+            out[d] = list(zip(lengths.tolist(), counts.tolist()))
+        return out
+
+    def _positions(self, dim: str, length: int, place: str) -> int:
+        """Non-empty iterations of the dim's loops at `place` ("stream", or "rows"/"cols") in a range of `length`."""
+        at = [i for i, l in enumerate(self.loops) if l.place == place and l.dim == dim]
+        if not at:
+            return 1
+        inner = self._granularity(dim, at[-1] + 1)
+        count = int(np.prod([self.loops[i].factor for i in at], dtype=np.int64))
+        return min(count, ceil_div(length, inner))
+
+    def passes(self) -> tuple[int, int, int]:
+        """(passes, MACs, compute cycles) by the dataflow's pass timing."""
+        pe = self.hw.pe_array
+        lengths = self._pass_lengths()
+        passes = macs = cycles = 0
+        for combo in itertools.product(*(lengths[d] for d in DIMS)):
+            n = int(np.prod([c for _, c in combo], dtype=np.int64))
+            size = dict(zip(DIMS, (l for l, _ in combo)))
+            work = int(np.prod(list(size.values()), dtype=np.int64))
+            passes += n
+            macs += n * work
+            if pe.dataflow in SYSTOLIC_FILL:  # SCALE-Sim: a fold of T streamed iterations, skewed in and out
+                stream = int(np.prod([self._positions(d, size[d], "stream") for d in DIMS], dtype=np.int64))
+                cycles += n * (SYSTOLIC_FILL[pe.dataflow] * pe.rows + pe.cols + stream - 2)
+                continue
+            active = int(np.prod([self._positions(d, size[d], "rows") * self._positions(d, size[d], "cols")
+                                  for d in DIMS], dtype=np.int64))
+            cycles += n * (ceil_div(work, active * pe.macs_per_cycle) + pe.fill_drain_cycles)
+        return passes, macs, cycles
+
+    def counts(self) -> LayerCounts:
+        table, hops = self.transfers()
+        passes, macs, cycles = self.passes()
+        return LayerCounts(self.layer.name, table, macs, 0, macs, macs, macs, macs - hops["psum"], hops["psum"],
+                           passes, cycles, hops["ifmap"], hops["filter"])
+
+
+def streamed_counts(layer: Layer, mapping: Streamed, hw: Accelerator, batch: int) -> LayerCounts:
+    """A streamed layer: each image's inputs DRAM → GLB → array in `mapping.tiles` near-equal pieces (larger
+    ones first), the ops on min(ops, PEs) PEs per piece, outputs back the same way."""
+    ins = sum(s.elements for s in layer.in_shapes) * batch
+    out = layer.out_shape.elements * batch
+    table = np.zeros(ACCESS_SHAPE, dtype=np.int64)
+    add_transfer(table, Operand.IFMAP, Level.DRAM, Level.GLB, ins)
+    add_transfer(table, Operand.IFMAP, Level.GLB, Level.RF, ins)
+    add_transfer(table, Operand.OFMAP, Level.RF, Level.GLB, out)
+    add_transfer(table, Operand.OFMAP, Level.GLB, Level.DRAM, out)
+    n, pe = mapping.tiles, hw.pe_array
+    small, larger = divmod(layer.ops, n)
+    sizes = [(small + 1, larger), (small, n - larger)]
+    cycles = sum(count * (ceil_div(ops, max(1, min(ops, pe.pes)) * pe.macs_per_cycle) + pe.fill_drain_cycles)
+                 for ops, count in sizes)
+    return LayerCounts(layer.name, table, 0, layer.ops * batch, 0, 0, 0, 0, 0, n * batch, cycles * batch)
+
+
+def empty_counts(layer: Layer) -> LayerCounts:
+    return LayerCounts(layer.name, np.zeros(ACCESS_SHAPE, dtype=np.int64), 0, 0, 0, 0, 0, 0, 0, 0, 0)

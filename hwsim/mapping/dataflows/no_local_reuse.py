@@ -1,0 +1,49 @@
+"""No local reuse (DianNao): no register files; every MAC takes its operands from the array each step.
+
+The array spreads input channels over its rows and filters over its columns
+(DianNao's Tn × Tn neural functional unit); each step an ifmap word is
+multicast along a row's PEs... and the filters, one per PE, come from the
+GLB; partial sums are added across the rows (an adder tree) and return to
+the GLB. A pass streams a band of output pixels for one block of channels
+and filters; the band is halved until the GLB holds its ifmap and psums.
+"""
+
+from __future__ import annotations
+
+from hwsim.hardware.schema import Accelerator
+from hwsim.mapping.dataflows.base import DATAFLOWS, Dataflow
+from hwsim.mapping.nest.format import Array, Loop, LoopNest, MappingError, Storage
+from hwsim.mapping.nest.problem import Problem
+from hwsim.vocab import ceil_div
+
+
+def _band_words(problem: Problem, rows_out: int, channels: int, filters: int) -> int:
+    p, d = problem, problem.dims
+    rows = min(p.in_h, (rows_out - 1) * p.stride[0] + (d["R"] - 1) * p.dilation[0] + 1)
+    return channels * rows * p.in_w + filters * rows_out * d["Q"]
+
+
+def nlr_nest(problem: Problem, hw: Accelerator) -> LoopNest:
+    """The default no-local-reuse mapping (see the module docstring)."""
+    d = problem.dims
+    tc, tm = min(d["C"], hw.pe_array.rows), min(d["M"], hw.pe_array.cols)
+    band = d["P"]
+    room = hw.glb.data_bytes // hw.word_bytes
+    while _band_words(problem, band, d["C"], d["M"]) > room:
+        if band == 1:
+            raise MappingError(f"layer {problem.layer!r}: one output row's ifmap and psums need more than the "
+                               f"{hw.glb.data_bytes} B GLB holds; raise glb.size in the config")
+        band = ceil_div(band, 2)
+    dram = (Loop("G", d["G"]), Loop("N", d["N"]), Loop("P", ceil_div(d["P"], band)))
+    glb = (Loop("M", ceil_div(d["M"], tm)), Loop("C", ceil_div(d["C"], tc)), Loop("R", d["R"]), Loop("S", d["S"]))
+    array = Array((Loop("C", tc),), (Loop("M", tm),), (Loop("P", band), Loop("Q", d["Q"])),
+                  {"ifmap": "multicast", "filter": "unicast"})
+    keeps = frozenset({"ifmap", "psum"}) | (frozenset({"filter"}) if hw.glb.filter_bytes else frozenset())
+    return LoopNest(problem.layer, dict(d), (Storage("dram", dram), Storage("glb", glb, keeps)), array,
+                    Storage("rf", (), frozenset()))
+
+
+NO_LOCAL_REUSE = DATAFLOWS.register("no_local_reuse")(Dataflow(
+    name="no_local_reuse", lowering="conv", rows=frozenset({"C", "R", "S"}), cols=frozenset({"M"}),
+    stream=frozenset({"N", "P", "Q"}), rf_keeps=frozenset(), rf_loops=False,
+    delivery={"ifmap": "multicast", "filter": "unicast"}, default=nlr_nest))

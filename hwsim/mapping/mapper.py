@@ -1,0 +1,101 @@
+"""Mapping a network layer by layer: each weighted layer by a loop nest of the array's dataflow, every other
+layer streamed; the mapping is data (`hwsim.mapping.nest.format.NetworkMapping`), checked, then turned into steps.
+
+`default_mapping` is what hwsim uses when given none: the dataflow's default
+(for row stationary, CNNergy's rules). `check_mapping` rejects a mapping that
+does not fit the network or the hardware, naming the layer and the field.
+`network_schedule` emits the steps of a (checked) mapping.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from hwsim.hardware.schema import Accelerator
+from hwsim.mapping.dataflows import dataflow_of
+from hwsim.mapping.layout import DramLayout, dram_layout
+from hwsim.mapping.nest.format import LayerMapping, LoopNest, MappingError, NetworkMapping, Streamed
+from hwsim.mapping.nest.problem import NEST_KINDS, nest_problem
+from hwsim.mapping.nest.steps import L2_BUFFERS, NestSteps, TensorAddresses
+from hwsim.mapping.nest.validate import check_nest
+from hwsim.mapping.schedule import LayerSchedule, Schedule
+from hwsim.mapping.stream import stream_steps, stream_tiles
+from hwsim.workload.ir import Graph, Layer, LayerKind
+
+NO_STEPS = frozenset({LayerKind.INPUT, LayerKind.OUTPUT, LayerKind.PASSTHROUGH})
+
+
+def layer_mapping(layer: Layer, hw: Accelerator, batch: int) -> LayerMapping:
+    """The default mapping of one layer on `hw` (its dataflow's default nest, or streamed)."""
+    if layer.kind in NEST_KINDS:
+        df = dataflow_of(hw)
+        return df.default(nest_problem(layer, batch, df.lowering), hw)
+    return Streamed(layer.name, stream_tiles(layer, hw))
+
+
+def default_mapping(graph: Graph, hw: Accelerator, batch: int = 1) -> NetworkMapping:
+    """hwsim's mapping of `graph` on `hw` for `batch` images when none is given."""
+    layers = tuple(layer_mapping(l, hw, batch) for l in graph if l.kind not in NO_STEPS)
+    return NetworkMapping(graph.name, hw.name, hw.pe_array.dataflow, batch, layers)
+
+
+def check_mapping(mapping: NetworkMapping, graph: Graph, hw: Accelerator) -> None:
+    """Raise MappingError for the first layer the mapping does not fit (its network, its hardware)."""
+    if mapping.dataflow != hw.pe_array.dataflow:
+        raise MappingError(f"mapping of {mapping.network!r}: dataflow {mapping.dataflow!r}, but {hw.name} runs "
+                           f"{hw.pe_array.dataflow!r}; map the network for this hardware (hwsim map)")
+    for layer in graph:
+        if layer.kind in NO_STEPS:
+            continue
+        entry = mapping.layer(layer.name)
+        if isinstance(entry, LoopNest):
+            if layer.kind not in NEST_KINDS:
+                raise MappingError(f"layer {layer.name!r}: a {layer.kind} layer is streamed; write `streamed: N`")
+            check_nest(entry, nest_problem(layer, mapping.batch, entry.lowering), hw, dataflow_of(hw))
+        elif layer.kind in NEST_KINDS:
+            raise MappingError(f"layer {layer.name!r}: a {layer.kind} layer needs a loop nest, the mapping streams it")
+        elif entry.tiles < stream_tiles(layer, hw):
+            raise MappingError(f"layer {layer.name!r}: streamed in {entry.tiles} pieces, but a piece fits the GLB only "
+                               f"from {stream_tiles(layer, hw)} pieces on; raise streamed to {stream_tiles(layer, hw)}")
+
+
+def _addresses(layer: Layer, addr: DramLayout) -> TensorAddresses:
+    return TensorAddresses(addr.ifmap[0], addr.ifmap_image_words[0], addr.filter, addr.ofmap, addr.ofmap_image_words)
+
+
+def _layer_schedule(layer: Layer, entry: LayerMapping | None, hw: Accelerator, addr: DramLayout,
+                    batch: int) -> LayerSchedule:
+    if entry is None or layer.kind in NO_STEPS:
+        return LayerSchedule(layer, {"mapping": "none"}, lambda: iter(()))
+    if isinstance(entry, Streamed):
+        tiles = entry.tiles
+        return LayerSchedule(layer, {"mapping": "stream", "tiles": tiles},
+                             lambda: stream_steps(layer, hw, addr, batch, tiles))
+    steps = NestSteps(entry, nest_problem(layer, batch, entry.lowering), hw, _addresses(layer, addr))
+    params: dict[str, object] = {"mapping": "nest", "lowering": entry.lowering,
+                                 **{s.level: " ".join(str(l) for l in s.loops) for s in entry.storage},
+                                 "array": {"rows": [str(l) for l in entry.array.rows],
+                                           "cols": [str(l) for l in entry.array.cols],
+                                           "stream": [str(l) for l in entry.array.stream]},
+                                 "rf": " ".join(str(l) for l in entry.rf.loops)}
+    if entry.level("l2") is not None:
+        params["buffers"] = L2_BUFFERS
+    return LayerSchedule(layer, params, steps.blocks)
+
+
+def network_schedule(graph: Graph, hw: Accelerator, batch: int = 1, mapping: NetworkMapping | None = None) -> Schedule:
+    """The steps of `mapping` (default: `default_mapping`) for every layer, layer after layer, tensors in DRAM
+    between layers. A given mapping is checked first."""
+    if mapping is None:
+        mapping = default_mapping(graph, hw, batch)
+    else:
+        check_mapping(mapping, graph, hw)
+        batch = mapping.batch
+    layout = dram_layout(graph, batch)
+    entries = {m.layer: m for m in mapping.layers}
+    layers = tuple(_layer_schedule(l, entries.get(l.name), hw, layout[l.name], batch) for l in graph)
+    return Schedule(graph.name, hw.name, f"nest:{mapping.dataflow}", batch, layers, mapping)
+
+
+def with_batch(mapping: NetworkMapping, batch: int) -> NetworkMapping:
+    return dataclasses.replace(mapping, batch=batch)

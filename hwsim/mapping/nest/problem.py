@@ -1,0 +1,135 @@
+"""A weighted layer as the convolution problem its loop nest covers: the dims and the window geometry.
+
+A convolution over the output grid: ifmap row h = p·U + r·Dh − pad_top (U the
+stride, Dh the dilation); a fully connected layer is a convolution whose kernel
+covers its input (R × S = H × W, P = Q = 1); a transposed convolution runs over
+its input grid (P × Q = H × W), every input pixel scattering into R × S
+outputs, and each grid row *owns* `up_h` rows of the output (its stride; the
+last owns the remainder) — the same work (`Layer.macs`) without the zeros a
+zero-inserted input would add.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from hwsim.mapping.nest.format import RELEVANT, RELEVANT_TRANSPOSED, MappingError
+from hwsim.workload.ir import Layer, LayerKind
+
+NEST_KINDS = frozenset({LayerKind.CONV, LayerKind.CONV_TRANSPOSE, LayerKind.FC})
+
+
+@dataclass(frozen=True)
+class Problem:
+    """The dims of a layer's loop nest and where its window reads and its outputs land."""
+
+    layer: str
+    dims: dict[str, int]  # N, G, M, C, P, Q, R, S
+    stride: tuple[int, int]  # U, V (1 for transposed and fully connected layers)
+    dilation: tuple[int, int]
+    pad_top: int
+    pad_left: int
+    in_h: int  # real ifmap rows and columns (unpadded)
+    in_w: int
+    out_h: int  # output rows and columns (a transposed convolution's output map)
+    out_w: int
+    transposed: bool
+    up: tuple[int, int] = (1, 1)  # output rows and columns each grid row and column owns (transposed: the stride)
+
+    @property
+    def relevant(self) -> dict[str, frozenset[str]]:
+        """Dims each operand's data depends on."""
+        return RELEVANT_TRANSPOSED if self.transposed else RELEVANT
+
+    def ifmap_rows(self, p0: np.ndarray, p1: np.ndarray, r0: np.ndarray, r1: np.ndarray) -> np.ndarray:
+        """Real ifmap rows the output rows [p0, p1) read through kernel rows [r0, r1) (the hull; 0 if empty)."""
+        if self.transposed:
+            result: np.ndarray = np.maximum(0, p1 - p0)
+            return result
+        return _hull(p0, p1, r0, r1, self.stride[0], self.dilation[0], self.pad_top, self.in_h)
+
+    def ifmap_cols(self, q0: np.ndarray, q1: np.ndarray, s0: np.ndarray, s1: np.ndarray) -> np.ndarray:
+        if self.transposed:
+            result: np.ndarray = np.maximum(0, q1 - q0)
+            return result
+        return _hull(q0, q1, s0, s1, self.stride[1], self.dilation[1], self.pad_left, self.in_w)
+
+    def out_rows(self, p0: np.ndarray, p1: np.ndarray) -> np.ndarray:
+        """Output rows the grid rows [p0, p1) write (owned rows for a transposed convolution)."""
+        return _owned(p0, p1, self.up[0], self.dims["P"], self.out_h)
+
+    def out_cols(self, q0: np.ndarray, q1: np.ndarray) -> np.ndarray:
+        return _owned(q0, q1, self.up[1], self.dims["Q"], self.out_w)
+
+    def ifmap_row_start(self, p0: np.ndarray, r0: np.ndarray) -> np.ndarray:
+        """First real ifmap row of a tile (its DRAM address offset)."""
+        if self.transposed:
+            return p0
+        result: np.ndarray = np.maximum(0, p0 * self.stride[0] + r0 * self.dilation[0] - self.pad_top)
+        return result
+
+    def ifmap_col_start(self, q0: np.ndarray, s0: np.ndarray) -> np.ndarray:
+        if self.transposed:
+            return q0
+        result: np.ndarray = np.maximum(0, q0 * self.stride[1] + s0 * self.dilation[1] - self.pad_left)
+        return result
+
+
+def _hull(a0: np.ndarray, a1: np.ndarray, k0: np.ndarray, k1: np.ndarray, stride: int, dilation: int, pad: int,
+          size: int) -> np.ndarray:
+    first = a0 * stride + k0 * dilation - pad
+    end = (a1 - 1) * stride + (k1 - 1) * dilation - pad + 1
+    rows = np.minimum(size, end) - np.maximum(0, first)
+    return np.where((a1 > a0) & (k1 > k0), np.maximum(0, rows), 0)
+
+
+def _owned(a0: np.ndarray, a1: np.ndarray, up: int, grid: int, total: int) -> np.ndarray:
+    end = np.where(a1 >= grid, total, a1 * up)
+    return np.where(a1 > a0, end - a0 * up, 0)
+
+
+def nest_problem(layer: Layer, batch: int, lowering: str = "conv") -> Problem:
+    """The loop-nest problem of a CONV, FC or transposed-conv layer for `batch` images, or of its im2col GEMM
+    (a 1×1 convolution over a T × 1 map with K = C·R·S channels)."""
+    if lowering == "im2col":
+        conv = nest_problem(layer, batch)
+        if conv.transposed:
+            raise MappingError(f"layer {layer.name!r}: a transposed convolution has no im2col lowering; map it "
+                               "as a convolution (lowering: conv)")
+        d = conv.dims
+        k, t = d["C"] * d["R"] * d["S"], d["N"] * d["P"] * d["Q"]
+        dims = {"N": 1, "G": d["G"], "M": d["M"], "C": k, "P": t, "Q": 1, "R": 1, "S": 1}
+        return Problem(layer.name, dims, (1, 1), (1, 1), 0, 0, t, 1, t, 1, False)
+    ins, out = layer.in_shape, layer.out_shape
+    kh, kw = layer.kernel
+    if layer.kind is LayerKind.FC:
+        dims = {"N": batch, "G": 1, "M": out.c, "C": ins.c, "P": 1, "Q": 1, "R": ins.h, "S": ins.w}
+        return Problem(layer.name, dims, (1, 1), (1, 1), 0, 0, ins.h, ins.w, 1, 1, False)
+    g = layer.groups
+    if layer.kind is LayerKind.CONV_TRANSPOSE:
+        dims = {"N": batch, "G": g, "M": out.c // g, "C": ins.c // g, "P": ins.h, "Q": ins.w, "R": kh, "S": kw}
+        return Problem(layer.name, dims, (1, 1), (1, 1), 0, 0, ins.h, ins.w, out.h, out.w, True, layer.stride)
+    if layer.kind is not LayerKind.CONV:
+        raise MappingError(f"layer {layer.name!r}: a {layer.kind} layer has no loop nest; it is streamed")
+    dims = {"N": batch, "G": g, "M": out.c // g, "C": ins.c // g, "P": out.h, "Q": out.w, "R": kh, "S": kw}
+    pad = layer.padding
+    return Problem(layer.name, dims, layer.stride, layer.dilation, pad.top, pad.left, ins.h, ins.w, out.h, out.w,
+                   False)
+
+
+def tile_bound_words(problem: Problem, op: str, extent: dict[str, int]) -> int:
+    """The most words a tile of `op` with these dim extents can hold (ifmap windows as hulls): what a level must
+    have room for."""
+    t = {d: min(problem.dims[d], extent[d]) for d in problem.dims}
+    if op == "filter":
+        return t["G"] * t["M"] * t["C"] * t["R"] * t["S"]
+    if op == "psum":
+        return t["N"] * t["G"] * t["M"] * t["P"] * problem.up[0] * t["Q"] * problem.up[1]
+    if problem.transposed:
+        rows, cols = t["P"], t["Q"]
+    else:
+        rows = (t["P"] - 1) * problem.stride[0] + (t["R"] - 1) * problem.dilation[0] + 1
+        cols = (t["Q"] - 1) * problem.stride[1] + (t["S"] - 1) * problem.dilation[1] + 1
+    return t["N"] * t["G"] * t["C"] * min(rows, problem.in_h) * min(cols, problem.in_w)
