@@ -1,8 +1,8 @@
-"""Compare the integer-tiled analytic model with the metrics derived from a simulation trace.
+"""Compare a mapping's closed-form counts with the metrics derived from a simulation trace.
 
 Per layer: the words read / filled / updated at every level for every
-operand and the PE array's work (MACs, ops, RF accesses of the MACs, PE-to-PE
-hops) must be equal; the energy equal within `ENERGY_RTOL` (both price the
+operand, the PE array's work (MACs, ops, RF accesses of the MACs, words handed
+PE to PE), its passes and the cycles they take must be equal; the energy equal within `ENERGY_RTOL` (both price the
 same counts with the same table, so only rounding may differ); the simulated
 latency must be at or above the analytic lower bound.
 """
@@ -30,6 +30,12 @@ class _Counted(Protocol):
 
     @property
     def compute(self) -> ComputeCounts: ...
+
+    @property
+    def passes(self) -> int: ...
+
+    @property
+    def compute_cycles(self) -> int: ...
 
 
 @dataclass(frozen=True)
@@ -96,6 +102,10 @@ def _count_rows(name: str, analytic: _Counted, simulated: _Counted) -> list[Coun
     a_c, s_c = analytic.compute, simulated.compute
     rows += [CountRow(name, "pe", f.name, "", getattr(a_c, f.name), getattr(s_c, f.name)) for f in fields(a_c)
              if getattr(a_c, f.name) or getattr(s_c, f.name)]
+    # The passes and the cycles the array spends on them: the dataflow's pass timing, computed per pass by the
+    # closed form and by the simulated PE array (independent of bandwidth: every pass lasts what its work says).
+    rows += [CountRow(name, "pe", "passes", "", analytic.passes, simulated.passes),
+             CountRow(name, "pe", "compute_cycles", "", analytic.compute_cycles, simulated.compute_cycles)]
     return rows
 
 

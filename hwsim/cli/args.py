@@ -31,11 +31,19 @@ def add_network_arguments(parser: argparse.ArgumentParser, required: bool = True
 
 
 def add_run_arguments(parser: argparse.ArgumentParser) -> None:
-    """The network arguments, --hw (required), --batch and --json: what a simulating command takes."""
+    """The network arguments, --hw (required), --batch, --mapping and --json: what a simulating command takes."""
     add_network_arguments(parser)
     parser.add_argument("--hw", required=True, metavar="CONFIG", help="accelerator config: a path or a shipped name")
     parser.add_argument("--batch", type=positive_int, default=1, metavar="N", help="images per run (default 1)")
+    add_mapping_argument(parser)
     parser.add_argument("--json", action="store_true", help="print one JSON document instead of tables")
+
+
+def add_mapping_argument(parser: argparse.ArgumentParser) -> None:
+    """--mapping FILE: replay a mapping written by `hwsim map` instead of hwsim's default one."""
+    parser.add_argument("--mapping", metavar="FILE.yaml", default=None,
+                        help="run this mapping (written by `hwsim map`, YAML or JSON) instead of hwsim's default; "
+                             "it is checked against the network and the hardware first")
 
 
 def positive_int(text: str) -> int:

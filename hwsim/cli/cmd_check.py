@@ -1,4 +1,4 @@
-"""`hwsim check`: the integer-tiled analytic model against a simulation's trace, or with --depthfirst the
+"""`hwsim check`: the mapping's closed-form counts against a simulation's trace, or with --depthfirst the
 depth-first model against simulations of points along its front.
 
 Each printed line says which kind of evidence it is: access counts and PE-array work come from two
@@ -22,13 +22,13 @@ from hwsim.flows.depth_first import DEFAULT_MAX_SHORT_SKIP, check_depth_first
 from hwsim.hardware import load_config
 from hwsim.workload.network import load_network
 
-COUNTS = "counts (evidence: two computations, closed form and trace)"
+COUNTS = "counts (evidence: two computations, the mapping's closed form and the trace)"
 ENERGY = "energy (consistency only: one price table on both sides)"
 LATENCY = "latency (a lower bound only: simulated ≥ analytic)"
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    c = sub.add_parser("check", help="analytic (integer-tiled) counts, energy and latency bound against a simulation")
+    c = sub.add_parser("check", help="a mapping's closed-form counts, energy and latency bound against its simulation")
     add_run_arguments(c)
     c.add_argument("--trace", metavar="FILE.h5", default=None, help="keep the simulation's trace here")
     c.add_argument("--depthfirst", metavar="N", type=int, default=None,
@@ -51,7 +51,7 @@ def document(report: CheckReport) -> dict[str, Any]:
 
 
 def _layer_table(report: CheckReport) -> Any:
-    t = table(f"{report.network} on {report.hardware}: analytic (integer-tiled) vs simulated (trace)",
+    t = table(f"{report.network} on {report.hardware}: closed form of the mapping vs simulated (trace)",
               [("layer", "left"), ("counts equal", "right"), ("energy µJ: analytic", "right"),
                ("simulated", "right"), ("latency: bound cycles", "right"), ("simulated", "right"), ("", "left")])
     for l in report.layers:
@@ -78,7 +78,7 @@ def print_report(report: CheckReport) -> None:
     layers = len(report.layers)
     counts = sum(len(l.counts) for l in report.layers)
     out.print(f"{COUNTS}: {counts - len(report.mismatches)}/{counts} equal over {layers} layers (words read, "
-              "filled, updated per level and operand; PE-array work)")
+              "filled, updated per level and operand; PE-array work; passes and the cycles the array spends on them)")
     out.print(f"{ENERGY}: {sum(l.energy_ok for l in report.layers)}/{layers} layers equal within {ENERGY_RTOL:g}")
     out.print(f"{LATENCY}: {sum(l.latency_ok for l in report.layers)}/{layers} layers at or above the bound")
     out.print("PASS" if report.ok else "FAIL")
@@ -104,7 +104,7 @@ def run(args: argparse.Namespace) -> int:
     loaded = load_network(args.network, args.input, args.allow_unknown)
     hw = load_config(args.hw)
     with layer_progress(f"simulating {loaded.graph.name}", len(loaded.graph), args.json) as progress:
-        report = check_network(loaded.graph, hw, args.batch, args.trace, progress)
+        report = check_network(loaded.graph, hw, args.batch, args.trace, progress, args.mapping)
     if args.json:
         emit_json(document(report))
     else:

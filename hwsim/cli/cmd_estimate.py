@@ -20,6 +20,7 @@ from hwsim.analytic.cnnergy import CnnergyEnergy
 from hwsim.analytic.estimate import NetworkEstimate, layer_record
 from hwsim.analytic.graph_adapter import DEFAULT_RELU_SPARSITY, SparsityModel
 from hwsim.cli.args import (
+    add_mapping_argument,
     add_network_arguments,
     fraction_arg,
     positive_float,
@@ -97,13 +98,14 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     p.add_argument("--hw", required=True, metavar="CONFIG",
                    help="accelerator config: a path or a shipped name (e.g. eyeriss-v1)")
     p.add_argument("--model", choices=("mapping", "cnnergy"), default="mapping",
-                   help="rs: integer-tiled counts of the row-stationary schedule (default); "
-                        "cnnergy: the faithful CNNergy model")
+                   help="mapping: closed-form counts of the mapping the simulator runs (default: hwsim's, or "
+                        "--mapping FILE); cnnergy: the faithful CNNergy model")
     p.add_argument("--layers", metavar="FILE.csv", default=None,
                    help="cnnergy only: a CNNergy layer table (name,R,M,H,C,U,E,sp_if,sp_of,n) instead of a network")
-    p.add_argument("--batch", type=positive_int, default=1, metavar="N", help="rs: images per run (default 1)")
+    p.add_argument("--batch", type=positive_int, default=1, metavar="N", help="mapping: images per run (default 1)")
+    add_mapping_argument(p)
     p.add_argument("--sparsity", choices=(NONE, *SPARSITY_CHOICES), default=None,
-                   help="activation zeros used for zero gating and compression: none (rs default: dense), "
+                   help="activation zeros used for zero gating and compression: none (mapping default: dense), "
                         "auto (cnnergy default: measured AlexNet values when they fit), relu, or a preset")
     p.add_argument("--relu-sparsity", type=fraction_arg, default=DEFAULT_RELU_SPARSITY, metavar="F",
                    help=f"zeros after a ReLU where nothing was measured (default {DEFAULT_RELU_SPARSITY})")
@@ -125,16 +127,27 @@ def _uj(pj: float) -> str:
     return f"{pj / 1e6:.2f}"
 
 
-def _mapping_text(m: dict[str, Any]) -> str:
-    if m["mapping"] != "row_stationary":
-        return str(m["mapping"])
-    return f"chP {m['chP']} fP {m['fP']} n {m['n']} {m['y_oc']}x{m['x_oc']}"
+def _loops_text(text: object) -> str:
+    """Loops "M=5 N=1 P=4" as "M5 P4" (factors of one dropped), or "–" when none remain."""
+    kept = [loop.replace("=", "") for loop in str(text).split() if not loop.endswith("=1")]
+    return " ".join(kept) or "–"
+
+
+def _mapping_text(m: dict[str, object]) -> str:
+    """A layer's mapping in one short cell: storage loops, array rows × cols and stream, RF loops; or how a
+    layer streams (`hwsim map` prints the whole nest)."""
+    if m["mapping"] != "nest":
+        return str(m["mapping"]) + (f" ×{m['tiles']}" if "tiles" in m else "")
+    storage = " | ".join(_loops_text(m[level]) for level in ("dram", "l2", "glb") if level in m)
+    array = f"{_loops_text(m['rows'])} × {_loops_text(m['cols'])} ⟳ {_loops_text(m['stream'])}"
+    return f"{storage} | {array} | {_loops_text(m['rf'])}"
 
 
 def print_mapping_estimate(r: MappingEstimate) -> None:
     e, hw = r.estimate, r.hardware
     out = console()
-    t = table(f"{e.network} on {e.hardware}, batch {e.batch}: integer-tiled row-stationary estimate (energy in µJ)",
+    t = table(f"{e.network} on {e.hardware} ({hw.pe_array.dataflow}), batch {e.batch}: closed form of the mapping "
+              "(energy in µJ)",
               [("layer", "left"), ("mapping", "left"), ("MACs", "right"), ("util", "right"), ("cycles", "right"),
                ("bound by", "left"), ("MAC", "right"), ("RF", "right"), ("NoC/PE", "right"), ("GLB", "right"),
                ("DRAM", "right"), ("ctrl", "right"), ("total", "right"), ("DRAM bytes", "right")])
@@ -297,7 +310,8 @@ def run(args: argparse.Namespace) -> int:
             print_cnnergy(c)
     else:
         assert not isinstance(source, LayerTable)  # _source allows a table with cnnergy only
-        r = estimate_mapping(source, hw, args.batch, settings.sparsity, args.clock_power, args.throughput_gmacs)
+        r = estimate_mapping(source, hw, args.batch, settings.sparsity, args.clock_power, args.throughput_gmacs,
+                             args.mapping)
         if args.json:
             emit_json({**mapping_document(r), "warnings": list(warnings)})
         else:

@@ -98,7 +98,7 @@ def run(args: argparse.Namespace) -> int:
     loaded = load_network(args.network, args.input, args.allow_unknown)
     hw = load_config(args.hw)
     with layer_progress(f"simulating {loaded.graph.name}", len(loaded.graph), args.json) as progress:
-        sim = simulate_network(loaded.graph, hw, args.batch, path, args.trace_levels, progress)
+        sim = simulate_network(loaded.graph, hw, args.batch, path, args.trace_levels, progress, args.mapping)
     if args.json:
         emit_json({**document(sim), "warnings": list(loaded.warnings)})
     else:

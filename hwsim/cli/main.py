@@ -33,6 +33,7 @@ def build_parser() -> argparse.ArgumentParser:
         cmd_depthfirst,
         cmd_estimate,
         cmd_info,
+        cmd_map,
         cmd_memory,
         cmd_partition,
         cmd_report,
@@ -46,7 +47,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"hwsim {__version__}")
     parser.add_argument("--debug", action="store_true", help="show tracebacks of errors")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True, parser_class=_Parser)
-    for module in (cmd_zoo, cmd_info, cmd_config, cmd_estimate, cmd_partition, cmd_simulate, cmd_check,
+    for module in (cmd_zoo, cmd_info, cmd_config, cmd_map, cmd_estimate, cmd_partition, cmd_simulate, cmd_check,
                    cmd_depthfirst, cmd_memory, cmd_trace, cmd_report, cmd_sweep):
         module.add_parser(sub)
     return parser

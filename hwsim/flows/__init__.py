@@ -31,7 +31,8 @@ from hwsim.flows.estimate import (
     glb_sizes,
     sweep_glb_size,
 )
-from hwsim.flows.inputs import as_graph, as_hardware, choose_sparsity
+from hwsim.flows.inputs import as_graph, as_hardware, as_mapping, choose_sparsity
+from hwsim.flows.mapping import MappedNetwork, map_network
 from hwsim.flows.memplan import MemoryStudy, StrategyMemory, study_memory
 from hwsim.flows.partition import Partition, partition_network
 from hwsim.flows.phases import (
@@ -60,6 +61,7 @@ __all__ = [
     "GlbSizePoint",
     "GlbSizeSweep",
     "LayerTable",
+    "MappedNetwork",
     "MappingEstimate",
     "MemoryStudy",
     "Partition",
@@ -74,6 +76,7 @@ __all__ = [
     "TraceSummary",
     "as_graph",
     "as_hardware",
+    "as_mapping",
     "check_depth_first",
     "check_front_points",
     "check_network",
@@ -81,6 +84,7 @@ __all__ = [
     "check_trace",
     "choose_sparsity",
     "depth_first_front",
+    "map_network",
     "estimate_cnnergy",
     "estimate_mapping",
     "glb_sizes",

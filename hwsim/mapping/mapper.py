@@ -41,6 +41,9 @@ def default_mapping(graph: Graph, hw: Accelerator, batch: int = 1) -> NetworkMap
 
 def check_mapping(mapping: NetworkMapping, graph: Graph, hw: Accelerator) -> None:
     """Raise MappingError for the first layer the mapping does not fit (its network, its hardware)."""
+    if mapping.network != graph.name:
+        raise MappingError(f"the mapping is of network {mapping.network!r}, not {graph.name!r}; map {graph.name} "
+                           "(hwsim map)")
     if mapping.dataflow != hw.pe_array.dataflow:
         raise MappingError(f"mapping of {mapping.network!r}: dataflow {mapping.dataflow!r}, but {hw.name} runs "
                            f"{hw.pe_array.dataflow!r}; map the network for this hardware (hwsim map)")

@@ -29,12 +29,13 @@ class LayerMetrics:
     name: str
     transfers: np.ndarray  # [level, operand, access] words (hwsim.vocab.ACCESS_SHAPE)
     compute: ComputeCounts
-    passes: int  # pe records of MACs or ops
+    passes: int  # passes on the PE array (their MAC records)
     start_cycle: int  # first record's start (-1: no records)
     end_cycle: int  # last record's end
     energy_pj: dict[str, float]
     level_operand_pj: np.ndarray  # [level, operand]
     utilization: float  # MACs / (span · PEs · MACs per cycle)
+    compute_cycles: int = 0  # Σ over passes of their cycles on the PE array
 
     @property
     def cycles(self) -> int:
@@ -58,10 +59,25 @@ class TraceMetrics:
         return max((l.end_cycle for l in self.layers), default=0)
 
 
-def _accumulate(trace: Trace, n_layers: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Words per [layer, level, operand, access], pe counts per [layer, op, operand], and per-layer spans."""
+@dataclass
+class _Sums:
+    """What `_accumulate` gathers per layer."""
+
+    counts: np.ndarray  # [layer, level, operand, access] words
+    pe: np.ndarray  # [layer, op, operand] pe counts
+    first: np.ndarray  # first record's start
+    last: np.ndarray  # last record's end
+    passes: np.ndarray  # pass records (one per pass: its MACs)
+    pass_cycles: np.ndarray  # Σ of their durations
+
+
+def _accumulate(trace: Trace, n_layers: int) -> _Sums:
+    """Words per [layer, level, operand, access], pe counts per [layer, op, operand], per-layer spans, and the
+    passes with their cycles."""
     counts = np.zeros((n_layers, *ACCESS_SHAPE), dtype=np.int64)
     pe = np.zeros((n_layers, len(OP_NAMES), len(TRACE_OPERAND_NAMES)), dtype=np.int64)
+    passes = np.zeros(n_layers, dtype=np.int64)
+    pass_cycles = np.zeros(n_layers, dtype=np.int64)
     first = np.full(n_layers, np.iinfo(np.int64).max, dtype=np.int64)
     last = np.full(n_layers, -1, dtype=np.int64)
     access = np.full(len(OP_NAMES), -1, dtype=np.int64)
@@ -74,12 +90,15 @@ def _accumulate(trace: Trace, n_layers: int) -> tuple[np.ndarray, np.ndarray, np
             np.maximum.at(last, layer, block["end_cycle"])
             if level == "pe":
                 np.add.at(pe, (layer, block["op"], block["operand"]), block["words"])
+                mine = (block["op"] == Op.UPDATE) & (block["operand"] == OTHER)
+                np.add.at(passes, layer[mine], 1)
+                np.add.at(pass_cycles, layer[mine], (block["end_cycle"] - block["start_cycle"])[mine])
             elif level in LEVEL_NAMES:
                 a = access[block["op"]]
                 keep = a >= 0
                 np.add.at(counts, (layer[keep], LEVEL_NAMES.index(level), block["operand"][keep], a[keep]),
                           block["words"][keep])
-    return counts, pe, first, last
+    return _Sums(counts, pe, first, last, passes, pass_cycles)
 
 
 def derive(trace: Trace) -> TraceMetrics:
@@ -88,7 +107,8 @@ def derive(trace: Trace) -> TraceMetrics:
     zeros = json.loads(trace.attrs.get("ifmap_zero_fraction_json", "{}"))
     table = energy_table(hw)
     names = list(trace.layers)
-    counts, pe, first, last = _accumulate(trace, len(names))
+    sums = _accumulate(trace, len(names))
+    counts, pe, first, last = sums.counts, sums.pe, sums.first, sums.last
     lanes = hw.pe_array.pes * hw.pe_array.macs_per_cycle
     layers = []
     for i, name in enumerate(names):
@@ -101,8 +121,8 @@ def derive(trace: Trace) -> TraceMetrics:
         start = int(first[i]) if last[i] >= 0 else -1
         end = int(last[i]) if last[i] >= 0 else -1
         span = max(0, end - start)
-        layers.append(LayerMetrics(name, counts[i], compute, 0, start, end, energy, by_level,
-                                   compute.macs / (span * lanes) if span else 0.0))
+        layers.append(LayerMetrics(name, counts[i], compute, int(sums.passes[i]), start, end, energy, by_level,
+                                   compute.macs / (span * lanes) if span else 0.0, int(sums.pass_cycles[i])))
     return TraceMetrics(str(trace.attrs.get("network", "")), hw, int(trace.attrs.get("batch", 1)), tuple(layers))
 
 

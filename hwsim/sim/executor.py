@@ -44,9 +44,10 @@ Records (see `hwsim.trace.schema`; op codes `hwsim.vocab.Op`): DRAM one per
 burst (or one per transaction when asked), GLB / L2 / line buffer one per
 transfer, NoC one per bus transfer (op write), RF one per transfer (fill, or
 read for psums going out), and per pass at level `pe`: the MACs (operand
-other, op update, address = active PEs), non-MAC ops (other, write), the MACs'
-RF reads per operand (read), psum RF writes (psum, update) and words handed
-PE to PE (fill; psum: spatial reduction, ifmap and filter: systolic forwarding).
+other, op update, address = active PEs; exactly one per pass, so it also
+times the pass), non-MAC ops (other, write), the MACs' RF reads per operand
+(read), psum RF writes (psum, update) and words handed PE to PE (fill; psum:
+spatial reduction, ifmap and filter: systolic forwarding).
 """
 
 from __future__ import annotations
@@ -87,9 +88,9 @@ F = StepField
 KIND, OPERAND, SRC, DST, GROUP, WORDS, SRC_ADDR, DST_ADDR = (F.KIND, F.OPERAND, F.SRC, F.DST, F.GROUP, F.WORDS,
                                                              F.SRC_ADDR, F.DST_ADDR)
 
-# A pass's records at level `pe`: (step field, op, operand, address = active PEs?) — the MACs (other, update),
-# non-MAC ops (other, write), the MACs' RF reads per operand, psum RF writes, words handed PE to PE per operand.
-PE_RECORDS = ((F.MACS, UPDATE, OTHER, True), (F.OPS, WRITE, OTHER, True),
+# A pass's further records at level `pe` (its first is the MACs: other, update, one per pass even without MACs):
+# (step field, op, operand, address = active PEs?) — non-MAC ops (other, write), the MACs' RF reads per operand, psum RF writes, words handed PE to PE per operand.
+PE_RECORDS = ((F.OPS, WRITE, OTHER, True),
               (F.RF_FILTER_READS, READ, int(Operand.FILTER), False),
               (F.RF_IFMAP_READS, READ, int(Operand.IFMAP), False),
               (F.RF_PSUM_READS, READ, int(Operand.PSUM), False),
@@ -188,6 +189,7 @@ class StepRunner:
         self.compute_cycles += end - start
         if self.want_pe:
             row = self.rec.row
+            row("pe", start, end, UPDATE, OTHER, index, s[F.ACTIVE_PES], s[F.MACS])  # the pass's record
             for field_index, op, operand, has_address in PE_RECORDS:
                 count = s[field_index]
                 if count:

@@ -64,6 +64,7 @@ from typing import Any
 import yaml
 
 from hwsim.errors import HwsimError
+from hwsim.files import write_atomically
 
 FORMAT = "hwsim-mapping 1"
 LOWERINGS = ("conv", "im2col")  # the problem a nest covers: the convolution, or its im2col GEMM
@@ -218,11 +219,12 @@ def mapping_data(mapping: NetworkMapping) -> dict[str, Any]:
 
 
 def save_mapping(mapping: NetworkMapping, path: str | Path) -> None:
-    """Write `mapping` as YAML (or JSON when the path ends in .json)."""
+    """Write `mapping` as YAML (or JSON when the path ends in .json), atomically."""
     data = mapping_data(mapping)
     text = json.dumps(data, indent=1) if str(path).endswith(".json") else yaml.safe_dump(data, sort_keys=False,
-                                                                                          width=120)
-    Path(path).write_text(text)
+                                                                                          width=120,
+                                                                                          default_flow_style=None)
+    write_atomically(str(path), lambda tmp: Path(tmp).write_text(text))
 
 
 class _Reader:
