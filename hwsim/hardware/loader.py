@@ -212,12 +212,63 @@ def check_overrides(text_: str, shown: str, overrides: Overrides) -> None:
 
 
 def _parse(text_: str, shown: str, overrides: Overrides | None) -> Accelerator:
-    root = _compose(text_, shown)
     ctx = _Context(shown, yaml.SafeLoader(""))
+    root = _with_base(_compose(text_, shown), shown, ctx, ())
     if overrides is not None:
         for key, value in overrides.values:
             root = _override(root, key.split("."), value, overrides.source, ctx)
     return _build(Accelerator, root, "", ctx)
+
+
+BASE_KEY = "base"  # a config may start from another (a shipped name or a path relative to it) and change keys
+
+
+def _with_base(root: yaml.Node, shown: str, ctx: _Context, chain: tuple[str, ...]) -> yaml.Node:
+    """`root` over the config its `base:` names (recursively): every key it gives replaces the base's, mappings
+    merged key by key. Errors about a base's keys name the base file and line."""
+    if not isinstance(root, yaml.MappingNode):
+        return root
+    pairs = [(k, v) for k, v in root.value if str(k.value) != BASE_KEY]
+    base_value = next((v for k, v in root.value if str(k.value) == BASE_KEY), None)
+    own = yaml.MappingNode(root.tag, pairs, root.start_mark, root.end_mark)
+    if base_value is None:
+        return own
+    where = f"{shown}:{base_value.start_mark.line + 1}: base"
+    if not isinstance(base_value, yaml.ScalarNode) or not str(base_value.value).strip():
+        raise ConfigError(f"{where}: give the name of a shipped config or a path")
+    spec = str(base_value.value)
+    relative = Path(shown).parent / spec
+    path = relative if relative.is_file() else resolve_config(spec)
+    if str(path) in chain or str(path) == shown:
+        raise ConfigError(f"{where}: {spec} is its own base (a cycle); remove one of the base keys")
+    try:
+        base_text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"{where}: cannot read {path} ({exc.strerror})") from None
+    base = _with_base(_compose(base_text, str(path)), str(path), ctx, (*chain, shown))
+    _mark(base, str(path), ctx)
+    return _merge(base, own)
+
+
+def _mark(node: yaml.Node, file: str, ctx: _Context) -> None:
+    """Name `file` and the line in errors about `node` and everything under it (a base's nodes)."""
+    if id(node) not in ctx.overridden:
+        ctx.overridden[id(node)] = f"{file}:{node.start_mark.line + 1}"
+    if isinstance(node, yaml.MappingNode):
+        for key, value in node.value:
+            _mark(key, file, ctx)
+            _mark(value, file, ctx)
+
+
+def _merge(base: yaml.Node, own: yaml.Node) -> yaml.Node:
+    """`own` over `base`: mappings merge key by key, anything else replaces."""
+    if not (isinstance(base, yaml.MappingNode) and isinstance(own, yaml.MappingNode)):
+        return own
+    merged = {str(k.value): (k, v) for k, v in base.value}
+    for key, value in own.value:
+        name = str(key.value)
+        merged[name] = (key, _merge(merged[name][1], value) if name in merged else value)
+    return yaml.MappingNode(own.tag, list(merged.values()), own.start_mark, own.end_mark)
 
 
 @functools.lru_cache(maxsize=16)
