@@ -127,33 +127,17 @@ def _uj(pj: float) -> str:
     return f"{pj / 1e6:.2f}"
 
 
-def _loops_text(text: object) -> str:
-    """Loops "M=5 N=1 P=4" as "M5 P4" (factors of one dropped), or "–" when none remain."""
-    kept = [loop.replace("=", "") for loop in str(text).split() if not loop.endswith("=1")]
-    return " ".join(kept) or "–"
-
-
-def _mapping_text(m: dict[str, object]) -> str:
-    """A layer's mapping in one short cell: storage loops, array rows × cols and stream, RF loops; or how a
-    layer streams (`hwsim map` prints the whole nest)."""
-    if m["mapping"] != "nest":
-        return str(m["mapping"]) + (f" ×{m['tiles']}" if "tiles" in m else "")
-    storage = " | ".join(_loops_text(m[level]) for level in ("dram", "l2", "glb") if level in m)
-    array = f"{_loops_text(m['rows'])} × {_loops_text(m['cols'])} ⟳ {_loops_text(m['stream'])}"
-    return f"{storage} | {array} | {_loops_text(m['rf'])}"
-
-
 def print_mapping_estimate(r: MappingEstimate) -> None:
     e, hw = r.estimate, r.hardware
     out = console()
     t = table(f"{e.network} on {e.hardware} ({hw.pe_array.dataflow}), batch {e.batch}: closed form of the mapping "
-              "(energy in µJ)",
-              [("layer", "left"), ("mapping", "left"), ("MACs", "right"), ("util", "right"), ("cycles", "right"),
+              "(energy in µJ; `hwsim map` prints the mapping)",
+              [("layer", "left"), ("MACs", "right"), ("util", "right"), ("cycles", "right"),
                ("bound by", "left"), ("MAC", "right"), ("RF", "right"), ("NoC/PE", "right"), ("GLB", "right"),
                ("DRAM", "right"), ("ctrl", "right"), ("total", "right"), ("DRAM bytes", "right")])
     for l in e.layers:
         en = l.energy_pj
-        t.add_row(l.layer.name, _mapping_text(l.mapping), format_count(l.counts.macs + l.counts.ops),
+        t.add_row(l.layer.name, format_count(l.counts.macs + l.counts.ops),
                   f"{l.latency.utilization:.0%}", format_count(l.latency.bound_cycles), l.latency.bottleneck,
                   _uj(en["mac"]), _uj(en["rf"]), _uj(en["inter_pe"]), _uj(en["glb"] + en["l2"] + en["line_buffer"]),
                   _uj(en["dram"]), _uj(en["clock"] + en["control"]), _uj(l.total_pj),

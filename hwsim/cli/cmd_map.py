@@ -14,7 +14,8 @@ from hwsim.workload.network import load_network
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    p = sub.add_parser("map", help="the loop-nest mapping hwsim runs a network with, checked; write it to replay or edit")
+    p = sub.add_parser("map", help="the loop-nest mapping hwsim runs a network with, checked; "
+                                   "write it to replay or edit")
     add_network_arguments(p)
     p.add_argument("--hw", required=True, metavar="CONFIG", help="accelerator config: a path or a shipped name")
     p.add_argument("--batch", type=positive_int, default=1, metavar="N", help="images per run (default 1)")

@@ -89,7 +89,8 @@ KIND, OPERAND, SRC, DST, GROUP, WORDS, SRC_ADDR, DST_ADDR = (F.KIND, F.OPERAND, 
                                                              F.SRC_ADDR, F.DST_ADDR)
 
 # A pass's further records at level `pe` (its first is the MACs: other, update, one per pass even without MACs):
-# (step field, op, operand, address = active PEs?) — non-MAC ops (other, write), the MACs' RF reads per operand, psum RF writes, words handed PE to PE per operand.
+# (step field, op, operand, address = active PEs?) — non-MAC ops (other, write), the MACs' RF reads per operand,
+# psum RF writes, words handed PE to PE per operand.
 PE_RECORDS = ((F.OPS, WRITE, OTHER, True),
               (F.RF_FILTER_READS, READ, int(Operand.FILTER), False),
               (F.RF_IFMAP_READS, READ, int(Operand.IFMAP), False),

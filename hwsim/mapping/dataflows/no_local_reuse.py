@@ -2,10 +2,11 @@
 
 The array spreads input channels over its rows and filters over its columns
 (DianNao's Tn × Tn neural functional unit); each step an ifmap word is
-multicast along a row's PEs... and the filters, one per PE, come from the
-GLB; partial sums are added across the rows (an adder tree) and return to
-the GLB. A pass streams a band of output pixels for one block of channels
-and filters; the band is halved until the GLB holds its ifmap and psums.
+multicast along its row and every PE takes its own filter word, both from the
+GLB (the filters stay there when the filter partition holds them all);
+partial sums are added across the rows (an adder tree) and return to the GLB.
+A pass streams a band of output pixels for one block of channels and filters;
+the band is halved until the GLB holds its ifmap and psums.
 """
 
 from __future__ import annotations
@@ -38,7 +39,8 @@ def nlr_nest(problem: Problem, hw: Accelerator) -> LoopNest:
     glb = (Loop("M", ceil_div(d["M"], tm)), Loop("C", ceil_div(d["C"], tc)), Loop("R", d["R"]), Loop("S", d["S"]))
     array = Array((Loop("C", tc),), (Loop("M", tm),), (Loop("P", band), Loop("Q", d["Q"])),
                   {"ifmap": "multicast", "filter": "unicast"})
-    keeps = frozenset({"ifmap", "psum"}) | (frozenset({"filter"}) if hw.glb.filter_bytes else frozenset())
+    filters_fit = d["M"] * d["C"] * d["R"] * d["S"] <= hw.glb.filter_bytes // hw.word_bytes
+    keeps = frozenset({"ifmap", "psum"}) | (frozenset({"filter"}) if filters_fit else frozenset())
     return LoopNest(problem.layer, dict(d), (Storage("dram", dram), Storage("glb", glb, keeps)), array,
                     Storage("rf", (), frozenset()))
 

@@ -35,16 +35,18 @@ ROLES = {
 
 
 def _glb_keeps(problem: Problem, hw: Accelerator) -> frozenset[str]:
-    """The operands (per group) the GLB can hold whole, filters first, then ifmaps, then psums."""
+    """The operands (per group) the GLB can hold whole: filters first (in the filter partition when there is
+    one), then ifmaps, then psums."""
     d = problem.dims
     sizes = {"filter": d["M"] * d["C"], "ifmap": d["C"] * d["P"], "psum": d["M"] * d["P"]}
     room = hw.glb.data_bytes // hw.word_bytes
     filter_room = hw.glb.filter_bytes // hw.word_bytes
     keeps = set()
-    if filter_room and sizes["filter"] <= filter_room:
+    if sizes["filter"] <= (filter_room or room):  # filters go to the filter partition when the GLB has one
         keeps.add("filter")
-    for op in ("filter", "ifmap", "psum"):
-        if op not in keeps and sizes[op] <= room:
+        room -= 0 if filter_room else sizes["filter"]
+    for op in ("ifmap", "psum"):
+        if sizes[op] <= room:
             keeps.add(op)
             room -= sizes[op]
     return frozenset(keeps)

@@ -224,7 +224,11 @@ def save_mapping(mapping: NetworkMapping, path: str | Path) -> None:
     text = json.dumps(data, indent=1) if str(path).endswith(".json") else yaml.safe_dump(data, sort_keys=False,
                                                                                           width=120,
                                                                                           default_flow_style=None)
-    write_atomically(str(path), lambda tmp: Path(tmp).write_text(text))
+    write_atomically(str(path), lambda tmp: _write_text(tmp, text))
+
+
+def _write_text(path: str, text: str) -> None:
+    Path(path).write_text(text, encoding="utf-8")
 
 
 class _Reader:

@@ -38,6 +38,8 @@ from hwsim.vocab import Level, Operand, StepKind
 LEVEL = {"dram": Level.DRAM, "l2": Level.L2, "glb": Level.GLB, "rf": Level.RF}
 OPERAND = {"ifmap": Operand.IFMAP, "filter": Operand.FILTER, "psum": Operand.PSUM}
 L2_BUFFERS = ("l2.ifmap", "l2.filter", "l2.psum")  # named buffers of nest tiles in the L2 (ids 0, 1, 2)
+OPERAND_DIMS = {"ifmap": ("N", "G", "C", "P", "Q"), "filter": ("G", "M", "C", "R", "S"),
+                "psum": ("N", "G", "M", "P", "Q")}  # how an operand's tile is laid out on chip, outer to inner
 AXES = {"multicast": frozenset(), "forward_cols": frozenset({"rows"}), "forward_rows": frozenset({"cols"}),
         "unicast": frozenset({"rows", "cols"})}
 
@@ -266,11 +268,14 @@ class NestSteps:
         t.space(b.ends, StepKind.FREE, Operand.PSUM, b.level, b.words, region)
 
     # -- addresses ---------------------------------------------------------------------------------------
+    def _size(self, level: str) -> int:
+        """Words of an on-chip level."""
+        return (self.hw.l2.size_bytes if level == "l2" and self.hw.l2 else self.hw.glb.size_bytes) // self.hw.word_bytes
+
     def _region(self, level: str, op: str, words: np.ndarray) -> np.ndarray:
         """The operand's region start at `level`, moved down where a tile would run past the buffer's end."""
-        size = (self.hw.l2.size_bytes if level == "l2" and self.hw.l2 else self.hw.glb.size_bytes) // self.hw.word_bytes
-        result: np.ndarray = np.minimum(self.regions[(level, op)], np.maximum(0, size - words))
-        return result
+        start: np.ndarray = np.minimum(self.regions[(level, op)], np.maximum(0, self._size(level) - words))
+        return start
 
     def _tile_address(self, passes: Passes, level: str, op: str, child: str, image: int) -> np.ndarray:
         """Where image `image` of the tile of `child` (the level taking it) starts in `level`."""
@@ -292,9 +297,12 @@ class NestSteps:
         corner = {d: self.tiles.ranges(passes, d, cut)[0][own] for d in DIMS}
         extent = {d: min(self.problem.dims[d], self.tiles.tile_inside(d, cut)) for d in DIMS}
         offset = np.zeros_like(lo["N"])
-        for d in (("N", "G", "M", "P", "Q") if op == "psum" else ("N", "G", "C", "P", "Q")):
+        for d in OPERAND_DIMS[op]:
             offset = offset * extent[d] + (lo[d] - corner[d])
-        return self.regions.get((level, op), 0) + offset
+        words = self.tiles.array_words(passes, op, len(self.plan.storage) - 1, frozenset(), "")[own]
+        room = np.maximum(0, self._size(level) - words)
+        start: np.ndarray = np.minimum(self.regions.get((level, op), 0) + offset, room)
+        return start
 
     def _dram_address(self, op: str, lo: dict[str, np.ndarray], image: int) -> np.ndarray:
         p, a, dims = self.problem, self.addr, self.problem.dims
