@@ -15,7 +15,7 @@ from hwsim.hardware.schema import Accelerator
 from hwsim.mapping.dataflows import dataflow_of
 from hwsim.mapping.layout import DramLayout, dram_layout
 from hwsim.mapping.nest.format import LayerMapping, LoopNest, MappingError, NetworkMapping, Streamed
-from hwsim.mapping.nest.problem import NEST_KINDS, nest_problem
+from hwsim.mapping.nest.problem import NEST_KINDS, lowering_for, nest_problem
 from hwsim.mapping.nest.steps import L2_BUFFERS, NestSteps, TensorAddresses
 from hwsim.mapping.nest.validate import check_nest
 from hwsim.mapping.schedule import LayerSchedule, Schedule
@@ -29,7 +29,7 @@ def layer_mapping(layer: Layer, hw: Accelerator, batch: int) -> LayerMapping:
     """The default mapping of one layer on `hw` (its dataflow's default nest, or streamed)."""
     if layer.kind in NEST_KINDS:
         df = dataflow_of(hw)
-        return df.default(nest_problem(layer, batch, df.lowering), hw)
+        return df.default(nest_problem(layer, batch, lowering_for(layer, df.lowering)), hw)
     return Streamed(layer.name, stream_tiles(layer, hw))
 
 

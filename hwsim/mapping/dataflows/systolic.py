@@ -16,6 +16,10 @@ SCALE-Sim's folding: ⌈rows-dim / R⌉ × ⌈cols-dim / C⌉ folds, columns out
 each streaming the whole third dim (so a pass is a fold: 2R + C + T − 2 or,
 output stationary, R + C + T − 2 cycles). The GLB keeps each operand whole
 when it fits, else that operand streams from DRAM fold by fold.
+
+A transposed convolution has no im2col matrix (each input pixel scatters):
+it stays a convolution, rows ← C, cols ← M (or T ← P), and its kernel
+offsets, batch and columns become further folds.
 """
 
 from __future__ import annotations
@@ -23,7 +27,7 @@ from __future__ import annotations
 from hwsim.hardware.schema import Accelerator
 from hwsim.mapping.dataflows.base import DATAFLOWS, Dataflow
 from hwsim.mapping.nest.format import Array, Loop, LoopNest, Storage
-from hwsim.mapping.nest.problem import Problem
+from hwsim.mapping.nest.problem import Problem, tile_bound_words
 from hwsim.vocab import ceil_div
 
 # dataflow: (rows dim, cols dim, stream dim, what a PE keeps, delivery of the ifmap and of the filters)
@@ -37,8 +41,8 @@ ROLES = {
 def _glb_keeps(problem: Problem, hw: Accelerator) -> frozenset[str]:
     """The operands (per group) the GLB can hold whole: filters first (in the filter partition when there is
     one), then ifmaps, then psums."""
-    d = problem.dims
-    sizes = {"filter": d["M"] * d["C"], "ifmap": d["C"] * d["P"], "psum": d["M"] * d["P"]}
+    one_group = {**problem.dims, "G": 1}
+    sizes = {op: tile_bound_words(problem, op, one_group) for op in ("filter", "ifmap", "psum")}
     room = hw.glb.data_bytes // hw.word_bytes
     filter_room = hw.glb.filter_bytes // hw.word_bytes
     keeps = set()
@@ -57,12 +61,13 @@ def systolic_nest(dataflow: str, problem: Problem, hw: Accelerator) -> LoopNest:
     row_dim, col_dim, stream_dim, keeps, ifmap, filters = ROLES[dataflow]
     d = problem.dims
     rows, cols = min(d[row_dim], hw.pe_array.rows), min(d[col_dim], hw.pe_array.cols)
-    folds = (Loop(col_dim, ceil_div(d[col_dim], cols)), Loop(row_dim, ceil_div(d[row_dim], rows)))
+    others = tuple(Loop(dim, d[dim]) for dim in ("N", "Q", "R", "S") if d[dim] > 1)  # a convolution's (transposed)
+    folds = (Loop(col_dim, ceil_div(d[col_dim], cols)), Loop(row_dim, ceil_div(d[row_dim], rows)), *others)
     array = Array((Loop(row_dim, rows),), (Loop(col_dim, cols),), (Loop(stream_dim, d[stream_dim]),),
                   {"ifmap": ifmap, "filter": filters})
     return LoopNest(problem.layer, dict(d), (Storage("dram", (Loop("G", d["G"]),)),
                                              Storage("glb", folds, _glb_keeps(problem, hw))),
-                    array, Storage("rf", (), frozenset({keeps})), "im2col")
+                    array, Storage("rf", (), frozenset({keeps})), "conv" if problem.transposed else "im2col")
 
 
 def _register(name: str) -> Dataflow:

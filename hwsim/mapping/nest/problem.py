@@ -90,6 +90,12 @@ def _owned(a0: np.ndarray, a1: np.ndarray, up: int, grid: int, total: int) -> np
     return np.where(a1 > a0, end - a0 * up, 0)
 
 
+def lowering_for(layer: Layer, preferred: str) -> str:
+    """The lowering a dataflow's mapping of `layer` uses: its preferred one, except that a transposed convolution
+    scatters each input pixel (it gathers no window an im2col matrix could hold) and stays a convolution."""
+    return "conv" if layer.kind is LayerKind.CONV_TRANSPOSE else preferred
+
+
 def nest_problem(layer: Layer, batch: int, lowering: str = "conv") -> Problem:
     """The loop-nest problem of a CONV, FC or transposed-conv layer for `batch` images, or of its im2col GEMM
     (a 1×1 convolution over a T × 1 map with K = C·R·S channels)."""
