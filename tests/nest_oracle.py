@@ -38,6 +38,7 @@ class OracleCounts:
     inter_pe: dict[str, int]  # hops per operand
     passes: int
     compute_cycles: int
+    largest: dict[tuple[str, str], int]  # (level, operand): most words one visit's tile holds (RF: one PE's)
 
 
 @dataclass(frozen=True)
@@ -165,6 +166,7 @@ class Oracle:
         }
         self.table = np.zeros(ACCESS_SHAPE, dtype=np.int64)
         self.hops = {"ifmap": 0, "filter": 0, "psum": 0}
+        self.largest: dict[tuple[str, str], int] = {}
 
     # -- the walk --------------------------------------------------------------------------------------
     def count(self) -> OracleCounts:
@@ -176,7 +178,7 @@ class Oracle:
                     self._boundary(level, levels[:i], op)
         passes, cycles = self._passes()
         macs = len(self.p.coord["N"])
-        return OracleCounts(self.table, macs, dict(self.hops), passes, cycles)
+        return OracleCounts(self.table, macs, dict(self.hops), passes, cycles, dict(self.largest))
 
     def _above(self, level: str) -> int:
         """Number of loops above `level` (the RF's include the stream loops)."""
@@ -245,6 +247,17 @@ class Oracle:
                 and self.loops[j][1] in SLIDING and not self.g.transposed and "ifmap" in self.nest.rf.keeps
                 and self.nest.array.delivery["ifmap"] == "multicast")
 
+    def _held(self, level: str, op: str, tile: set[tuple[int, int]] | set[int],
+              runs: list[tuple[set[tuple[int, int]], set[tuple[int, int]]]]) -> None:
+        """Keep the largest tile a level holds: a storage level the visit's whole tile, an RF the most elements one
+        PE holds in one run (an RF's runs are its visits' stream steps)."""
+        if level == "rf":
+            words = max((int(np.max(np.unique([pe for pe, _ in held], return_counts=True)[1], initial=0))
+                         for _, held in runs if held), default=0)
+        else:
+            words = len(tile)
+        self.largest[(level, op)] = max(self.largest.get((level, op), 0), words)
+
     def _move(self, op: Operand, src: str, dst: str, words: int) -> None:
         if not words:
             return
@@ -267,6 +280,7 @@ class Oracle:
         seen: set[tuple[int, int]] = set()  # a sliding window's run so far: each of its words arrives once
         for a, b, slides in self._visit_bounds(keys, j, len(sets)):
             tile = set().union(*(lanes for lanes, _ in sets[a:b]))
+            self._held(level, op, tile, sets[a:b])
             if not (sliding and slides):
                 seen = set()
             self._move(OPERAND_OF[op], parent, level, len(tile - seen))
@@ -282,6 +296,7 @@ class Oracle:
         written: set[int] = set()
         for a, b, _ in self._visit_bounds(keys, j, len(sets)):
             tile = {e for run, _ in sets[a:b] for _, e in run}
+            self._held(level, "psum", tile, sets[a:b])
             self._move(Operand.PSUM, parent, level, len(tile & written))
             in_visit = (pts >= starts[a]) & (pts < ends[b - 1])
             np.add.at(done, ids[in_visit], 1)

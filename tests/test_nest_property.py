@@ -7,6 +7,9 @@ three independent counts agree —
 
 word for word per level, operand and access, MACs, RF reads and writes, PE-to-PE hops, passes and the array's
 compute cycles (the dataflow's pass timing: rate-limited, or a systolic fold's skewed fill and drain).
+
+The room the validator reserves per level and operand (`tile_words`, what capacities are checked against and
+the simulator allocates) must hold the largest tile the oracle finds a visit (an RF: one PE) holding.
 """
 
 from __future__ import annotations
@@ -28,7 +31,7 @@ from hwsim.mapping.dataflows import DATAFLOWS
 from hwsim.mapping.nest.format import LoopNest, MappingError
 from hwsim.mapping.nest.problem import nest_problem
 from hwsim.mapping.nest.steps import L2_BUFFERS, NestSteps, TensorAddresses
-from hwsim.mapping.nest.validate import check_nest
+from hwsim.mapping.nest.validate import check_nest, tile_words
 from hwsim.mapping.schedule import LayerSchedule, Schedule
 from hwsim.metrics import derive
 from hwsim.sim.run import simulate_to_trace
@@ -123,8 +126,9 @@ def test_oracle_closed_form_and_simulation_agree(dataflow: str, tmp_path: Path) 
     simulated = simulate(cases, tmp_path)
     for i, c in enumerate(cases):
         pe = c.hw.pe_array
-        oracle = oracle_summary(Oracle(c.layer, c.nest, c.batch, pe.rows, pe.cols, TIMING[dataflow],
-                                       pe.macs_per_cycle, pe.fill_drain_cycles).count())
+        walked = Oracle(c.layer, c.nest, c.batch, pe.rows, pe.cols, TIMING[dataflow], pe.macs_per_cycle,
+                        pe.fill_drain_cycles).count()
+        oracle = oracle_summary(walked)
         counts = NestCounter(c.layer, c.nest, c.batch, c.hw).counts()
         closed = {"transfers": table(counts.transfers), "macs": counts.macs,
                   "hops": {"ifmap": counts.inter_pe_ifmap_words, "filter": counts.inter_pe_filter_words,
@@ -132,6 +136,10 @@ def test_oracle_closed_form_and_simulation_agree(dataflow: str, tmp_path: Path) 
                   "passes": counts.passes, "compute_cycles": counts.compute_cycles}
         where = f"{dataflow} case {i}: {c.layer.kind} {dict(c.nest.dims)} {c.nest}"
         assert closed == oracle, where
+        room = tile_words(c.nest, nest_problem(c.layer, c.batch, c.nest.lowering))
+        for (level, op), words in walked.largest.items():
+            if op in room.get(level, {}):
+                assert words <= room[level][op], (level, op, words, room[level][op], where)
         sim = simulated[i]
         assert sim["transfers"] == closed["transfers"], where
         assert sim["compute"] == dataclasses.asdict(counts.compute), where

@@ -44,6 +44,14 @@ def test_alexnet_conv2_grouped_params_by_hand() -> None:
     assert (m.y_oc, m.x_oc) == (27, 27)
 
 
+def test_psum_rf_caps_filters_per_set_on_resnet50_conv1() -> None:
+    m = rs_params(zoo.build("resnet50").layer("conv1"))
+    # R = S = 7, C = 3: one set of 7 rows fits 12 (sets = 1); q = min(3, 12 // 7) = 1; the filter RF alone would
+    # allow (224 // 7) // 1 = 32 filters, but each needs a psum word and the psum RF holds 24: p = 24.
+    # q < C = 3 >= q·sets: the default rule, chP = 1, fP = p = 24.
+    assert (m.sets, m.q, m.p, m.chP, m.fP, m.rule) == (1, 1, 24, 1, 24, "default")
+
+
 def test_rule_1_and_4_for_few_channels() -> None:
     b = GraphBuilder("t")
     x = b.input("x", 2, 8, 8)

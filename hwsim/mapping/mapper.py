@@ -34,9 +34,12 @@ def layer_mapping(layer: Layer, hw: Accelerator, batch: int) -> LayerMapping:
 
 
 def default_mapping(graph: Graph, hw: Accelerator, batch: int = 1) -> NetworkMapping:
-    """hwsim's mapping of `graph` on `hw` for `batch` images when none is given."""
+    """hwsim's mapping of `graph` on `hw` for `batch` images when none is given, checked like a given one: a
+    default heuristic that yields an infeasible nest is an error, never run."""
     layers = tuple(layer_mapping(l, hw, batch) for l in graph if l.kind not in NO_STEPS)
-    return NetworkMapping(graph.name, hw.name, hw.pe_array.dataflow, batch, layers)
+    mapping = NetworkMapping(graph.name, hw.name, hw.pe_array.dataflow, batch, layers)
+    check_mapping(mapping, graph, hw)
+    return mapping
 
 
 def check_mapping(mapping: NetworkMapping, graph: Graph, hw: Accelerator) -> None:

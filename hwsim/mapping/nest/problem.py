@@ -43,26 +43,6 @@ class Problem:
         """Dims each operand's data depends on."""
         return RELEVANT_TRANSPOSED if self.transposed else RELEVANT
 
-    def ifmap_rows(self, p0: np.ndarray, p1: np.ndarray, r0: np.ndarray, r1: np.ndarray) -> np.ndarray:
-        """Real ifmap rows the output rows [p0, p1) read through kernel rows [r0, r1) (the hull; 0 if empty)."""
-        if self.transposed:
-            result: np.ndarray = np.maximum(0, p1 - p0)
-            return result
-        return _hull(p0, p1, r0, r1, self.stride[0], self.dilation[0], self.pad_top, self.in_h)
-
-    def ifmap_cols(self, q0: np.ndarray, q1: np.ndarray, s0: np.ndarray, s1: np.ndarray) -> np.ndarray:
-        if self.transposed:
-            result: np.ndarray = np.maximum(0, q1 - q0)
-            return result
-        return _hull(q0, q1, s0, s1, self.stride[1], self.dilation[1], self.pad_left, self.in_w)
-
-    def out_rows(self, p0: np.ndarray, p1: np.ndarray) -> np.ndarray:
-        """Output rows the grid rows [p0, p1) write (owned rows for a transposed convolution)."""
-        return _owned(p0, p1, self.up[0], self.dims["P"], self.out_h)
-
-    def out_cols(self, q0: np.ndarray, q1: np.ndarray) -> np.ndarray:
-        return _owned(q0, q1, self.up[1], self.dims["Q"], self.out_w)
-
     def ifmap_row_start(self, p0: np.ndarray, r0: np.ndarray) -> np.ndarray:
         """First real ifmap row of a tile (its DRAM address offset)."""
         if self.transposed:
@@ -75,19 +55,6 @@ class Problem:
             return q0
         result: np.ndarray = np.maximum(0, q0 * self.stride[1] + s0 * self.dilation[1] - self.pad_left)
         return result
-
-
-def _hull(a0: np.ndarray, a1: np.ndarray, k0: np.ndarray, k1: np.ndarray, stride: int, dilation: int, pad: int,
-          size: int) -> np.ndarray:
-    first = a0 * stride + k0 * dilation - pad
-    end = (a1 - 1) * stride + (k1 - 1) * dilation - pad + 1
-    rows = np.minimum(size, end) - np.maximum(0, first)
-    return np.where((a1 > a0) & (k1 > k0), np.maximum(0, rows), 0)
-
-
-def _owned(a0: np.ndarray, a1: np.ndarray, up: int, grid: int, total: int) -> np.ndarray:
-    end = np.where(a1 >= grid, total, a1 * up)
-    return np.where(a1 > a0, end - a0 * up, 0)
 
 
 def lowering_for(layer: Layer, preferred: str) -> str:
@@ -132,10 +99,17 @@ def tile_bound_words(problem: Problem, op: str, extent: dict[str, int]) -> int:
     if op == "filter":
         return t["G"] * t["M"] * t["C"] * t["R"] * t["S"]
     if op == "psum":
-        return t["N"] * t["G"] * t["M"] * t["P"] * problem.up[0] * t["Q"] * problem.up[1]
+        return t["N"] * t["G"] * t["M"] * _owned_bound(t["P"], problem.up[0], problem.dims["P"], problem.out_h) \
+            * _owned_bound(t["Q"], problem.up[1], problem.dims["Q"], problem.out_w)
     if problem.transposed:
         rows, cols = t["P"], t["Q"]
     else:
         rows = (t["P"] - 1) * problem.stride[0] + (t["R"] - 1) * problem.dilation[0] + 1
         cols = (t["Q"] - 1) * problem.stride[1] + (t["S"] - 1) * problem.dilation[1] + 1
     return t["N"] * t["G"] * t["C"] * min(rows, problem.in_h) * min(cols, problem.in_w)
+
+
+def _owned_bound(tile: int, up: int, grid: int, total: int) -> int:
+    """The most output rows `tile` grid rows own: `up` each, the last grid row the remainder of the output (a
+    transposed convolution whose kernel outreaches its stride)."""
+    return min(total, (tile - 1) * up + max(up, total - up * (grid - 1)))

@@ -72,30 +72,40 @@ def _extent(nest: LoopNest, cut: int) -> dict[str, int]:
     return {d: int(np.prod([l.factor for l in loops[cut:] if l.dim == d], dtype=np.int64)) for d in DIMS}
 
 
-def _capacity(nest: LoopNest, problem: Problem, hw: Accelerator) -> Iterator[str]:
+def tile_words(nest: LoopNest, problem: Problem) -> dict[str, dict[str, int]]:
+    """Per level below DRAM (l2, glb; rf per PE), the most words a tile of each operand it keeps can hold: the
+    room the level must have for it."""
     loops = nest_loops(nest)
-    rf_cut = sum(1 for l in loops if l.place != "rf")
-    yield from _rf_capacity(nest, problem, hw, _extent(nest, rf_cut))
+    out = {}
+    for i, storage in enumerate(nest.storage[1:], start=1):
+        above = {s.level for s in nest.storage[:i]}
+        extent = _extent(nest, sum(1 for l in loops if l.place in above))
+        out[storage.level] = {op: tile_bound_words(problem, op, extent) for op in OPERANDS if op in storage.keeps}
+    extent = _extent(nest, sum(1 for l in loops if l.place != "rf"))
+    out["rf"] = {op: tile_bound_words(problem, op, extent) for op in OPERANDS if op in nest.rf.keeps}
+    return out
+
+
+def _capacity(nest: LoopNest, problem: Problem, hw: Accelerator) -> Iterator[str]:
+    words = tile_words(nest, problem)
+    yield from _rf_capacity(nest, problem, hw, words["rf"])
     for storage in nest.storage[1:]:
-        cut = sum(1 for l in loops if l.place in [s.level for s in nest.storage[:nest.storage.index(storage)]])
-        extent = _extent(nest, cut)
-        words = {op: tile_bound_words(problem, op, extent) for op in OPERANDS if op in storage.keeps}
-        yield from _level_capacity(storage.level, words, hw)
+        yield from _level_capacity(storage.level, words[storage.level], hw)
 
 
-def _rf_capacity(nest: LoopNest, problem: Problem, hw: Accelerator, extent: dict[str, int]) -> Iterator[str]:
+def _rf_capacity(nest: LoopNest, problem: Problem, hw: Accelerator, words: dict[str, int]) -> Iterator[str]:
     rf = hw.pe_array.rf
     if rf is None:
         if nest.rf.keeps:
             yield f"rf.keeps: {sorted(nest.rf.keeps)}, but {hw.name} has no register files; keep nothing in the PEs"
         return
     room = {"filter": rf.filter_words, "ifmap": rf.ifmap_words, "psum": rf.psum_words}
-    for op in OPERANDS:
-        if op in nest.rf.keeps:
-            need = tile_bound_words(problem, op, extent)
-            if need > room[op]:
-                yield (f"rf: a PE keeps {need} {op} words, its {op} RF holds {room[op]}; shrink the rf loops of "
-                       f"{', '.join(d for d in DIMS if extent[d] > 1 and d in problem.relevant[op]) or 'the nest'}")
+    spread = {l.dim for l in nest.rf.loops if l.factor > 1}
+    for op, need in words.items():
+        if need > room[op]:
+            dims = ", ".join(d for d in DIMS if d in spread and d in problem.relevant[op])
+            yield (f"rf: a PE keeps {need} {op} words, its {op} RF holds {room[op]}; shrink the rf loops of "
+                   f"{dims or 'the nest'}")
 
 
 def _level_capacity(level: str, words: dict[str, int], hw: Accelerator) -> Iterator[str]:
