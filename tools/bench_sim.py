@@ -9,15 +9,16 @@ peak RSS < 2 GiB, >= 5 M records/s. Performance targets live here, in a benchmar
 they depend on the machine and its load, so the load average is printed with the figures.
 
 --with-peers installs SCALE-Sim 3.0.0 (PyPI `scalesim`, numpy<2.4) into a throwaway virtual
-environment and runs its CLI, traces on as by default, on AlexNet's conv layers:
-tools/data/scalesim-eyeriss-12x14.cfg (12x14 weight-stationary array, 108 kB SRAM) and
-tools/data/scalesim-alexnet-conv.csv (ifmaps pre-padded; grouped CONV2/4/5 given ungrouped with
-C/groups channels and all M filters, whose MACs equal the grouped layer's). The topology is checked
-against `hwsim info alexnet` (output size and MACs per layer), and SCALE-Sim's cycles against the
-closed form ceil(Sr/R)*ceil(Sc/C)*(2R + C + T - 2) - 1 (WS: Sr = window, Sc = filters, T = ofmap
-pixels), so we know it simulated that workload. hwsim is then timed on the same layers (the conv
-layers scheduled alone through the API, in a fresh process) and the MACs per wall-second compared;
-the ratio is a rate, so `--peer-layers conv1,conv2` (a subset, for a slow machine) is a fair comparison.
+environment and runs it beside hwsim (tools/scalesim_peer.py writes its inputs):
+- speed: SCALE-Sim's CLI, traces on as by default, on AlexNet's conv layers (one topology row per
+  group, ifmaps pre-padded) on SCALE-Sim's 12x14 weight-stationary array, and hwsim simulating the
+  same layers on the same array (configs/scalesim-12x14-ws.yaml, the layers scheduled alone through
+  the API in a fresh process); SCALE-Sim's cycles are checked against its closed form so we know it
+  simulated that workload, and the MACs per wall-second are compared. The ratio is a rate, so
+  `--peer-layers conv1,conv2` (a subset, for a slow machine) is a fair comparison;
+- compute cycles: hwsim's simulated PE-array cycles for every conv layer of AlexNet and ResNet-18 on
+  the six shipped SCALE-Sim arrays (12x14 and 32x32, WS/OS/IS) against SCALE-Sim's closed form, and
+  against SCALE-Sim itself on a subset of layers that runs in minutes.
 
 Usage: python tools/bench_sim.py [--nets alexnet,resnet50] [--with-peers] [--peer-layers conv1,conv2]
 """
@@ -25,28 +26,28 @@ Usage: python tools/bench_sim.py [--nets alexnet,resnet50] [--with-peers] [--pee
 from __future__ import annotations
 
 import argparse
-import csv
 import json
-import math
 import os
 import subprocess
 import sys
 import tempfile
-import venv
 from dataclasses import dataclass
 from pathlib import Path
 
+import scalesim_peer
+
+from hwsim.workload import zoo
+from hwsim.workload.ir import LayerKind
+
 ROOT = Path(__file__).resolve().parent.parent
-DATA = ROOT / "tools" / "data"
-SCALESIM_CFG = DATA / "scalesim-eyeriss-12x14.cfg"
-SCALESIM_TOPO = DATA / "scalesim-alexnet-conv.csv"
 HW = "eyeriss-v1"
 LEVELS = "dram,glb"
 GIB = 1 << 30
 TARGET_WALL_S = {"alexnet": 10.0, "resnet50": 60.0}
 TARGET_RSS_BYTES = 2 * GIB
 TARGET_RECORDS_PER_S = 5e6
-ARRAY_ROWS, ARRAY_COLS = 12, 14  # as in the SCALE-Sim config
+PEER_CONFIG = "scalesim-12x14-ws"  # SCALE-Sim's 12x14 example array, weight stationary
+ARRAY_ROWS, ARRAY_COLS = 12, 14
 
 # Runs argv[3:] with stdout/stderr to the files argv[1], argv[2]; prints wall time and the child's peak RSS.
 MEASURE = """
@@ -91,11 +92,6 @@ def measure(cmd: list[str], work_dir: Path, tag: str) -> Measured:
     if doc["returncode"] != 0:
         sys.exit(f"{' '.join(cmd)} failed ({doc['returncode']}):\n{err.read_text()[-2000:]}")
     return Measured(doc["wall_s"], doc["peak_rss_bytes"], out.read_text())
-
-
-def hwsim_json(*args: str) -> dict:
-    return json.loads(subprocess.run([sys.executable, "-m", "hwsim.cli.main", *args, "--json"], cwd=ROOT,
-                                     check=True, capture_output=True, text=True).stdout)
 
 
 def trace_records(path: Path) -> int:
@@ -173,114 +169,66 @@ def print_networks(runs: list[SimRun]) -> None:
 # ----- SCALE-Sim beside hwsim ---------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class ConvLayer:
-    """One row of a SCALE-Sim conv topology (ifmap pre-padded, one group's channels)."""
-
-    name: str
-    ifmap_h: int
-    ifmap_w: int
-    filter_h: int
-    filter_w: int
-    channels: int
-    filters: int
-    stride: int
-
-    @property
-    def ofmap_hw(self) -> tuple[int, int]:
-        return (self.ifmap_h - self.filter_h) // self.stride + 1, (self.ifmap_w - self.filter_w) // self.stride + 1
-
-    @property
-    def macs(self) -> int:
-        oh, ow = self.ofmap_hw
-        return oh * ow * self.filters * self.filter_h * self.filter_w * self.channels
-
-    def closed_form_cycles(self, rows: int, cols: int) -> int:
-        """SCALE-Sim's weight-stationary compute cycles in CALC mode (peers.md)."""
-        window, ofmap_px = self.filter_h * self.filter_w * self.channels, math.prod(self.ofmap_hw)
-        return math.ceil(window / rows) * math.ceil(self.filters / cols) * (2 * rows + cols + ofmap_px - 2) - 1
-
-
-def read_topology(path: Path) -> list[ConvLayer]:
-    with open(path, newline="") as f:
-        rows = [r for r in csv.reader(f)][1:]
-    return [ConvLayer(r[0].strip(), *(int(x) for x in r[1:8])) for r in rows if r and r[0].strip()]
-
-
-def write_topology(layers: list[ConvLayer], path: Path) -> None:
-    header = SCALESIM_TOPO.read_text().splitlines()[0]
-    lines = [header] + [f"{l.name}, {l.ifmap_h}, {l.ifmap_w}, {l.filter_h}, {l.filter_w}, {l.channels}, "
-                        f"{l.filters}, {l.stride}," for l in layers]
-    path.write_text("\n".join(lines) + "\n")
-
-
-def check_against_hwsim(layers: list[ConvLayer], net: str) -> None:
-    """Each topology row must have hwsim's output size and MACs for that layer."""
-    hw_layers = {l["name"]: l for l in hwsim_json("info", net)["layers"]}
-    for l in layers:
-        ref = hw_layers[l.name]
-        if tuple(ref["out_shape"][1:]) != l.ofmap_hw or ref["macs"] != l.macs:
-            sys.exit(f"{SCALESIM_TOPO}: {l.name} gives {l.ofmap_hw} and {l.macs} MACs, hwsim "
-                     f"{ref['out_shape']} and {ref['macs']}")
-
-
-def make_peer_python(env_dir: Path) -> Path:
-    """A throwaway virtual environment with SCALE-Sim; its python."""
-    venv.create(env_dir, with_pip=True)
-    python = env_dir / "bin" / "python"
-    subprocess.run([python, "-m", "pip", "install", "-q", "scalesim", "numpy<2.4"], check=True,
-                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    return python
-
-
-def scalesim_cycles(out_dir: Path) -> list[int]:
-    """'Total Cycles' (compute, without the prefetch) per layer from COMPUTE_REPORT.csv."""
-    (report,) = out_dir.glob("*/COMPUTE_REPORT.csv")
-    with open(report, newline="") as f:
-        return [int(row[2]) for row in list(csv.reader(f))[1:] if row]
+def peer_gemms(layer_names: list[str] | None) -> list[scalesim_peer.Gemm]:
+    """AlexNet's conv layers (or the named ones) as SCALE-Sim topology rows, one per group."""
+    graph = zoo.build("alexnet")
+    return [g for layer in graph.of_kind(LayerKind.CONV) if layer_names is None or layer.name in layer_names
+            for g in scalesim_peer.gemms(layer)]
 
 
 def dir_bytes(path: Path) -> int:
     return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
 
 
-def bench_peers(layer_names: list[str] | None, work_dir: Path) -> float:
-    """SCALE-Sim and hwsim on the same AlexNet conv layers; returns SCALE-Sim's MACs per wall-second."""
-    layers = [l for l in read_topology(SCALESIM_TOPO) if layer_names is None or l.name in layer_names]
-    check_against_hwsim(layers, "alexnet")
-    topo, layout, out_dir = work_dir / "topology.csv", work_dir / "layout.csv", work_dir / "scalesim-out"
-    write_topology(layers, topo)
-    layout.write_text("Layer name,\n")  # mandatory file; unused without a custom layout
-    names = ",".join(l.name for l in layers)
-    print(f"\nSCALE-Sim 3.0.0 (throwaway venv, numpy<2.4) on alexnet {names}: {SCALESIM_CFG.relative_to(ROOT)}, "
-          f"{ARRAY_ROWS}x{ARRAY_COLS} weight stationary, SRAM ifmap 50 + filter 8 + ofmap 50 kB, CALC bandwidth, "
-          "traces on (CLI default)")
-    python = make_peer_python(work_dir / "venv")
-    print(f"  installed; running ({load_average()})", flush=True)
-    peer = measure([str(python), "-m", "scalesim.scale", "-c", str(SCALESIM_CFG), "-t", str(topo), "-l",
-                    str(layout), "-p", str(out_dir)], work_dir, "scalesim")
-    cycles = scalesim_cycles(out_dir)
-    rows = [[l.name, f"{l.ifmap_h}x{l.ifmap_w}x{l.channels} {l.filter_h}x{l.filter_w}/{l.stride} M{l.filters}",
-             f"{l.macs / 1e6:.2f}", f"{l.closed_form_cycles(ARRAY_ROWS, ARRAY_COLS):,}", f"{c:,}",
-             "yes" if c == l.closed_form_cycles(ARRAY_ROWS, ARRAY_COLS) else "NO"] for l, c in zip(layers, cycles)]
-    print_table(["layer", "topology (padded HxWxC RxS/stride M)", "MACs M", "closed-form cycles",
-                 "SCALE-Sim cycles", "equal"], rows)
-    macs = sum(l.macs for l in layers)
-
-    mine = measure([sys.executable, "-c", SIM_SUBSET, "alexnet", HW, names, str(work_dir / "subset.h5"), LEVELS],
-                   work_dir, "hwsim-subset")
+def bench_peer_speed(python: Path, layer_names: list[str] | None, work_dir: Path) -> float:
+    """SCALE-Sim and hwsim on the same AlexNet conv layers and the same 12x14 weight-stationary array; returns
+    SCALE-Sim's MACs per wall-second."""
+    gemms = peer_gemms(layer_names)
+    rows, cols = ARRAY_ROWS, ARRAY_COLS
+    run = scalesim_peer.write_run(PEER_CONFIG, gemms, work_dir)
+    names = ",".join(dict.fromkeys(g.layer for g in gemms))
+    print(f"\nSCALE-Sim 3.0.0 (throwaway venv, numpy<2.4) on alexnet {names}: {rows}x{cols} weight stationary "
+          f"({PEER_CONFIG}), one topology row per group, CALC bandwidth, traces on (CLI default) ({load_average()})",
+          flush=True)
+    peer = measure(run.command(python), work_dir, "scalesim")
+    cycles = run.cycles()
+    print_table(["layer", "group", "topology (padded HxWxC RxS/stride M)", "MACs M", "closed-form cycles",
+                 "SCALE-Sim cycles", "equal"],
+                [[g.layer, str(g.group), f"{g.ifmap_h}x{g.ifmap_w}x{g.channels} {g.kernel[0]}x{g.kernel[1]}/{g.stride} "
+                  f"M{g.filters}", f"{g.macs / 1e6:.2f}", f"{g.cycles('ws', rows, cols):,}", f"{c:,}",
+                  "yes" if c == g.cycles("ws", rows, cols) else "NO"] for g, c in zip(gemms, cycles)])
+    macs = sum(g.macs for g in gemms)
+    mine = measure([sys.executable, "-c", SIM_SUBSET, "alexnet", PEER_CONFIG, names, str(work_dir / "subset.h5"),
+                    LEVELS], work_dir, "hwsim-subset")
     mine_doc = json.loads(mine.stdout)
     assert mine_doc["macs"] == macs, (mine_doc["macs"], macs)
-    print(f"\nsame layers ({names}), {macs / 1e6:.1f} M MACs; hwsim: those layers scheduled alone via the API in a "
+    print(f"\nsame layers, {macs / 1e6:.1f} M MACs, same array; hwsim: those layers scheduled alone via the API in a "
           f"fresh process, trace levels {LEVELS}")
     print_table(["simulator", "wall s", "M MACs/s", "peak RSS MiB", "sim cycles M", "output on disk MB"], [
-        ["SCALE-Sim 12x14 WS", f"{peer.wall_s:.1f}", f"{macs / peer.wall_s / 1e6:.3f}",
-         f"{peer.peak_rss_bytes / 2**20:.0f}", f"{sum(cycles) / 1e6:.2f}", f"{dir_bytes(out_dir) / 1e6:.0f}"],
-        [f"hwsim {HW}", f"{mine.wall_s:.2f}", f"{macs / mine.wall_s / 1e6:.1f}",
+        [f"SCALE-Sim {PEER_CONFIG}", f"{peer.wall_s:.1f}", f"{macs / peer.wall_s / 1e6:.3f}",
+         f"{peer.peak_rss_bytes / 2**20:.0f}", f"{sum(cycles) / 1e6:.2f}", f"{dir_bytes(run.out) / 1e6:.0f}"],
+        [f"hwsim {PEER_CONFIG}", f"{mine.wall_s:.2f}", f"{macs / mine.wall_s / 1e6:.1f}",
          f"{mine.peak_rss_bytes / 2**20:.0f}", f"{mine_doc['cycles'] / 1e6:.2f}",
          f"{(work_dir / 'subset.h5').stat().st_size / 1e6:.1f}"]])
     print(f"hwsim / SCALE-Sim, MACs per wall-second on the same layers: {peer.wall_s / mine.wall_s:.0f}x")
     return macs / peer.wall_s
+
+
+def bench_peer_cycles(python: Path, work_dir: Path) -> None:
+    """hwsim's simulated compute cycles per conv layer against SCALE-Sim's closed form (every conv layer of AlexNet
+    and ResNet-18, WS/OS/IS on 12x14 and 32x32) and against SCALE-Sim itself on a subset."""
+    print(f"\ncompute cycles per conv layer: hwsim simulated, SCALE-Sim's closed form, SCALE-Sim run on "
+          f"{scalesim_peer.SUBSET} ({load_average()})", flush=True)
+    rows = scalesim_peer.compare(peer=scalesim_peer.peer_cycles(python, work_dir / "cycles"))
+    print_table(["config", "network", "conv layers", "equal to closed form", "SCALE-Sim run", "equal to SCALE-Sim",
+                 "hwsim cycles"],
+                [[config, net, str(len(part)), str(sum(r.hwsim - r.groups == r.closed_form for r in part)),
+                  str(sum(r.scalesim is not None for r in part)),
+                  str(sum(r.scalesim is not None and r.hwsim - r.groups == r.scalesim for r in part)),
+                  f"{sum(r.hwsim for r in part):,}"]
+                 for config in scalesim_peer.CONFIGS for net in scalesim_peer.NETWORKS
+                 for part in [[r for r in rows if (r.config, r.network) == (config, net)]]])
+    print(scalesim_peer.summary(rows))
 
 
 def main() -> None:
@@ -297,10 +245,12 @@ def main() -> None:
         print_networks(runs)
         print(f"({load_average()})")
         if args.with_peers:
-            peer_rate = bench_peers(args.peer_layers.split(",") if args.peer_layers else None, work_dir)
+            python = scalesim_peer.peer_python(work_dir / "venv")
+            peer_rate = bench_peer_speed(python, args.peer_layers.split(",") if args.peer_layers else None, work_dir)
             for r in runs:
                 print(f"hwsim {r.network} whole network (CLI, above) / SCALE-Sim, MACs per wall-second: "
                       f"{r.macs_per_s / peer_rate:.0f}x")
+            bench_peer_cycles(python, work_dir)
             print(f"({load_average()})")
 
 
