@@ -186,11 +186,12 @@ class Dram:
                                    integer=True, positive=False)
     energy_pj_per_bit: float = param(ENERGY_PER_BIT, "energy of moving one bit")
     row_buffer: RowBuffer | None = section("row-buffer hit/miss model (omit for a flat latency)", None)
-    model: str = choice("DRAM model: simple (channels moving whole bursts, access latency, optional row buffer "
-                        "and turnaround)", ("simple",), "simple")
+    model: str = choice("DRAM model: simple (channels moving whole bursts, pipelined access latency, optional row "
+                        "buffer and turnaround)", ("simple",), "simple")
     scheduler: str = choice("order in which each channel serves its transactions", SCHEDULER_CHOICES, "fcfs")
     address_map: str = choice("how byte addresses spread over channels: burst_interleave (burst k on channel "
                               "k mod channels)", ("burst_interleave",), "burst_interleave")
+    in_flight: int = param(COUNT, "bursts a channel holds at once: their latencies overlap", 32, integer=True)
     source: str = text("where the DRAM energy comes from")
 
 

@@ -20,6 +20,8 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from typing import Generic, TypeVar
 
+import numpy as np
+
 from hwsim.errors import ConfigError
 
 T = TypeVar("T")
@@ -65,6 +67,11 @@ class Scheduler(ABC):
     def pick_server(self, ready_cycle: int, free_at_cycles: Sequence[int]) -> tuple[int, int]:
         """(server, start cycle) of a request ready at `ready_cycle` on a pool of servers (ports)."""
 
+    @abstractmethod
+    def start_cycles(self, request_cycle: int, free_at_cycles: np.ndarray) -> np.ndarray:
+        """`start_cycle` of requests made together, the i-th on a server free from `free_at_cycles[i]` (a
+        DRAM channel's in-flight slots)."""
+
 
 SCHEDULERS: Registry[type[Scheduler]] = Registry("scheduler")
 
@@ -83,6 +90,10 @@ class FirstComeFirstServed(Scheduler):
 
     def start_cycle(self, request_cycle: int, free_at_cycle: int) -> int:
         return max(request_cycle, free_at_cycle)
+
+    def start_cycles(self, request_cycle: int, free_at_cycles: np.ndarray) -> np.ndarray:
+        starts: np.ndarray = np.maximum(free_at_cycles, request_cycle)
+        return starts
 
     def pick_server(self, ready_cycle: int, free_at_cycles: Sequence[int]) -> tuple[int, int]:
         if len(free_at_cycles) == 1:
