@@ -16,7 +16,7 @@ released at a cycle; a claim that does not fit waits for releases.
 """
 
 from hwsim.sim.component import Component, Port, Stat
-from hwsim.sim.dram import Dram, DramModel, SimpleDram, build_dram
+from hwsim.sim.dram import Dram, DramModel, JedecDram, SimpleDram, build_dram
 from hwsim.sim.line_buffer import LineBuffer
 from hwsim.sim.noc import Bus, Noc
 from hwsim.sim.pe_array import PeArray
@@ -25,5 +25,5 @@ from hwsim.sim.sram import Sram
 from hwsim.sim.timing import RECORD_DTYPE
 from hwsim.vocab import NO_ADDRESS
 
-__all__ = ["NO_ADDRESS", "RECORD_DTYPE", "Bus", "Component", "Dram", "DramModel", "LineBuffer", "Noc",
+__all__ = ["NO_ADDRESS", "RECORD_DTYPE", "Bus", "Component", "Dram", "DramModel", "JedecDram", "LineBuffer", "Noc",
            "PeArray", "Port", "SimpleDram", "Space", "Sram", "Stat", "build_dram"]
