@@ -33,7 +33,7 @@ command per clock is not enforced): both cost little next to the constraints abo
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 import numpy as np
 
@@ -99,6 +99,7 @@ class Segment:
     to the batch's base row), the first burst of each bank, the column gaps after the first burst and the
     last burst of each bank and bank group."""
 
+    n: int  # bursts
     bank: np.ndarray
     group: np.ndarray
     row: np.ndarray
@@ -108,9 +109,6 @@ class Segment:
     bank_last: tuple[list[int], np.ndarray]  # each bank and the position of its last burst
     group_last: tuple[list[int], np.ndarray]  # each bank group and the position of its last burst
 
-    def __len__(self) -> int:
-        return len(self.bank)
-
     @classmethod
     def of(cls, bank: np.ndarray, group: np.ndarray, rank: np.ndarray, row: np.ndarray, t: Timing) -> Segment:
         _, first = np.unique(bank, return_index=True)
@@ -118,7 +116,7 @@ class Segment:
         firsts = tuple(zip(first.tolist(), bank[first].tolist(), group[first].tolist(), rank[first].tolist(),
                            row[first].tolist()))
         gaps = np.where(group[1:] == group[:-1], max(t.ccd_l, t.bl), max(t.ccd_s, t.bl))
-        return cls(bank, group, row, rank, firsts, np.r_[0, np.cumsum(gaps)], _last_per_key(bank),
+        return cls(len(bank), bank, group, row, rank, firsts, np.r_[0, np.cumsum(gaps)], _last_per_key(bank),
                    _last_per_key(group))
 
     def head(self, k: int, t: Timing) -> Segment:
@@ -141,12 +139,11 @@ def segments(bank: np.ndarray, group: np.ndarray, rank: np.ndarray, row: np.ndar
     return tuple(Segment.of(bank[lo:hi], group[lo:hi], rank[lo:hi], row[lo:hi], t) for lo, hi in bounds)
 
 
-@dataclass
-class _Activate:
+class _Activate(NamedTuple):
     """A bank opening a row in the segment being booked: its first burst, its ACT cycle and the PRE before it
     (None when the bank was closed)."""
 
-    index: int
+    position: int
     bank: int
     group: int
     rank: int
@@ -166,7 +163,7 @@ class ChannelBanks:
         self.in_flight = in_flight
         self.open_row = [-1] * banks
         self.act_at = [NEVER] * banks
-        self.col_ready = [0] * banks  # earliest column command to the open row
+        self.col_ready = np.zeros(banks, dtype=np.int64)  # earliest column command to the open row
         self.pre_ready = [0] * banks  # earliest precharge after the last column command
         self.act_ready = [0] * banks  # earliest activate (after a precharge or a refresh)
         self.rank_acts: list[list[int]] = [[] for _ in range(ranks)]  # each rank's last four activates
@@ -190,7 +187,7 @@ class ChannelBanks:
             segment = pending.pop(0)
             c = self._book_segment(segment, row_base, is_write, request, pending, tally)
             out.append(c)
-            if len(c) < len(segment):
+            if len(c) < segment.n:
                 self._refresh(tally)
                 pending.insert(0, segment.tail(len(c), self.t))
         return np.concatenate(out) if len(out) > 1 else out[0]
@@ -224,14 +221,14 @@ class ChannelBanks:
     def _book_segment(self, segment: Segment, row_base: int, is_write: bool, request: int,
                       later: list[Segment], tally: Tally) -> np.ndarray:
         """Book the bursts of `segment` unless a refresh comes first; the column cycles of those booked."""
-        admit = np.full(len(segment), request, dtype=np.int64)
-        k = min(len(segment), self.in_flight)
+        n, k = segment.n, min(segment.n, self.in_flight)
+        admit = np.full(n, request, dtype=np.int64)
         np.maximum(admit[:k], self.done[:k], out=admit[:k])
-        acts, cut = self._activates(segment, row_base, admit)
+        acts, cut = self._activates(segment, row_base, request, self.done[:k].tolist())
         c = self._columns(segment, is_write, admit, acts)
         if c[-1] >= self.next_refresh:
             cut = min(cut, int(np.searchsorted(c, self.next_refresh)))
-        if cut < len(segment):
+        if cut < n:
             if cut:
                 self._commit(segment.head(cut, self.t), row_base, is_write, c[:cut], acts,
                              [segment.tail(cut, self.t), *later], tally)
@@ -239,40 +236,45 @@ class ChannelBanks:
         self._commit(segment, row_base, is_write, c, acts, later, tally)
         return c
 
-    def _activates(self, segment: Segment, row_base: int, admit: np.ndarray) -> tuple[list[_Activate], int]:
+    def _activates(self, segment: Segment, row_base: int, request: int,
+                   done: list[int]) -> tuple[list[_Activate], int]:
         """The activates the segment needs, in service order, and the position of the first burst whose
-        activate would fall in the next refresh (the segment's length if none)."""
-        t = self.t
+        activate would fall in the next refresh (the segment's length if none). Burst i is admitted at
+        max(request, done[i]) (request beyond the in-flight window)."""
+        t, open_row, refresh = self.t, self.open_row, self.next_refresh
         rank_acts: dict[int, list[int]] = {}
         group_act: dict[int, int] = {}
         acts: list[_Activate] = []
         for i, bank, group, rank, rel_row in segment.firsts:
             row = rel_row + row_base
-            open_row = self.open_row[bank]
-            if open_row == row:
+            was_open = open_row[bank]
+            if was_open == row:
                 continue
-            ready = int(admit[i])
-            pre = None if open_row < 0 else max(ready, self.pre_ready[bank], self.act_at[bank] + t.ras)
+            ready = max(request, done[i]) if i < len(done) else request
+            act_at = self.act_at[bank]
+            pre = None if was_open < 0 else max(ready, self.pre_ready[bank], act_at + t.ras)
             history = rank_acts.get(rank)
             if history is None:
-                history = rank_acts[rank] = list(self.rank_acts[rank])
-            act = max(ready, self.act_ready[bank] if pre is None else pre + t.rp, self.act_at[bank] + t.rc,
-                      (history[-1] + t.rrd_s) if history else NEVER,
-                      group_act.get(group, self.group_act[group]) + t.rrd_l,
-                      (history[-4] + t.faw) if len(history) >= 4 else NEVER)
-            if act >= self.next_refresh or (pre is not None and pre >= self.next_refresh):
+                history = rank_acts[rank] = self.rank_acts[rank][-4:]
+            act = max(ready, self.act_ready[bank] if pre is None else pre + t.rp, act_at + t.rc,
+                      group_act.get(group, self.group_act[group]) + t.rrd_l)
+            if history:
+                act = max(act, history[-1] + t.rrd_s, history[-4] + t.faw if len(history) >= 4 else NEVER)
+            if act >= refresh or (pre is not None and pre >= refresh):
                 return acts, i
             history.append(act)
             group_act[group] = act
             acts.append(_Activate(i, bank, group, rank, row, act, pre))
-        return acts, len(segment)
+        return acts, segment.n
 
     def _columns(self, segment: Segment, is_write: bool, admit: np.ndarray, acts: list[_Activate]) -> np.ndarray:
         """The column command cycle of each burst of the segment (the running-maximum solution)."""
         t = self.t
-        bank_ready = np.array(self.col_ready, dtype=np.int64)
-        for a in acts:
-            bank_ready[a.bank] = a.act + t.rcd
+        bank_ready = self.col_ready
+        if acts:
+            bank_ready = bank_ready.copy()
+            for a in acts:
+                bank_ready[a.bank] = a.act + t.rcd
         ready = np.maximum(admit, bank_ready[segment.bank])
         if is_write:
             np.maximum(ready, self.last_read_col + t.rtw, out=ready)
@@ -287,13 +289,13 @@ class ChannelBanks:
                 later: list[Segment], tally: Tally) -> None:
         """Update the banks, bank groups, ranks, data bus and in-flight window with the booked bursts."""
         t = self.t
-        acts = [a for a in acts if a.index < len(segment)]
+        acts = [a for a in acts if a.position < segment.n]
         self._commit_activates(acts, tally)
         banks, last = segment.bank_last
         after = t.cwl + t.bl + t.wr if is_write else t.rtp
         for b, col in zip(banks, c[last].tolist()):
             self.pre_ready[b] = max(self.pre_ready[b], col + after)
-        n = len(segment)
+        n = segment.n
         misses = sum(1 for a in acts if a.pre is None)
         tally.row_hit_bursts += n - len(acts)
         tally.row_miss_bursts += misses
@@ -318,22 +320,28 @@ class ChannelBanks:
 
     def _commit_activates(self, acts: list[_Activate], tally: Tally) -> None:
         t = self.t
+        open_row, act_at, col_ready, act_ready, pre_ready = (self.open_row, self.act_at, self.col_ready,
+                                                             self.act_ready, self.pre_ready)
+        precharges = open_cycles = 0
         for a in acts:
+            bank, act = a.bank, a.act
             if a.pre is not None:
-                tally.precharges += 1
-                tally.row_open_dram_cycles += a.pre - self.act_at[a.bank]
-                tally.bank_busy_dram_cycles += t.rp
-            tally.activates += 1
-            tally.bank_busy_dram_cycles += t.rcd
-            self.open_row[a.bank] = a.row
-            self.act_at[a.bank] = a.act
-            self.col_ready[a.bank] = a.act + t.rcd
-            self.act_ready[a.bank] = a.act + t.rc
-            self.pre_ready[a.bank] = a.act + t.ras
+                precharges += 1
+                open_cycles += a.pre - act_at[bank]
+            open_row[bank] = a.row
+            act_at[bank] = act
+            col_ready[bank] = act + t.rcd
+            act_ready[bank] = act + t.rc
+            pre_ready[bank] = act + t.ras
             history = self.rank_acts[a.rank]
-            history.append(a.act)
-            del history[:-4]
-            self.group_act[a.group] = a.act
+            history.append(act)
+            if len(history) > 4:
+                del history[0]
+            self.group_act[a.group] = act
+        tally.activates += len(acts)
+        tally.precharges += precharges
+        tally.row_open_dram_cycles += open_cycles
+        tally.bank_busy_dram_cycles += len(acts) * t.rcd + precharges * t.rp
 
     def _close_rows(self, segment: Segment, row_base: int, later: list[Segment], tally: Tally) -> None:
         """Closed page: precharge each bank of the segment whose row no later burst of the batch wants."""

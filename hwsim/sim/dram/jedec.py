@@ -77,7 +77,8 @@ class JedecDram(DramModel):
                          for _ in range(cfg.channels)]
         # DRAM cycles per core cycle (1 without a core clock: the simulation then counts DRAM cycles)
         ratio = Fraction(1) if clock_hz is None else Fraction(device.command_clock_hz) / Fraction(clock_hz)
-        self._dram_per_core = ratio.limit_denominator(MAX_RATE_DENOMINATOR)
+        ratio = ratio.limit_denominator(MAX_RATE_DENOMINATOR)
+        self._dram_num, self._dram_den = ratio.numerator, ratio.denominator  # DRAM cycles per core cycle
         self._plans: dict[tuple[int, int], tuple[_Part, ...]] = {}
         self.period_bytes = self._map.period_bursts * self.burst_bytes
         self._booked: tuple[np.ndarray, np.ndarray] | None = None
@@ -87,8 +88,7 @@ class JedecDram(DramModel):
 
     def to_dram_cycle(self, core_cycle: int) -> int:
         """The first DRAM cycle at or after core cycle `core_cycle`."""
-        r = self._dram_per_core
-        return -(-core_cycle * r.numerator // r.denominator)
+        return -(-core_cycle * self._dram_num // self._dram_den)
 
     def _book(self, is_read: bool, address: int, amount: int, now: int) -> int:
         t, b = self.timing, self.burst_bytes
@@ -98,19 +98,27 @@ class JedecDram(DramModel):
         base, offset = divmod(first_burst, period) if period else (0, first_burst)
         self.bursts += n
         request = self.to_dram_cycle(now)
-        column = np.empty(n, dtype=np.int64)
-        for part in self._plan(offset, n):
-            banks = self.channels[part.channel]
-            bursts, batch = part.bursts, part.segments
-            if batch is None:
-                bursts, batch = self._reordered(part, base, banks.open_row)
-            column[bursts] = banks.serve(batch, base, not is_read, request, self)
-        data = column + (t.cl if is_read else t.cwl)
-        r = self._dram_per_core
-        start = data * r.denominator // r.numerator
-        end = -(-(data + t.bl) * r.denominator // r.numerator)
+        plan = self._plan(offset, n)
+        if len(plan) == 1 and plan[0].segments is not None:  # one channel, served in address order
+            column = self.channels[plan[0].channel].serve(plan[0].segments, base, not is_read, request, self)
+        else:
+            column = np.empty(n, dtype=np.int64)
+            for part in plan:
+                banks = self.channels[part.channel]
+                bursts, batch = part.bursts, part.segments
+                if batch is None:
+                    bursts, batch = self._reordered(part, base, banks.open_row)
+                column[bursts] = banks.serve(batch, base, not is_read, request, self)
+        latency, num, den = (t.cl if is_read else t.cwl), self._dram_num, self._dram_den
+        data = column + latency
+        if num == den:
+            start, end = data, data + t.bl
+        else:
+            data *= den
+            start = data // num
+            end = -(-(data + t.bl * den) // num)
         first = int(start.min())
-        unloaded = (request + (t.cl if is_read else t.cwl)) * r.denominator // r.numerator
+        unloaded = (request + latency) * den // num
         self.queue_stall_cycles += max(0, first - unloaded)
         self.reserved_end_cycle = int(end.max())
         self._booked = (start, end)
