@@ -1,4 +1,5 @@
-"""`hwsim trace summary|query FILE`: what a trace holds, and the records that match a filter.
+"""`hwsim trace summary|query|plot|export FILE`: what a trace holds, the records that match a filter, figures,
+and exports (Perfetto trace events; the DRAM bursts for Ramulator 2, DRAMsim3 and DRAMPower).
 
 Both stream the trace block by block (`hwsim.trace.Trace.records`), so their
 memory stays bounded whatever the trace's size: summary keeps per-layer

@@ -5,7 +5,7 @@ state, declared statistics, the process wrapper); those that move words at an
 address from `Port` (DRAM, SRAM/L2, line buffer, NoC bus). Implementations
 and their policies are chosen by name from the config through registries
 (`hwsim.sim.policy`): `dram.model`, `dram.address_map`, `dram.scheduler`,
-`dram.row_buffer.policy`, `noc.model`, the SRAMs' `scheduler`. A transaction
+`dram.row_buffer.policy`, `dram.page_policy`, `noc.model`, the SRAMs' `scheduler`. A transaction
 books its resources when it is requested (`book`, `reserve_read`,
 `reserve_write`, `reserve`): first come, first served under `fcfs`, with the
 exact per-burst or per-transfer records returned at once as one

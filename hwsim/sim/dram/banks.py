@@ -222,10 +222,13 @@ class ChannelBanks:
                       later: list[Segment], tally: Tally) -> np.ndarray:
         """Book the bursts of `segment` unless a refresh comes first; the column cycles of those booked."""
         n, k = segment.n, min(segment.n, self.in_flight)
-        admit = np.full(n, request, dtype=np.int64)
-        np.maximum(admit[:k], self.done[:k], out=admit[:k])
-        acts, cut = self._activates(segment, row_base, request, self.done[:k].tolist())
-        c = self._columns(segment, is_write, admit, acts)
+        done = self.done[:k].tolist()
+        admit: np.ndarray | int = request  # every burst admitted at the request unless the window is still full
+        if max(done) > request:
+            admit = np.full(n, request, dtype=np.int64)
+            np.maximum(admit[:k], self.done[:k], out=admit[:k])
+        acts, cut = self._activates(segment, row_base, request, done)
+        c = self._columns(segment, is_write, request, admit, acts)
         if c[-1] >= self.next_refresh:
             cut = min(cut, int(np.searchsorted(c, self.next_refresh)))
         if cut < n:
@@ -267,20 +270,24 @@ class ChannelBanks:
             acts.append(_Activate(i, bank, group, rank, row, act, pre))
         return acts, segment.n
 
-    def _columns(self, segment: Segment, is_write: bool, admit: np.ndarray, acts: list[_Activate]) -> np.ndarray:
-        """The column command cycle of each burst of the segment (the running-maximum solution)."""
+    def _columns(self, segment: Segment, is_write: bool, request: int, admit: np.ndarray | int,
+                 acts: list[_Activate]) -> np.ndarray:
+        """The column command cycle of each burst of the segment (the running-maximum solution); constraints
+        every burst already meets by its request (`request` ≤ admission) are skipped."""
         t = self.t
         bank_ready = self.col_ready
         if acts:
             bank_ready = bank_ready.copy()
             for a in acts:
                 bank_ready[a.bank] = a.act + t.rcd
-        ready = np.maximum(admit, bank_ready[segment.bank])
+        ready = np.maximum(bank_ready[segment.bank], admit)
         if is_write:
-            np.maximum(ready, self.last_read_col + t.rtw, out=ready)
+            if self.last_read_col + t.rtw > request:
+                np.maximum(ready, self.last_read_col + t.rtw, out=ready)
         else:
-            np.maximum(ready, self.write_end + t.wtr_s, out=ready)
-            if max(self.group_write_end) + t.wtr_l > int(ready.min()):
+            if self.write_end + t.wtr_s > request:
+                np.maximum(ready, self.write_end + t.wtr_s, out=ready)
+            if max(self.group_write_end) + t.wtr_l > request:
                 np.maximum(ready, np.array(self.group_write_end, dtype=np.int64)[segment.group] + t.wtr_l, out=ready)
         g = segment.gap_sums + (self.ccd_l if int(segment.group[0]) == self.last_col_group else self.ccd_s)
         return g + np.maximum(np.maximum.accumulate(ready - g), self.last_col)

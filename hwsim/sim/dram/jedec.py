@@ -99,8 +99,10 @@ class JedecDram(DramModel):
         self.bursts += n
         request = self.to_dram_cycle(now)
         plan = self._plan(offset, n)
-        if len(plan) == 1 and plan[0].segments is not None:  # one channel, served in address order
-            column = self.channels[plan[0].channel].serve(plan[0].segments, base, not is_read, request, self)
+        only = plan[0].segments if len(plan) == 1 else None
+        in_order = only is not None  # one channel, served in address order
+        if only is not None:
+            column = self.channels[plan[0].channel].serve(only, base, not is_read, request, self)
         else:
             column = np.empty(n, dtype=np.int64)
             for part in plan:
@@ -117,10 +119,11 @@ class JedecDram(DramModel):
             data *= den
             start = data // num
             end = -(-(data + t.bl * den) // num)
-        first = int(start.min())
+        # served in order, column commands never go back: the first burst starts first, the last ends last
+        first, last = (int(start[0]), int(end[-1])) if in_order else (int(start.min()), int(end.max()))
         unloaded = (request + latency) * den // num
         self.queue_stall_cycles += max(0, first - unloaded)
-        self.reserved_end_cycle = int(end.max())
+        self.reserved_end_cycle = last
         self._booked = (start, end)
         return first
 
