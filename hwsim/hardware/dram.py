@@ -5,7 +5,8 @@ Presets (`dram.preset: ddr4-3200-x16`) are YAML files in `dram_presets/` holding
 `device`, `timing` and `power` sections, each with its `source`; the loader lays them under the config's
 `dram` section, so any key the config gives overrides the preset's.
 
-Under `dram.model: jedec` the fields the simple model takes as given follow from the device instead (`derive`):
+Under `dram.model: jedec` the fields the simple model takes as given follow from the device instead
+(`with_device_fields`):
 
 - burst = width × BL / 8 bytes;
 - peak bandwidth = channels × burst / tBL bytes per DRAM cycle, in core cycles: × f_DRAM / f_core;
@@ -121,7 +122,7 @@ def peak_bytes_per_dram_cycle(dram: Dram) -> float:
     return dram.channels * dram.device.burst_bytes / dram.timing.tbl_nck
 
 
-def derive(acc: Accelerator) -> Accelerator:
+def with_device_fields(acc: Accelerator) -> Accelerator:
     """`acc` with the jedec DRAM's burst, peak bandwidth, latency and energy per bit filled in from its device
     (unchanged for the simple model)."""
     dram = acc.dram
@@ -220,5 +221,5 @@ def _power_errors(power: DramPower) -> Iterator[str]:
             yield f"dram.power.{name}.idd0: below idd2n, so a precharge would have negative energy; check it"
 
 
-__all__ = ["DRAM_ENERGY_PARTS", "CommandEnergy", "command_energy", "derive", "dram_energy_pj", "dram_errors",
-           "dram_presets", "peak_bytes_per_dram_cycle"]
+__all__ = ["DRAM_ENERGY_PARTS", "CommandEnergy", "command_energy", "dram_energy_pj", "dram_errors",
+           "dram_presets", "peak_bytes_per_dram_cycle", "with_device_fields"]

@@ -5,6 +5,11 @@ the closest valid key is suggested), every numeric value is parsed in its
 field's dimension, and cross-field rules (sizes that must divide, fit or
 grow up the hierarchy) run once the tree is built. Errors name the file, the
 line, the YAML path and the fix.
+
+A config may start from another (`base:`, keys merged; a key set to null
+removes the base's), and `dram.preset` lays a standard DRAM device's sections
+under the config's `dram` keys (`hwsim.hardware.dram`); a jedec DRAM's burst,
+bandwidth, latency and energy per bit are then derived from the device.
 """
 
 from __future__ import annotations
@@ -23,7 +28,7 @@ import yaml
 
 import hwsim
 from hwsim.errors import ConfigError
-from hwsim.hardware.dram import derive, dram_errors, dram_presets
+from hwsim.hardware.dram import dram_errors, dram_presets, with_device_fields
 from hwsim.hardware.schema import Accelerator, ParamInfo
 from hwsim.hardware.units import parse_quantity
 
@@ -201,7 +206,7 @@ def parse_config(text_: str, shown: str, overrides: Overrides | None = None) -> 
     DRAM's burst, bandwidth, latency and energy per bit are derived from its device (`hwsim.hardware.dram`)."""
     acc = _parse(text_, shown, overrides)
     _raise_first(dram_errors(acc.dram), shown, overrides)
-    acc = derive(acc)
+    acc = with_device_fields(acc)
     _raise_first(consistency_errors(acc), shown, overrides)
     return acc
 

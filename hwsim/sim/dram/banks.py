@@ -26,6 +26,11 @@ earlier batches left, all in DRAM clock cycles:
 - *Page policy*: open keeps each bank's row open after the batch; closed precharges a bank as soon as
   its batch has no further burst to its row (an auto-precharge after the last column command).
 
+What does not depend on the state (the cut into segments, each bank's first burst, the summed gaps, each
+bank's and bank group's last burst) is a `Segment`, which the model caches per transfer shape. Batches are
+booked in request order, and a batch's column commands follow the channel's last one: across
+transactions column commands issue in request order (activates overlap freely within the timing).
+
 Ranks share the data bus without a rank-switch gap, and the command bus is not modelled (at most one
 command per clock is not enforced): both cost little next to the constraints above.
 """

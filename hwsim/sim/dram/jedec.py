@@ -152,8 +152,8 @@ class JedecDram(DramModel):
         for ch in np.unique(where.channel).tolist():
             mine = np.flatnonzero(where.channel == ch)
             w = Coordinates(*(getattr(where, f)[mine] for f in ("channel", "rank", "group", "bank", "row", "column")))
-            rows_per_bank = len(np.unique(w.bank * (int(w.row.max()) + 1) + w.row))
-            if self.cfg.scheduler != "fcfs" and rows_per_bank > len(np.unique(w.bank)):
+            bank_rows = len(np.unique(w.bank * (int(w.row.max()) + 1) + w.row))  # distinct (bank, row) pairs
+            if self.cfg.scheduler != "fcfs" and bank_rows > len(np.unique(w.bank)):  # frfcfs may reorder
                 parts.append(_Part(ch, mine, None, w))
                 continue
             batch = segments(w.bank, w.group, w.rank, w.row, self.timing, self.channels[ch].piece)
