@@ -12,14 +12,13 @@ partition, the L2.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator
-
-import numpy as np
 
 from hwsim.hardware.schema import Accelerator
 from hwsim.mapping.dataflows.base import Dataflow
 from hwsim.mapping.nest.format import DIMS, LOWERINGS, OPERANDS, LoopNest, MappingError
-from hwsim.mapping.nest.passes import nest_loops
+from hwsim.mapping.nest.passes import NestLoop, nest_loops
 from hwsim.mapping.nest.problem import Problem, tile_bound_words
 from hwsim.vocab import ceil_div
 
@@ -40,13 +39,16 @@ def _problems(nest: LoopNest, problem: Problem, hw: Accelerator, dataflow: Dataf
 
 
 def _cover(nest: LoopNest, problem: Problem) -> Iterator[str]:
+    factors_of: dict[str, list[int]] = {d: [] for d in DIMS}
+    for loop in nest.all_loops():
+        factors_of[loop.dim].append(loop.factor)
     for d in DIMS:
         extent, given = problem.dims[d], nest.dims.get(d)
         if given != extent:
             yield f"dims.{d}: the mapping says {given}, the layer has {extent}; map this network again"
             continue
-        factors = [l.factor for l in nest.all_loops() if l.dim == d]
-        product = int(np.prod(factors, dtype=np.int64))
+        factors = factors_of[d]
+        product = math.prod(factors)
         if product < extent:
             yield f"{d}: the factors {factors} cover {product} of {extent}; raise a factor of {d}"
         elif factors and factors[0] > ceil_div(extent, product // factors[0]):
@@ -62,14 +64,13 @@ def _array(nest: LoopNest, hw: Accelerator) -> Iterator[str]:
         yield f"array: {d} is spread over both rows and cols; keep each dim on one axis"
     for axis, loops, size in (("rows", nest.array.rows, hw.pe_array.rows), ("cols", nest.array.cols,
                                                                              hw.pe_array.cols)):
-        used = int(np.prod([l.factor for l in loops], dtype=np.int64))
+        used = math.prod(l.factor for l in loops)
         if used > size:
             yield f"array.{axis}: {' × '.join(str(l) for l in loops)} spreads {used} PEs, the array has {size} {axis}"
 
 
-def _extent(nest: LoopNest, cut: int) -> dict[str, int]:
-    loops = nest_loops(nest)
-    return {d: int(np.prod([l.factor for l in loops[cut:] if l.dim == d], dtype=np.int64)) for d in DIMS}
+def _extent(loops: list[NestLoop], cut: int) -> dict[str, int]:
+    return {d: math.prod(l.factor for l in loops[cut:] if l.dim == d) for d in DIMS}
 
 
 def tile_words(nest: LoopNest, problem: Problem) -> dict[str, dict[str, int]]:
@@ -79,9 +80,9 @@ def tile_words(nest: LoopNest, problem: Problem) -> dict[str, dict[str, int]]:
     out = {}
     for i, storage in enumerate(nest.storage[1:], start=1):
         above = {s.level for s in nest.storage[:i]}
-        extent = _extent(nest, sum(1 for l in loops if l.place in above))
+        extent = _extent(loops, sum(1 for l in loops if l.place in above))
         out[storage.level] = {op: tile_bound_words(problem, op, extent) for op in OPERANDS if op in storage.keeps}
-    extent = _extent(nest, sum(1 for l in loops if l.place != "rf"))
+    extent = _extent(loops, sum(1 for l in loops if l.place != "rf"))
     out["rf"] = {op: tile_bound_words(problem, op, extent) for op in OPERANDS if op in nest.rf.keeps}
     return out
 
