@@ -308,3 +308,17 @@ def qdq_folded_relu(zero_point: int) -> onnx.ModelProto:
              node("QuantizeLinear", ["c1", "s", "zr"], "c1_q"), node("DequantizeLinear", ["c1_q", "s", "zr"], "c1_dq"),
              node("Conv", ["c1_dq", "w2"], "y", name="conv2", kernel_shape=[1, 1])]
     return model(nodes, [tensor("x", [1, 3, 4, 4])], [tensor("y", [1, 4, 4, 4])], inits, 13)
+
+
+def scatter_mask(size: int) -> onnx.ModelProto:
+    """Swin's shifted-window mask as the exporters write `mask[a:b] = k` on zeros: ConstantOfShape size×size,
+    ScatterND writing ones into rows 1 and 2, ScatterElements writing twos down column 0, added to a 1×1 conv
+    2 → 2 over a 2×size×size map. Above 4096 elements (size 80) the mask is followed by shape only."""
+    inits = [int64s("dims", [size, size]), array("rows", [[1], [2]], np.int64),
+             array("ones", np.ones((2, size)), np.float32), array("col", np.zeros((size, 1)), np.int64),
+             array("twos", np.full((size, 1), 2.0), np.float32), int64s("axes", [0, 1]), zeros("w", (2, 2, 1, 1))]
+    nodes = [node("ConstantOfShape", ["dims"], "blank"), node("ScatterND", ["blank", "rows", "ones"], "banded"),
+             node("ScatterElements", ["banded", "col", "twos"], "mask", axis=1),
+             node("Unsqueeze", ["mask", "axes"], "mask4"),
+             node("Conv", ["x", "w"], "c", name="conv", kernel_shape=[1, 1]), node("Add", ["c", "mask4"], "y")]
+    return model(nodes, [tensor("x", [1, 2, size, size])], [tensor("y", [1, 2, size, size])], inits, 16)

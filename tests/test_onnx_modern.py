@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import onnx
 import onnx_modern as M
 import pytest
@@ -233,6 +234,46 @@ def test_tf_same_padding_folds(tmp_path: Path) -> None:
     # total = max((ceil(9/2) − 1)·2 + 3 − 9, 0) = 2: one on each side; (9 + 2 − 3) // 2 + 1 = 5
     assert conv.padding == Padding(1, 1, 1, 1) and conv.out_shape == Shape(4, 5, 5)
     assert conv.macs == 4 * 25 * 27  # 2700
+
+
+@pytest.mark.parametrize("size", [4, 80])
+def test_scatter_mask_folds(tmp_path: Path, size: int) -> None:
+    """Swin's attention mask is written by slice assignment (ScatterND, ScatterElements) on constants; at 80×80
+    it is past the folding limit and followed by shape only. Either way it is a bias on the conv."""
+    result = load(M.scatter_mask(size), tmp_path)
+    assert kinds(result.graph) == ["input", "conv", "output"] and result.warnings == ()
+    conv = result.graph.layer("conv")
+    assert conv.macs == 2 * 2 * size * size and conv.has_bias  # 2 → 2 channels, 1×1, size² pixels
+
+
+SCATTERS = [
+    ("ScatterND", [[1], [3]], (2, 3), {}),
+    ("ScatterND", [[0, 2], [3, 1], [0, 2]], (3,), {"reduction": "add"}),  # a repeated index accumulates
+    ("ScatterND", [[2]], (1, 3), {"reduction": "mul"}),
+    ("ScatterElements", [[1, 0, 2], [-1, 2, 0]], (2, 3), {"axis": 0}),  # negative indices count from the end
+    ("ScatterElements", [[0, 0], [2, 1]], (2, 2), {"axis": 1, "reduction": "max"}),
+    ("ScatterElements", [[1, 1]], (1, 2), {"axis": 1, "reduction": "min"}),
+]
+
+
+@pytest.mark.parametrize("op, indices, updates, attrs", SCATTERS)
+def test_scatter_fold_matches_onnx_reference(op: str, indices: list[list[int]], updates: tuple[int, ...],
+                                             attrs: dict[str, object]) -> None:
+    from onnx.reference import ReferenceEvaluator
+
+    from hwsim.workload.onnx_fold import FOLDS, OnnxNode
+
+    data = np.arange(12, dtype=np.float32).reshape(4, 3)
+    upd = np.arange(100, 100 + int(np.prod(updates)), dtype=np.float32).reshape(updates)
+    idx = np.array(indices, np.int64)
+    proto = onnx.helper.make_node(op, ["d", "i", "u"], ["y"], **attrs)
+    graph = onnx.helper.make_graph([proto], "g", [], [onnx.helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT,
+                                                                                          None)])
+    expected = ReferenceEvaluator(onnx.helper.make_model(graph, opset_imports=[onnx.helper.make_opsetid("", 18)]))
+    reference = expected.run(None, {"d": data, "i": idx, "u": upd})[0]
+    node = OnnxNode(op, "", "n", ("d", "i", "u"), ("y",), dict(attrs), 18)
+    np.testing.assert_array_equal(FOLDS[op](node, [data, idx, upd])[0], reference)
+    assert data[0, 0] == 0  # the input is not written in place
 
 
 # ----- --allow-unknown and unforeseen failures ------------------------------------------------------------------
