@@ -129,6 +129,28 @@ def test_reductions_over_channels_and_width(tmp_path: Path) -> None:
     assert mean.kind is LayerKind.REDUCE and mean.out_shape.elements == 4 * 3 and mean.ops == 60
 
 
+def test_max_and_min_reductions(tmp_path: Path) -> None:
+    g = load(M.reduce_extremes(), tmp_path).graph
+    max_c, min_h, max_hw = g.layer("max_c"), g.layer("min_h"), g.layer("max_hw")
+    assert max_c.kind is LayerKind.REDUCE and max_c.out_shape == Shape(1, 3, 5)
+    assert min_h.kind is LayerKind.REDUCE and min_h.out_shape.elements == 4 * 5  # height dropped: 4 × 5
+    assert max_hw.kind is LayerKind.GLOBAL_MAX_POOL and max_hw.out_shape == Shape(4, 1, 1)
+    assert max_c.ops == min_h.ops == max_hw.ops == 60  # one comparison per input element
+    assert g.total_macs == 0
+
+
+def test_gather_unbinds_heads_and_takes_the_class_token(tmp_path: Path) -> None:
+    g = load(M.token_heads(), tmp_path).graph
+    assert kinds(g) == ["input", "conv", "slice", "slice", "add", "slice", "fc", "output"]
+    q, v, cls = g.layer("take_q"), g.layer("take_v"), g.layer("take_cls")
+    assert q.out_shape.elements == v.out_shape.elements == 7 * 8  # one of the three 7 × 8 projections each
+    assert q.ops == v.ops == cls.ops == 0  # a view of a range: no arithmetic
+    assert g.layer("add").ops == 56  # 7 × 8 sums
+    assert cls.out_shape == Shape(8, 1, 1)
+    # qkv: 7 tokens × 8 → 24 = 1344; head: 8 → 10 = 80
+    assert g.layer("qkv_proj").macs == 1344 and g.layer("fc").macs == 80 and g.total_macs == 1424
+
+
 def test_expand_of_activation_is_a_copy(tmp_path: Path) -> None:
     g = load(M.expand_context(), tmp_path).graph
     assert kinds(g) == ["input", "reduce", "upsample", "mul", "output"]
@@ -146,7 +168,8 @@ def test_gelu_chain_fuses(tmp_path: Path, order: str) -> None:
     assert g.layer("conv").activation == "gelu"
 
 
-@pytest.mark.parametrize("op, activation", [("HardSwish", "hard_swish"), ("Erf", "erf"), ("Gelu", "gelu")])
+@pytest.mark.parametrize("op, activation", [("HardSwish", "hard_swish"), ("Erf", "erf"), ("Gelu", "gelu"),
+                                           ("Floor", "floor"), ("Ceil", "ceil"), ("Round", "round")])
 def test_single_activation_fuses(tmp_path: Path, op: str, activation: str) -> None:
     g = load(M.conv_then_activation(op, opset=20 if op == "Gelu" else 14), tmp_path).graph  # Gelu: opset 20
     assert kinds(g) == ["input", "conv", "output"] and g.layer("conv").activation == activation
