@@ -54,6 +54,23 @@ def test_rule_1_and_4_for_few_channels() -> None:
     assert (m.q, m.chP, m.fP, m.rule) == (2, 2, 16, "1+4")
 
 
+@pytest.mark.parametrize("dilation, taps, q, s_folds", [(2, 3, 2, 1), (6, 3, 1, 2), (12, 3, 12, 3)])
+def test_dilated_filter_rows_fit_the_ifmap_rf(dilation: int, taps: int, q: int, s_folds: int) -> None:
+    """A PE slides over the ifmap columns its filter row spans, (S − 1)·d + 1, not S (DeepLab's atrous convs)."""
+    b = GraphBuilder("t")
+    x = b.input("x", 16, 40, 40)
+    b.output("o", b.conv("c", x, 8, taps, padding=dilation, dilation=dilation))
+    layer = b.build().layer("c")
+    m = rs_params(layer)
+    # The 12-word ifmap RF holds (12 − 1) // d + 1 taps' span. d = 2: 3 taps span 5 columns, no fold, q = 12 // 5 = 2.
+    # d = 6: 2 taps fit, so 2 folds of ⌈3/2⌉ = 2 taps spanning 7 columns, q = 12 // 7 = 1. d = 12: 1 tap fits,
+    # 3 folds of 1 tap spanning 1 column, q = min(C = 16, 12) = 12.
+    assert (m.s_folds, m.q) == (s_folds, q)
+    assert m.q * ((m.s_rf - 1) * dilation + 1) <= 12  # the q channels' windows fit the RF
+    schedule = network_schedule(b.build(), EYERISS)  # validates the nest: no RF overflows
+    assert sum(ls.layer.macs for ls in schedule.layers) == layer.macs
+
+
 @pytest.mark.parametrize("name", zoo.names())
 def test_schedule_invariants_on_every_zoo_network(name: str) -> None:
     graph = small_zoo_graph(name)
