@@ -156,27 +156,46 @@ def print_table(rows: list[Row]) -> None:
                 print(f"  {r.name} {step}: {o.error}")
 
 
+def fused_activations(model: Path) -> int | None:
+    """How many layers of `model` carry a fused activation (`hwsim info`)."""
+    info = hwsim("info", str(model))
+    return sum(1 for l in info.doc["layers"] if l["activation"]) if info.ok else None
+
+
+def eight_bit_layers(model: Path) -> int | None:
+    """Layers whose weights and activations the graph gives as 8 bit."""
+    info = hwsim("info", str(model))
+    if not info.ok:
+        return None
+    return sum(1 for l in info.doc["layers"]
+               if l["precision"] and (l["precision"]["weight_bits"], l["precision"]["activation_bits"]) == (8, 8))
+
+
 def compare_int8(manifest: dict[str, dict[str, Any]], exports: Path, hw: str, traces: Path) -> bool:
-    """Each QDQ model beside its float twin on the same 8-bit hardware: cycles and DRAM bytes."""
+    """Each QDQ model beside its float twin on the same 8-bit hardware: cycles and DRAM bytes, and the layers
+    with a fused activation in each (the QDQ pairs between a conv and its activation must not stop the fusion)."""
     pairs = [(e, manifest[e["twin"]]) for e in manifest.values() if e.get("twin") in manifest]
     if not pairs:
         return True
     print(f"\nINT8 QDQ against the float twin, both simulated on {hw}")
-    print(f"{'network':30s} {'int8 cycles':>14s} {'fp32 cycles':>14s} {'ratio':>8s} "
-          f"{'int8 DRAM B':>14s} {'fp32 DRAM B':>14s} {'ratio':>8s}")
+    print(f"{'network':26s} {'int8 cycles':>13s} {'fp32 cycles':>13s} {'ratio':>7s} "
+          f"{'int8 DRAM B':>13s} {'fp32 DRAM B':>13s} {'ratio':>7s} {'fused act.':>10s} {'w8a8 layers':>11s}")
     passed = True
     for quant, twin in pairs:
-        q, f = simulate(exports / quant["file"], hw, traces), simulate(exports / twin["file"], hw, traces)
+        q_model, f_model = exports / quant["file"], exports / twin["file"]
+        q, f = simulate(q_model, hw, traces), simulate(f_model, hw, traces)
         if not (q.ok and f.ok):
-            print(f"{quant['network']:30s} simulate failed: {q.error or f.error}")
+            print(f"{quant['network']:26s} simulate failed: {q.error or f.error}")
             passed = False
             continue
         cycles = (int(q.doc["cycles"]), int(f.doc["cycles"]))
         dram = (int(q.doc["totals"]["dram_bytes"]), int(f.doc["totals"]["dram_bytes"]))
         ratios = (cycles[0] / cycles[1], dram[0] / dram[1])
-        passed &= all(abs(r - 1) <= INT8_TOLERANCE for r in ratios)
-        print(f"{quant['network']:30s} {cycles[0]:>14,} {cycles[1]:>14,} {ratios[0]:8.5f} "
-              f"{dram[0]:>14,} {dram[1]:>14,} {ratios[1]:8.5f}")
+        fused = (fused_activations(q_model), fused_activations(f_model))
+        passed &= all(abs(r - 1) <= INT8_TOLERANCE for r in ratios) and fused[0] == fused[1]
+        print(f"{quant['network']:26s} {cycles[0]:>13,} {cycles[1]:>13,} {ratios[0]:7.4f} "
+              f"{dram[0]:>13,} {dram[1]:>13,} {ratios[1]:7.4f} {f'{fused[0]}/{fused[1]}':>10s} "
+              f"{eight_bit_layers(q_model)!s:>11s}")
     return passed
 
 
