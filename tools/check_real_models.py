@@ -89,7 +89,7 @@ def ensure_venv(venv: Path) -> Path:
     print(f"creating the export environment in {venv} (once) ...", flush=True)
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
     for packages in EXPORT_PACKAGES:
-        subprocess.run([str(python), "-m", "pip", "install", "-q", *packages], check=True)
+        subprocess.run([str(python), "-m", "pip", "install", "-qq", *packages], check=True)
     stamp.write_text("\n".join(p for group in EXPORT_PACKAGES for p in group) + "\n")
     return python
 
