@@ -39,7 +39,7 @@ from hwsim.flows.estimate import (
     glb_sizes,
     sweep_glb_size,
 )
-from hwsim.flows.inputs import AUTO, SPARSITY_CHOICES, choose_sparsity
+from hwsim.flows.inputs import AUTO, SPARSITY_CHOICES, choose_sparsity, precision_warnings
 from hwsim.hardware import load_config
 from hwsim.hardware.schema import Accelerator
 from hwsim.hardware.units import BYTES, parse_quantity
@@ -275,6 +275,8 @@ def _sparsity(args: argparse.Namespace, source: Graph | LayerTable) -> SparsityM
 def run(args: argparse.Namespace) -> int:
     source, warnings = _source(args)
     hw = load_config(args.hw)
+    if isinstance(source, Graph):
+        warnings = (*warnings, *precision_warnings(source, hw))
     if not args.json:
         for warning in warnings:
             console().print(f"[yellow]warning:[/] {warning}")

@@ -15,6 +15,7 @@ from hwsim.cli.output import (
     layer_progress,
     table,
 )
+from hwsim.flows.inputs import precision_warnings
 from hwsim.flows.simulate import Simulation, simulate_network
 from hwsim.hardware import load_config
 from hwsim.vocab import TRACE_LEVELS
@@ -97,10 +98,14 @@ def run(args: argparse.Namespace) -> int:
     path = Path(args.out) if args.out else Path("traces") / f"{Path(args.network).stem}-{Path(args.hw).stem}.h5"
     loaded = load_network(args.network, args.input, args.allow_unknown)
     hw = load_config(args.hw)
+    warnings = (*loaded.warnings, *precision_warnings(loaded.graph, hw))
+    if not args.json:
+        for warning in warnings:
+            console().print(f"[yellow]warning:[/] {warning}")
     with layer_progress(f"simulating {loaded.graph.name}", len(loaded.graph), args.json) as progress:
         sim = simulate_network(loaded.graph, hw, args.batch, path, args.trace_levels, progress, args.mapping)
     if args.json:
-        emit_json({**document(sim), "warnings": list(loaded.warnings)})
+        emit_json({**document(sim), "warnings": list(warnings)})
     else:
         print_report(document(sim))
     return 0
