@@ -44,6 +44,7 @@ class SearchSettings:
     jobs: int = 1
     cache_dir: Path | None = None  # None: default_cache_dir(); see use_cache
     use_cache: bool = True
+    budget_s: float | None = None  # when given, sets the effort's samples (effort_for_budget)
 
 
 def effort_for_budget(budget_s: float, shapes: int, base: Effort = DEFAULT_EFFORT) -> Effort:
@@ -79,6 +80,11 @@ def weighted_layers(graph: Graph) -> list[Layer]:
     return [l for l in graph if l.kind in NEST_KINDS]
 
 
+def unique_shapes(graph: Graph, hw: Accelerator, batch: int) -> int:
+    """How many weighted layers of distinct shape `graph` has (each is searched once)."""
+    return len({_signature(l, hw, batch) for l in weighted_layers(graph)})
+
+
 def _signature(layer: Layer, hw: Accelerator, batch: int) -> tuple[object, ...]:
     lowering = lowering_for(layer, dataflow_of(hw).lowering)
     return shape_signature(nest_problem(layer, batch, lowering), lowering)
@@ -106,7 +112,9 @@ def search_network(graph: Graph, hw: Accelerator, batch: int = 1, settings: Sear
     firsts: dict[tuple[object, ...], Layer] = {}
     for l in weighted_layers(graph):
         firsts.setdefault(_signature(l, hw, batch), l)
-    keys = {sig: cache_key(sig, hw, settings.objective, settings.effort, settings.seed) for sig in firsts}
+    effort = settings.effort if settings.budget_s is None else effort_for_budget(settings.budget_s, len(firsts),
+                                                                                     settings.effort)
+    keys = {sig: cache_key(sig, hw, settings.objective, effort, settings.seed) for sig in firsts}
     found: dict[tuple[object, ...], tuple[LoopNest, LayerCost, LayerCost | None, str]] = {}
     todo = []
     for sig, l in firsts.items():
@@ -115,7 +123,7 @@ def search_network(graph: Graph, hw: Accelerator, batch: int = 1, settings: Sear
             found[sig] = (*hit, _rule_cost(l, hw, batch), "cache")
         else:
             todo.append(sig)
-    jobs = [(firsts[sig], hw, batch, settings.objective, settings.effort, settings.seed) for sig in todo]
+    jobs = [(firsts[sig], hw, batch, settings.objective, effort, settings.seed) for sig in todo]
     done = len(found)
     for sig, result in zip(todo, _run(jobs, settings.jobs)):
         cache.put(keys[sig], result.nest, result.cost)
@@ -165,4 +173,4 @@ def never_worse(choice: LayerChoice, objective: str) -> bool:
 
 
 __all__ = ["LayerChoice", "SearchSettings", "SearchedMapping", "effort_for_budget", "never_worse", "search_network",
-           "weighted_layers"]
+           "unique_shapes", "weighted_layers"]
