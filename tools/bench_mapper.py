@@ -89,14 +89,6 @@ import json, sys, time
 from nn_dataflow.core import (Cost, ConvLayer, FCLayer, InputLayer, MapStrategyEyeriss, MemHierEnum as me,
                               Network, NNDataflow, NodeRegion, Option, PhyDim2, Resource)
 spec = json.load(open(sys.argv[1]))
-net = Network("hwsim")
-first = spec["layers"][0]
-net.set_input_layer(InputLayer(first["C"], first["H_in"]))
-prev = None
-for l in spec["layers"]:
-    layer = (FCLayer(l["C"], l["M"], l["R"]) if l["fc"] else
-             ConvLayer(l["C"], l["M"], l["H_out"], l["R"], l["stride"]))
-    net.add(l["name"], layer, prevs=(net.INPUT_LAYER_KEY,))
 proc = NodeRegion(dim=PhyDim2(1, 1), origin=PhyDim2(0, 0), type=NodeRegion.PROC)
 data = NodeRegion(dim=PhyDim2(1, 1), origin=PhyDim2(0, 0), type=NodeRegion.DRAM)
 resource = Resource(proc_region=proc, dram_region=data, src_data_region=data, dst_data_region=data,
@@ -106,13 +98,20 @@ hier = [0] * me.NUM
 hier[me.DRAM], hier[me.GBUF], hier[me.ITCN], hier[me.REGF] = spec["pj"]
 cost = Cost(mac_op=spec["mac_pj"], mem_hier=tuple(hier), noc_hop=0, idl_unit=0)
 options = Option(sw_gbuf_bypass=(True, True, True), layer_pipeline_opt=False, opt_goal="e", ntops=1, nprocesses=1)
-start = time.time()
-tops, _ = NNDataflow(net, spec["batch"], resource, cost, MapStrategyEyeriss).schedule_search(options)
-seconds = time.time() - start
-out = {"seconds": seconds, "layers": {}}
-for name, r in tops[0].res_dict.items():
-    if name in [l["name"] for l in spec["layers"]]:
-        out["layers"][name] = {"cost": r.total_cost, "dram_words": list(r.total_accesses)[me.DRAM]}
+out = {"seconds": 0.0, "layers": {}}
+for l in spec["layers"]:  # one network per layer: nn_dataflow checks that a layer's input matches its producer
+    net = Network(l["name"])
+    if l["fc"]:
+        net.set_input_layer(InputLayer(l["C"], l["R"]))
+        net.add(l["name"], FCLayer(l["C"], l["M"], l["R"]))
+    else:
+        net.set_input_layer(InputLayer(l["C"], (l["H_out"] - 1) * l["stride"] + l["R"]))
+        net.add(l["name"], ConvLayer(l["C"], l["M"], l["H_out"], l["R"], l["stride"]))
+    start = time.time()
+    tops, _ = NNDataflow(net, spec["batch"], resource, cost, MapStrategyEyeriss).schedule_search(options)
+    out["seconds"] += time.time() - start
+    r = tops[0].res_dict[l["name"]]
+    out["layers"][l["name"]] = {"cost": r.total_cost, "dram_words": list(r.total_accesses)[me.DRAM]}
 print(json.dumps(out))
 '''
 
