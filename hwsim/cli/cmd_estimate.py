@@ -23,6 +23,7 @@ from hwsim.cli.args import (
     add_mapping_argument,
     add_network_arguments,
     fraction_arg,
+    mapping_request,
     positive_float,
     positive_int,
 )
@@ -297,7 +298,7 @@ def run(args: argparse.Namespace) -> int:
     else:
         assert not isinstance(source, LayerTable)  # _source allows a table with cnnergy only
         r = estimate_mapping(source, hw, args.batch, settings.sparsity, args.clock_power, args.throughput_gmacs,
-                             args.mapping)
+                             mapping_request(args))
         if args.json:
             emit_json({**mapping_document(r), "warnings": list(warnings)})
         else:

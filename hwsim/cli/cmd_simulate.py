@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from hwsim.cli.args import add_run_arguments
+from hwsim.cli.args import add_run_arguments, mapping_request
 from hwsim.cli.output import (
     console,
     emit_json,
@@ -103,7 +103,7 @@ def run(args: argparse.Namespace) -> int:
         for warning in warnings:
             console().print(f"[yellow]warning:[/] {warning}")
     with layer_progress(f"simulating {loaded.graph.name}", len(loaded.graph), args.json) as progress:
-        sim = simulate_network(loaded.graph, hw, args.batch, path, args.trace_levels, progress, args.mapping)
+        sim = simulate_network(loaded.graph, hw, args.batch, path, args.trace_levels, progress, mapping_request(args))
     if args.json:
         emit_json({**document(sim), "warnings": list(warnings)})
     else:

@@ -16,12 +16,14 @@ from hwsim.hardware import load_config
 from hwsim.hardware.schema import Accelerator
 from hwsim.mapping.mapper import check_mapping, default_mapping
 from hwsim.mapping.nest.format import MappingError, NetworkMapping, load_mapping
+from hwsim.search.network import SearchSettings, search_network
 from hwsim.workload.ir import Graph, Layer
 from hwsim.workload.network import load_network
 
 NetworkLike = Graph | str | Path
 HardwareLike = Accelerator | str | Path
-MappingLike = NetworkMapping | str | Path | None  # a mapping, a file written by `hwsim map`, or None: hwsim's own
+# a mapping, a file written by `hwsim map`, a search to run (`--mapper search`), or None: the dataflow's rules
+MappingLike = NetworkMapping | SearchSettings | str | Path | None
 
 AUTO, RELU = "auto", "relu"
 SPARSITY_CHOICES = (AUTO, RELU, *SPARSITY_PRESETS)
@@ -69,10 +71,13 @@ def check_batch(batch: int) -> int:
 
 
 def as_mapping(mapping: MappingLike, graph: Graph, hw: Accelerator, batch: int) -> NetworkMapping:
-    """The mapping to run: hwsim's default for `batch` images, or the given one (a file is read), checked against
-    the network and the hardware; a given mapping fixes the batch, so a different `batch` is an error."""
+    """The mapping to run: hwsim's default for `batch` images, the one a search finds, or the given one (a file is
+    read), checked against the network and the hardware; a given mapping fixes the batch, so a different `batch`
+    is an error."""
     if mapping is None:
         return default_mapping(graph, hw, check_batch(batch))
+    if isinstance(mapping, SearchSettings):
+        return search_network(graph, hw, check_batch(batch), mapping).mapping
     given = mapping if isinstance(mapping, NetworkMapping) else load_mapping(mapping)
     if batch not in (1, given.batch):
         raise MappingError(f"mapping of {given.network!r}: made for batch {given.batch}, asked for {batch}; map the "
