@@ -263,3 +263,26 @@ def test_every_shipped_config_maps_and_checks_alexnet_conv_layers(path: Path) ->
     mapping = default_mapping(graph, hw)
     check_mapping(mapping, graph, hw)
     assert {l.layer for l in mapping.layers if isinstance(l, LoopNest)} >= {"conv1", "conv2", "fc8"}
+
+
+def test_a_pass_that_delivers_its_tile_again_stays_inside_the_buffer(tmp_path: Path) -> None:
+    # AlexNet conv3 at batch 4 with the images streamed inside the output columns (stream Q=13, N=4): the
+    # window cannot slide across images, so each pass delivers its 8-channel ifmap tile's columns once per
+    # (column, image): 4 · 8 · 13 · 37 = 15,392 words from a 5,408-word GLB tile, 45,504 words into the GLB's
+    # 51,200-word data partition after the 43,264 psum words. The pass's reads must stay inside the partition.
+    graph = zoo.build("alexnet")
+    data = mapping_data(default_mapping(graph, EYERISS, 4))
+    conv3 = next(l for l in data["layers"] if l["layer"] == "conv3")
+    conv3.update(dram={"loops": ["M=6", "C=32"], "keeps": ["ifmap", "filter", "psum"]},
+                 glb={"loops": ["M=2"], "keeps": ["ifmap", "psum"]},
+                 array={"rows": ["R=3", "C=2", "M=2"], "cols": ["P=13"], "stream": ["Q=13", "N=4"],
+                        "delivery": {"ifmap": "multicast", "filter": "multicast"}},
+                 rf={"loops": ["C=4", "M=16", "S=3"], "keeps": ["ifmap", "filter", "psum"]})
+    mapping = mapping_from_data(data)
+    est = next(l for l in estimate_mapping(graph, EYERISS, mapping=mapping).estimate.layers
+               if l.layer.name == "conv3")
+    passes = 6 * 32 * 2  # DRAM M=6 x C=32, GLB M=2
+    # columns 0 and 12 see one padding column each: 13 positions x 3 columns − 2 = 37 columns read per row
+    assert est.counts.transfers[Level.GLB, Operand.IFMAP, Access.READ] == passes * 4 * 8 * 13 * 37
+    report = check_network(graph, EYERISS, mapping=mapping, trace_path=tmp_path / "c3.h5")
+    assert report.ok, report.mismatches
