@@ -364,3 +364,16 @@ def test_quantized_graph_on_a_wider_word_is_named(cli, tmp_path: Path) -> None:
     assert cli("estimate", str(path), "--hw", "eyeriss-8bit", "--json").json()["warnings"] == []
     text = cli("simulate", str(path), "--hw", "eyeriss-v1", "--trace-levels", "dram", "--out", str(tmp_path / "q.h5"))
     assert text.code == 0 and "warning:" in text.out and "8-bit operands" in text.out
+
+
+def test_trace_records_what_was_passed_through(cli, tmp_path: Path) -> None:
+    path = tmp_path / "unknown.onnx"
+    onnx.save(M.unknown_twice(), str(path))
+    trace = tmp_path / "u.h5"
+    assert cli("simulate", str(path), "--hw", "eyeriss-v1", "--allow-unknown", "--out", str(trace)).code == 0
+    summary = cli("trace", "summary", str(trace), "--json").json()
+    # the same record info's JSON gives (see above): two SpaceToDepth nodes at zero cost, 5,120 MACs kept
+    assert summary["imported"] == {"macs": 5120, "passthrough_layers": 2,
+                                   "passthrough_ops": {"SpaceToDepth": ["s2d_a", "s2d_b"]}}
+    text = cli("trace", "summary", str(trace))
+    assert "2 layer(s) passed through at zero cost (--allow-unknown): SpaceToDepth ×2" in text.out
