@@ -114,6 +114,10 @@ def progression_union(a0: np.ndarray, a1: np.ndarray, k0: np.ndarray, k1: np.nda
     return total
 
 
+_GROUP_SUMS_ENTRIES = 1 << 15
+_group_sums: dict[tuple[object, ...], int] = {}  # pair and owned-row sums by their grids and window axis
+
+
 def _owned(a0: np.ndarray, a1: np.ndarray, up: int, grid: int, total: int) -> np.ndarray:
     return np.where(a1 > a0, np.where(a1 >= grid, total, a1 * up) - a0 * up, 0)
 
@@ -152,7 +156,6 @@ class NestCounter:
         self._inside = _suffix_products(self.loops)
         self._by_dim = {d: [i for i, l in enumerate(self.loops) if l.dim == d] for d in DIMS}
         self._grid: dict[tuple[str, int], tuple[np.ndarray, np.ndarray]] = {}
-        self._sums: dict[tuple[object, ...], int] = {}
         self._places: dict[tuple[frozenset[str], str], tuple[int, ...]] = {}
         self.relevant = {
             "ifmap": {"N", "G", "C", "P", "Q"} | (set() if self.w.transposed else {"R", "S"}),
@@ -233,20 +236,31 @@ class NestCounter:
         w = self.w
         if len(group) == 1 and not (op == "psum" and w.transposed and group[0] in ("P", "Q")):
             return w.dims[group[0]]
-        key = (op == "psum", group, cuts, tuple(self._at(axes, d) for d in group))
-        if key not in self._sums:
+        axis = 0 if group[0] == "P" else 1
+        grids = tuple(self._grid_key(d, c, axes) for d, c in zip(group, cuts))
+        key = (len(group), grids, w.stride[axis], w.dilation[axis], w.pad[axis], w.in_hw[axis], w.up[axis],
+               w.out_hw[axis])
+        if key not in _group_sums:
             ranges = [self._split(d, *self._ranges(d, c), axes) for d, c in zip(group, cuts)]
             if len(group) == 2:
                 (a0, a1), (k0, k1) = ranges
-                axis = 0 if group[0] == "P" else 1
                 rows = progression_union(a0[:, None], a1[:, None], k0[None, :], k1[None, :], w.stride[axis],
                                          w.dilation[axis], w.pad[axis], w.in_hw[axis])
             else:
                 ((lo, hi),) = ranges
-                axis = 0 if group[0] == "P" else 1
                 rows = _owned(lo, hi, w.up[axis], w.dims[group[0]], w.out_hw[axis])
-            self._sums[key] = int(rows.sum())
-        return self._sums[key]
+            if len(_group_sums) >= _GROUP_SUMS_ENTRIES:
+                _group_sums.pop(next(iter(_group_sums)))
+            _group_sums[key] = int(rows.sum())
+        return _group_sums[key]
+
+    def _grid_key(self, dim: str, cut: int, axes: frozenset[str]) -> tuple[int, int, int, int]:
+        """What a dim's ranges at `cut`, cut into PE sub-ranges along `axes`, depend on: (extent, granularity,
+        sub-ranges per range, sub-range size)."""
+        spatial = self._at(axes, dim)
+        count = math.prod(self.loops[i].factor for i in spatial) if spatial else 1
+        inner = self._granularity(dim, spatial[-1] + 1) if spatial else 0
+        return self.w.dims[dim], self._granularity(dim, cut), count, inner
 
     # -- boundaries --------------------------------------------------------------------------------------
     def _above(self, level: str) -> int:
@@ -379,11 +393,8 @@ _counts_cache: dict[tuple[object, ...], LayerCounts] = {}
 def _counts_key(w: Window, nest: LoopNest, hw: Accelerator) -> tuple[object, ...]:
     """What the counts depend on: the window, the nest without its layer's name, and the array's timing."""
     pe = hw.pe_array
-    storage = tuple((s.level, s.loops, tuple(sorted(s.keeps))) for s in nest.storage)
-    array = (nest.array.rows, nest.array.cols, nest.array.stream, tuple(sorted(nest.array.delivery.items())))
     window = (tuple(w.dims[d] for d in DIMS), w.stride, w.dilation, w.pad, w.in_hw, w.out_hw, w.up, w.transposed)
-    return (window, nest.lowering, storage, array, nest.rf.loops, tuple(sorted(nest.rf.keeps)), pe.dataflow,
-            pe.rows, pe.cols, pe.macs_per_cycle, pe.fill_drain_cycles)
+    return (window, nest.key(), pe.dataflow, pe.rows, pe.cols, pe.macs_per_cycle, pe.fill_drain_cycles)
 
 
 def nest_counts(layer: Layer, nest: LoopNest, batch: int, hw: Accelerator) -> LayerCounts:

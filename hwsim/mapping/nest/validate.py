@@ -22,11 +22,34 @@ from hwsim.mapping.nest.passes import NestLoop, nest_loops
 from hwsim.mapping.nest.problem import Problem, tile_bound_words
 from hwsim.vocab import ceil_div
 
+_CHECKED_ENTRIES = 4096
+_checked: dict[tuple[object, ...], str | None] = {}  # the first problem of each (problem, nest, hardware) seen
+
 
 def check_nest(nest: LoopNest, problem: Problem, hw: Accelerator, dataflow: Dataflow) -> None:
-    """Raise MappingError naming the layer, the field and the numbers for the first thing wrong."""
-    for problem_text in _problems(nest, problem, hw, dataflow):
-        raise MappingError(f"layer {nest.layer!r}: {problem_text}")
+    """Raise MappingError naming the layer, the field and the numbers for the first thing wrong (each distinct
+    layer shape, nest and hardware is checked once: a network repeats its shapes, a sweep its nests)."""
+    key = (_problem_key(problem), nest.key(), _hardware_key(hw), dataflow.name)
+    if key not in _checked:
+        if len(_checked) >= _CHECKED_ENTRIES:
+            _checked.pop(next(iter(_checked)))
+        _checked[key] = next(_problems(nest, problem, hw, dataflow), None)
+    found = _checked[key]
+    if found is not None:
+        raise MappingError(f"layer {nest.layer!r}: {found}")
+
+
+def _problem_key(p: Problem) -> tuple[object, ...]:
+    return (tuple(p.dims[d] for d in DIMS), p.stride, p.dilation, p.pad_top, p.pad_left, p.in_h, p.in_w, p.out_h,
+            p.out_w, p.transposed, p.up)
+
+
+def _hardware_key(hw: Accelerator) -> tuple[object, ...]:
+    """What a check reads of the hardware: the array, the RFs, the GLB's partitions, the L2, the word."""
+    rf = hw.pe_array.rf
+    return (hw.name, hw.pe_array.rows, hw.pe_array.cols, None if rf is None else (rf.filter_words, rf.ifmap_words,
+            rf.psum_words), hw.glb.data_bytes, hw.glb.filter_bytes, hw.l2.size_bytes if hw.l2 else None,
+            hw.word_bytes)
 
 
 def _problems(nest: LoopNest, problem: Problem, hw: Accelerator, dataflow: Dataflow) -> Iterator[str]:
