@@ -308,3 +308,45 @@ def qdq_folded_relu(zero_point: int) -> onnx.ModelProto:
              node("QuantizeLinear", ["c1", "s", "zr"], "c1_q"), node("DequantizeLinear", ["c1_q", "s", "zr"], "c1_dq"),
              node("Conv", ["c1_dq", "w2"], "y", name="conv2", kernel_shape=[1, 1])]
     return model(nodes, [tensor("x", [1, 3, 4, 4])], [tensor("y", [1, 4, 4, 4])], inits, 13)
+
+
+def scatter_mask(size: int) -> onnx.ModelProto:
+    """Swin's shifted-window mask as the exporters write `mask[a:b] = k` on zeros: ConstantOfShape size×size,
+    ScatterND writing ones into rows 1 and 2, ScatterElements writing twos down column 0, added to a 1×1 conv
+    2 → 2 over a 2×size×size map. Above 4096 elements (size 80) the mask is followed by shape only."""
+    inits = [int64s("dims", [size, size]), array("rows", [[1], [2]], np.int64),
+             array("ones", np.ones((2, size)), np.float32), array("col", np.zeros((size, 1)), np.int64),
+             array("twos", np.full((size, 1), 2.0), np.float32), int64s("axes", [0, 1]), zeros("w", (2, 2, 1, 1))]
+    nodes = [node("ConstantOfShape", ["dims"], "blank"), node("ScatterND", ["blank", "rows", "ones"], "banded"),
+             node("ScatterElements", ["banded", "col", "twos"], "mask", axis=1),
+             node("Unsqueeze", ["mask", "axes"], "mask4"),
+             node("Conv", ["x", "w"], "c", name="conv", kernel_shape=[1, 1]), node("Add", ["c", "mask4"], "y")]
+    return model(nodes, [tensor("x", [1, 2, size, size])], [tensor("y", [1, 2, size, size])], inits, 16)
+
+
+def reduce_extremes() -> onnx.ModelProto:
+    """ReduceMax over channels (keepdims), ReduceMin over height (dropped), ReduceMax over height and width (a
+    global max pool), axes as inputs (opset 18)."""
+    nodes = [node("ReduceMax", ["x", "axis_c"], "mx", name="max_c", keepdims=1),
+             node("ReduceMin", ["x", "axis_h"], "mn", name="min_h", keepdims=0),
+             node("ReduceMax", ["x", "axes_hw"], "gm", name="max_hw", keepdims=1)]
+    return model(nodes, [tensor("x", X)],
+                 [tensor("mx", [1, 1, 3, 5]), tensor("mn", [1, 4, 5]), tensor("gm", [1, 4, 1, 1])],
+                 [int64s("axis_c", [1]), int64s("axis_h", [2]), int64s("axes_hw", [2, 3])], 18)
+
+
+def token_heads() -> onnx.ModelProto:
+    """Gather on tokens as nn.MultiheadAttention and ViT write it: qkv = tokens·Wqkv (7 tokens, 8 → 24) reshaped
+    to [1, 7, 3, 8], transposed to [3, 1, 7, 8] and unbound with scalar Gathers (q = qkv[0], v = qkv[2]), q + v;
+    then the head reads the class token (Gather index 0 along the tokens) into a Gemm 8 → 10. The tokens are an
+    8×7×1 map flattened."""
+    inits = [int64s("flat", [1, 8, 7]), zeros("wqkv", (8, 24)), int64s("split3", [1, 7, 3, 8]),
+             array("i0", 0, np.int64), array("i2", 2, np.int64), zeros("head", (10, 8))]
+    nodes = [node("Reshape", ["x", "flat"], "f"), node("Transpose", ["f"], "tok", perm=[0, 2, 1]),
+             node("MatMul", ["tok", "wqkv"], "qkv", name="qkv_proj"), node("Reshape", ["qkv", "split3"], "qkv4"),
+             node("Transpose", ["qkv4"], "qkv_t", perm=[2, 0, 1, 3]),
+             node("Gather", ["qkv_t", "i0"], "q", name="take_q", axis=0),
+             node("Gather", ["qkv_t", "i2"], "v", name="take_v", axis=0), node("Add", ["q", "v"], "qv", name="add"),
+             node("Gather", ["qv", "i0"], "cls", name="take_cls", axis=1),
+             node("Gemm", ["cls", "head"], "y", name="fc", transB=1)]
+    return model(nodes, [tensor("x", [1, 8, 7, 1])], [tensor("y", [1, 10])], inits, 13)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import os
 from pathlib import Path
 
@@ -9,6 +10,8 @@ import onnx
 import pytest
 from conftest import assert_one_line_error, run_hwsim
 from onnx import TensorProto, helper
+
+from hwsim.cli.main import COMMAND_MODULES, build_parser
 
 LIGHT = Path(os.path.dirname(onnx.__file__)) / "backend" / "test" / "data" / "light"
 LIGHT_MODELS = sorted(LIGHT.glob("*.onnx"))
@@ -106,3 +109,16 @@ def test_console_script_runs_as_subprocess() -> None:
     result = run_hwsim("info", "resnet50", "--json")
     assert result.code == 0, result.err
     assert '"network": "resnet50"' in result.out
+
+
+def test_each_command_loads_only_its_module() -> None:
+    """COMMAND_MODULES names every command the modules define, and the module named defines it."""
+
+    def commands(parser: argparse.ArgumentParser) -> set[str]:
+        (sub,) = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+        return set(sub.choices)
+
+    assert commands(build_parser()) == set(COMMAND_MODULES)
+    for command in COMMAND_MODULES:
+        assert command in commands(build_parser(["--debug", command, "--help"]))
+    assert commands(build_parser(["--version"])) == set()

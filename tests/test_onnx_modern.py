@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import onnx
 import onnx_modern as M
 import pytest
@@ -128,6 +129,28 @@ def test_reductions_over_channels_and_width(tmp_path: Path) -> None:
     assert mean.kind is LayerKind.REDUCE and mean.out_shape.elements == 4 * 3 and mean.ops == 60
 
 
+def test_max_and_min_reductions(tmp_path: Path) -> None:
+    g = load(M.reduce_extremes(), tmp_path).graph
+    max_c, min_h, max_hw = g.layer("max_c"), g.layer("min_h"), g.layer("max_hw")
+    assert max_c.kind is LayerKind.REDUCE and max_c.out_shape == Shape(1, 3, 5)
+    assert min_h.kind is LayerKind.REDUCE and min_h.out_shape.elements == 4 * 5  # height dropped: 4 × 5
+    assert max_hw.kind is LayerKind.GLOBAL_MAX_POOL and max_hw.out_shape == Shape(4, 1, 1)
+    assert max_c.ops == min_h.ops == max_hw.ops == 60  # one comparison per input element
+    assert g.total_macs == 0
+
+
+def test_gather_unbinds_heads_and_takes_the_class_token(tmp_path: Path) -> None:
+    g = load(M.token_heads(), tmp_path).graph
+    assert kinds(g) == ["input", "conv", "slice", "slice", "add", "slice", "fc", "output"]
+    q, v, cls = g.layer("take_q"), g.layer("take_v"), g.layer("take_cls")
+    assert q.out_shape.elements == v.out_shape.elements == 7 * 8  # one of the three 7 × 8 projections each
+    assert q.ops == v.ops == cls.ops == 0  # a view of a range: no arithmetic
+    assert g.layer("add").ops == 56  # 7 × 8 sums
+    assert cls.out_shape == Shape(8, 1, 1)
+    # qkv: 7 tokens × 8 → 24 = 1344; head: 8 → 10 = 80
+    assert g.layer("qkv_proj").macs == 1344 and g.layer("fc").macs == 80 and g.total_macs == 1424
+
+
 def test_expand_of_activation_is_a_copy(tmp_path: Path) -> None:
     g = load(M.expand_context(), tmp_path).graph
     assert kinds(g) == ["input", "reduce", "upsample", "mul", "output"]
@@ -145,7 +168,8 @@ def test_gelu_chain_fuses(tmp_path: Path, order: str) -> None:
     assert g.layer("conv").activation == "gelu"
 
 
-@pytest.mark.parametrize("op, activation", [("HardSwish", "hard_swish"), ("Erf", "erf"), ("Gelu", "gelu")])
+@pytest.mark.parametrize("op, activation", [("HardSwish", "hard_swish"), ("Erf", "erf"), ("Gelu", "gelu"),
+                                           ("Floor", "floor"), ("Ceil", "ceil"), ("Round", "round")])
 def test_single_activation_fuses(tmp_path: Path, op: str, activation: str) -> None:
     g = load(M.conv_then_activation(op, opset=20 if op == "Gelu" else 14), tmp_path).graph  # Gelu: opset 20
     assert kinds(g) == ["input", "conv", "output"] and g.layer("conv").activation == activation
@@ -235,6 +259,46 @@ def test_tf_same_padding_folds(tmp_path: Path) -> None:
     assert conv.macs == 4 * 25 * 27  # 2700
 
 
+@pytest.mark.parametrize("size", [4, 80])
+def test_scatter_mask_folds(tmp_path: Path, size: int) -> None:
+    """Swin's attention mask is written by slice assignment (ScatterND, ScatterElements) on constants; at 80×80
+    it is past the folding limit and followed by shape only. Either way it is a bias on the conv."""
+    result = load(M.scatter_mask(size), tmp_path)
+    assert kinds(result.graph) == ["input", "conv", "output"] and result.warnings == ()
+    conv = result.graph.layer("conv")
+    assert conv.macs == 2 * 2 * size * size and conv.has_bias  # 2 → 2 channels, 1×1, size² pixels
+
+
+SCATTERS = [
+    ("ScatterND", [[1], [3]], (2, 3), {}),
+    ("ScatterND", [[0, 2], [3, 1], [0, 2]], (3,), {"reduction": "add"}),  # a repeated index accumulates
+    ("ScatterND", [[2]], (1, 3), {"reduction": "mul"}),
+    ("ScatterElements", [[1, 0, 2], [-1, 2, 0]], (2, 3), {"axis": 0}),  # negative indices count from the end
+    ("ScatterElements", [[0, 0], [2, 1]], (2, 2), {"axis": 1, "reduction": "max"}),
+    ("ScatterElements", [[1, 1]], (1, 2), {"axis": 1, "reduction": "min"}),
+]
+
+
+@pytest.mark.parametrize("op, indices, updates, attrs", SCATTERS)
+def test_scatter_fold_matches_onnx_reference(op: str, indices: list[list[int]], updates: tuple[int, ...],
+                                             attrs: dict[str, object]) -> None:
+    from onnx.reference import ReferenceEvaluator
+
+    from hwsim.workload.onnx_fold import FOLDS, OnnxNode
+
+    data = np.arange(12, dtype=np.float32).reshape(4, 3)
+    upd = np.arange(100, 100 + int(np.prod(updates)), dtype=np.float32).reshape(updates)
+    idx = np.array(indices, np.int64)
+    proto = onnx.helper.make_node(op, ["d", "i", "u"], ["y"], **attrs)
+    graph = onnx.helper.make_graph([proto], "g", [], [onnx.helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT,
+                                                                                          None)])
+    expected = ReferenceEvaluator(onnx.helper.make_model(graph, opset_imports=[onnx.helper.make_opsetid("", 18)]))
+    reference = expected.run(None, {"d": data, "i": idx, "u": upd})[0]
+    node = OnnxNode(op, "", "n", ("d", "i", "u"), ("y",), dict(attrs), 18)
+    np.testing.assert_array_equal(FOLDS[op](node, [data, idx, upd])[0], reference)
+    assert data[0, 0] == 0  # the input is not written in place
+
+
 # ----- --allow-unknown and unforeseen failures ------------------------------------------------------------------
 def test_allow_unknown_reports_once_per_op(tmp_path: Path) -> None:
     result = load(M.unknown_twice(), tmp_path, allow_unknown=True)
@@ -289,3 +353,27 @@ def test_attention_estimates_and_simulates(cli, tmp_path: Path) -> None:
     assert qk["mapping"]["mapping"] == "stream"
     result = cli("simulate", str(path), "--hw", "eyeriss-v1", "--out", str(tmp_path / "attn.h5"), "--json")
     assert result.code == 0, result.err
+
+
+def test_quantized_graph_on_a_wider_word_is_named(cli, tmp_path: Path) -> None:
+    """hwsim runs every layer at the config's word: an INT8 graph on a 16-bit config says so, on an 8-bit one not."""
+    path = tmp_path / "q.onnx"
+    onnx.save(M.qdq_folded_relu(-128), str(path))
+    (warning,) = cli("estimate", str(path), "--hw", "eyeriss-v1", "--json").json()["warnings"]
+    assert warning.startswith("2 layers have 8-bit operands") and "16-bit word" in warning and "eyeriss-8bit" in warning
+    assert cli("estimate", str(path), "--hw", "eyeriss-8bit", "--json").json()["warnings"] == []
+    text = cli("simulate", str(path), "--hw", "eyeriss-v1", "--trace-levels", "dram", "--out", str(tmp_path / "q.h5"))
+    assert text.code == 0 and "warning:" in text.out and "8-bit operands" in text.out
+
+
+def test_trace_records_what_was_passed_through(cli, tmp_path: Path) -> None:
+    path = tmp_path / "unknown.onnx"
+    onnx.save(M.unknown_twice(), str(path))
+    trace = tmp_path / "u.h5"
+    assert cli("simulate", str(path), "--hw", "eyeriss-v1", "--allow-unknown", "--out", str(trace)).code == 0
+    summary = cli("trace", "summary", str(trace), "--json").json()
+    # the same record info's JSON gives (see above): two SpaceToDepth nodes at zero cost, 5,120 MACs kept
+    assert summary["imported"] == {"macs": 5120, "passthrough_layers": 2,
+                                   "passthrough_ops": {"SpaceToDepth": ["s2d_a", "s2d_b"]}}
+    text = cli("trace", "summary", str(trace))
+    assert "2 layer(s) passed through at zero cost (--allow-unknown): SpaceToDepth ×2" in text.out

@@ -9,7 +9,7 @@ from conftest import small_zoo_graph
 from hwsim.hardware import load_config
 from hwsim.mapping.dataflows.row_stationary import RsParams
 from hwsim.mapping.dataflows.row_stationary import rs_params as nest_rs_params
-from hwsim.mapping.mapper import network_schedule
+from hwsim.mapping.mapper import check_mapping, default_mapping, network_schedule
 from hwsim.mapping.nest.problem import nest_problem
 from hwsim.vocab import Level, Operand, StepKind
 from hwsim.workload import GraphBuilder, LayerKind, zoo
@@ -60,6 +60,23 @@ def test_rule_1_and_4_for_few_channels() -> None:
     # q = min(C=2, 12 // 3) = 2 >= C: rule 1, chP = 2, p = (224 // 3) // 2 = 37 -> 24 (psum RF),
     # fP = p·sets = 24·4 = 96 > M = 16: rule 4, fP = 16.
     assert (m.q, m.chP, m.fP, m.rule) == (2, 2, 16, "1+4")
+
+
+@pytest.mark.parametrize("dilation, taps, q, s_folds", [(2, 3, 2, 1), (6, 3, 1, 2), (12, 3, 12, 3)])
+def test_dilated_filter_rows_fit_the_ifmap_rf(dilation: int, taps: int, q: int, s_folds: int) -> None:
+    """A PE slides over the ifmap columns its filter row spans, (S − 1)·d + 1, not S (DeepLab's atrous convs)."""
+    b = GraphBuilder("t")
+    x = b.input("x", 16, 40, 40)
+    b.output("o", b.conv("c", x, 8, taps, padding=dilation, dilation=dilation))
+    layer = b.build().layer("c")
+    m = rs_params(layer)
+    # The 12-word ifmap RF holds (12 − 1) // d + 1 taps' span. d = 2: 3 taps span 5 columns, no fold, q = 12 // 5 = 2.
+    # d = 6: 2 taps fit, so 2 folds of ⌈3/2⌉ = 2 taps spanning 7 columns, q = 12 // 7 = 1. d = 12: 1 tap fits,
+    # 3 folds of 1 tap spanning 1 column, q = min(C = 16, 12) = 12.
+    assert (m.s_folds, m.q) == (s_folds, q)
+    assert m.q * ((m.s_rf - 1) * dilation + 1) <= 12  # the q channels' windows fit the RF
+    graph = b.build()
+    check_mapping(default_mapping(graph, EYERISS), graph, EYERISS)  # no RF overflows
 
 
 @pytest.mark.parametrize("name", zoo.names())

@@ -7,8 +7,10 @@ compression (CNNergy's factor) applied to our ifmap and ofmap words, to show how
 difference compression explains. The faithful CNNergy on-chip energy and DRAM traffic (reference run,
 its batch per layer, scaled to 4 images) are shown too.
 With the simulator (default), the simulated processing latency and DRAM MB per layer, read from
-the trace of `hwsim simulate`, are printed beside silicon too.
-Usage: python tools/validate_eyeriss.py [--no-sim]
+the trace of `hwsim simulate`, are printed beside silicon too, for the rule mapping and for the searched
+row-stationary mapping (`hwsim map --objective latency`, batch 4): DRAM MB uncompressed, the search's latency
+estimate (double buffering) beside the simulated latency, and both beside the chip.
+Usage: python tools/validate_eyeriss.py [--no-sim] [--objective latency|energy|edp|dram]
 """
 
 from __future__ import annotations
@@ -25,7 +27,10 @@ from hwsim.analytic.estimate import estimate_network
 from hwsim.hardware import load_config
 from hwsim.hardware.schema import Accelerator
 from hwsim.mapping.mapper import default_mapping, network_schedule
+from hwsim.mapping.nest.format import NetworkMapping
 from hwsim.metrics import derive
+from hwsim.search.cost import OBJECTIVES
+from hwsim.search.network import SearchSettings, search_network
 from hwsim.sim.run import simulate_to_trace
 from hwsim.vocab import Access, Level, Operand
 from hwsim.workload import zoo
@@ -54,9 +59,10 @@ def _verdict(ratio: float, tolerance: float) -> str:
     return "ok" if abs(ratio - 1) <= tolerance else "OUT"
 
 
-def simulated(graph: Graph, hw: Accelerator) -> dict[str, tuple[float, float]]:
-    """Simulate CONV1-5 (batch 4, DRAM and GLB traced): per layer (processing ms, DRAM MB) from the trace."""
-    schedule = network_schedule(graph, hw, BATCH)
+def simulated(graph: Graph, hw: Accelerator, mapping: NetworkMapping | None = None) -> dict[str, tuple[float, float]]:
+    """Simulate CONV1-5 (batch 4, DRAM and GLB traced) of `mapping` (default: the rules): per layer (processing ms,
+    DRAM MB) from the trace."""
+    schedule = network_schedule(graph, hw, BATCH, mapping)
     schedule = replace(schedule, layers=tuple(ls for ls in schedule.layers if ls.layer.name in SILICON))
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "alexnet.h5"
@@ -67,9 +73,29 @@ def simulated(graph: Graph, hw: Accelerator) -> dict[str, tuple[float, float]]:
             for l in metrics.layers}
 
 
+def searched_table(graph: Graph, hw: Accelerator, objective: str) -> None:
+    """The searched row-stationary mapping of CONV1-5: DRAM MB, the latency estimate and the simulated latency
+    beside the chip."""
+    found = search_network(graph, hw, BATCH, SearchSettings(objective=objective, jobs=2, use_cache=False))
+    choices = {c.layer: c for c in found.choices}
+    print(f"\nsearched mapping (objective {objective}, found in {found.seconds:.1f} s), simulated: DRAM uncompressed")
+    print(f"{'layer':6s} | {'DRAM MB':>8s} {'rules':>6s} {'silicon':>8s} {'ratio':>6s} | {'est ms':>7s} {'sim ms':>7s} "
+          f"{'est/sim':>7s} {'rules':>6s} {'silicon':>8s} {'ratio':>6s}")
+    rules = simulated(graph, hw)
+    for name, (ms, mb) in simulated(graph, hw, found.mapping).items():
+        processing_ms, dram_mb = SILICON[name][2], SILICON[name][3]
+        est_ms = choices[name].cost.latency_cycles / hw.clock_hz * 1e3
+        r_t = ms / processing_ms
+        print(f"{name:6s} | {mb:8.2f} {rules[name][1]:6.2f} {dram_mb:8.1f} {mb / dram_mb:6.2f} | {est_ms:7.2f} "
+              f"{ms:7.2f} {est_ms / ms:7.2f} {rules[name][0]:6.2f} {processing_ms:8.1f} {r_t:6.2f} "
+              f"{_verdict(r_t, LATENCY_TOLERANCE)}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--no-sim", action="store_true", help="only the analytic columns")
+    parser.add_argument("--objective", choices=OBJECTIVES.names(), default="latency",
+                        help="what the searched mapping minimises (default latency)")
     args = parser.parse_args()
     hw = load_config("eyeriss-v1")
     graph = zoo.build("alexnet")
@@ -112,6 +138,8 @@ def main() -> None:
             r_t = ms / processing_ms
             print(f"{name:6s} | {ms:8.2f} {processing_ms:8.1f} {r_t:6.2f} {_verdict(r_t, LATENCY_TOLERANCE):3s} | "
                   f"{mb:11.2f} {dram_mb:8.1f} {mb / dram_mb:6.2f}")
+    if not args.no_sim:
+        searched_table(graph, hw, args.objective)
     print(f"tolerances: on-chip energy ±{ENERGY_TOLERANCE:.0%}, DRAM ±{DRAM_TOLERANCE:.0%} (judged on the "
           f"RLC column), latency ±{LATENCY_TOLERANCE:.0%}")
 

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from hwsim.analytic.counts import LayerCounts
-from hwsim.analytic.nest_counts import NestCounter, empty_counts, streamed_counts
+from hwsim.analytic.nest_counts import empty_counts, nest_counts, streamed_counts
 from hwsim.hardware.energy import EnergyTable, energy_table
 from hwsim.hardware.schema import Accelerator
 from hwsim.mapping.nest.format import LayerMapping, LoopNest, NetworkMapping, Streamed
@@ -132,7 +132,7 @@ def layer_counts(layer: Layer, entry: LayerMapping | None, hw: Accelerator, batc
     if entry is None:
         return empty_counts(layer)
     if isinstance(entry, LoopNest):
-        return NestCounter(layer, entry, batch, hw).counts()
+        return nest_counts(layer, entry, batch, hw)
     return streamed_counts(layer, entry, hw, batch)
 
 

@@ -33,7 +33,9 @@ except psums handed to the next PE; words entering the array are RF fills.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
+import math
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -112,6 +114,10 @@ def progression_union(a0: np.ndarray, a1: np.ndarray, k0: np.ndarray, k1: np.nda
     return total
 
 
+_GROUP_SUMS_ENTRIES = 1 << 15
+_group_sums: dict[tuple[object, ...], int] = {}  # pair and owned-row sums by their grids and window axis
+
+
 def _owned(a0: np.ndarray, a1: np.ndarray, up: int, grid: int, total: int) -> np.ndarray:
     return np.where(a1 > a0, np.where(a1 >= grid, total, a1 * up) - a0 * up, 0)
 
@@ -121,6 +127,15 @@ class _Loop:
     place: str  # a storage level, "stream", "rows", "cols" or "rf"
     dim: str
     factor: int
+
+
+def _suffix_products(loops: list[_Loop]) -> dict[str, list[int]]:
+    """Per dim, the product of its factors from each loop index on (index len(loops): 1)."""
+    out = {d: [1] * (len(loops) + 1) for d in DIMS}
+    for i in range(len(loops) - 1, -1, -1):
+        for d in DIMS:
+            out[d][i] = out[d][i + 1] * (loops[i].factor if loops[i].dim == d else 1)
+    return out
 
 
 def _loops(nest: LoopNest) -> list[_Loop]:
@@ -138,6 +153,10 @@ class NestCounter:
         self.layer, self.nest, self.hw = layer, nest, hw
         self.w = window_of(layer, batch, nest.lowering)
         self.loops = _loops(nest)
+        self._inside = _suffix_products(self.loops)
+        self._by_dim = {d: [i for i, l in enumerate(self.loops) if l.dim == d] for d in DIMS}
+        self._grid: dict[tuple[str, int], tuple[np.ndarray, np.ndarray]] = {}
+        self._places: dict[tuple[frozenset[str], str], tuple[int, ...]] = {}
         self.relevant = {
             "ifmap": {"N", "G", "C", "P", "Q"} | (set() if self.w.transposed else {"R", "S"}),
             "filter": {"G", "M", "C", "R", "S"},
@@ -147,48 +166,62 @@ class NestCounter:
     # -- grids -----------------------------------------------------------------------------------------
     def _granularity(self, dim: str, cut: int) -> int:
         """The dim's tile inside the first `cut` loops: the product of its factors from loop `cut` on."""
-        return int(np.prod([l.factor for l in self.loops[cut:] if l.dim == dim], dtype=np.int64))
+        return self._inside[dim][cut]
 
     def _ranges(self, dim: str, cut: int) -> tuple[np.ndarray, np.ndarray]:
         """The dim's ranges [lo, hi) at the granularity inside the first `cut` loops (the uniform grid)."""
-        g, extent = self._granularity(dim, cut), self.w.dims[dim]
-        lo = np.arange(ceil_div(extent, g), dtype=np.int64) * g
-        return lo, np.minimum(extent, lo + g)
+        key = (dim, cut)
+        if key not in self._grid:
+            g, extent = self._granularity(dim, cut), self.w.dims[dim]
+            lo = np.arange(ceil_div(extent, g), dtype=np.int64) * g
+            self._grid[key] = (lo, np.minimum(extent, lo + g))
+        return self._grid[key]
+
+    def _at(self, places: frozenset[str], dim: str) -> tuple[int, ...]:
+        """Indices of the dim's loops at `places`, outer to inner."""
+        key = (places, dim)
+        if key not in self._places:
+            self._places[key] = tuple(i for i in self._by_dim[dim] if self.loops[i].place in places)
+        return self._places[key]
 
     def _split(self, dim: str, lo: np.ndarray, hi: np.ndarray, axes: frozenset[str]) -> tuple[np.ndarray, np.ndarray]:
         """Ranges cut into the sub-ranges of the PEs along the enumerated array `axes` (a dim lies on at most one
         of rows and cols)."""
-        spatial = [i for i, l in enumerate(self.loops) if l.place in axes and l.dim == dim]
+        spatial = self._at(axes, dim)
         if not spatial:
             return lo, hi
         inner = self._granularity(dim, spatial[-1] + 1)
-        count = int(np.prod([self.loops[i].factor for i in spatial], dtype=np.int64))
+        count = math.prod(self.loops[i].factor for i in spatial)
         sub_lo = (lo[:, None] + np.arange(count)[None, :] * inner).ravel()
         sub_hi = np.minimum(np.repeat(hi, count), sub_lo + inner)
         keep = sub_lo < sub_hi
         return sub_lo[keep], sub_hi[keep]
 
-    def _copies(self, dim: str, lo: np.ndarray, hi: np.ndarray, axes: frozenset[str]) -> int:
-        """Σ over ranges of the PE positions along an irrelevant dim on the enumerated axes (each holds a copy)."""
-        spatial = [i for i, l in enumerate(self.loops) if l.place in axes and l.dim == dim]
+    def _copies(self, dim: str, cut: int, axes: frozenset[str]) -> int:
+        """Σ over the dim's ranges inside the first `cut` loops of the PE positions along the enumerated `axes`
+        that hold a copy of an operand the dim does not index: each range has length g (the granularity), but
+        a clipped tail, and the spatial loops spread it over min(count, ⌈length / inner⌉) positions."""
+        g, extent = self._granularity(dim, cut), self.w.dims[dim]
+        full, tail = divmod(extent, g)
+        spatial = self._at(axes, dim)
         if not spatial:
-            return len(lo)
+            return full + (tail > 0)
         inner = self._granularity(dim, spatial[-1] + 1)
-        count = int(np.prod([self.loops[i].factor for i in spatial], dtype=np.int64))
-        return int(np.minimum(count, ceil_div(hi - lo, inner)).sum())
+        count = math.prod(self.loops[i].factor for i in spatial)
+        return full * min(count, ceil_div(g, inner)) + (min(count, ceil_div(tail, inner)) if tail else 0)
 
     # -- words of an operand's tiles ---------------------------------------------------------------------
     def words(self, op: str, cut: int, axes: frozenset[str] = frozenset(), coarse: str = "") -> int:
         """Σ over the iterations of the first `cut` loops of the distinct `op` elements each needs (per PE
         sub-range along `axes`); `coarse` names a dim counted at the granularity one loop further out."""
-        ranges = {d: self._ranges(d, cut - 1 if d == coarse else cut) for d in DIMS}
+        cuts = {d: cut - 1 if d == coarse else cut for d in DIMS}
         rel = self.relevant[op]
         total = 1
         for d in DIMS:
             if d not in rel:
-                total *= self._copies(d, *ranges[d], axes)
+                total *= self._copies(d, cuts[d], axes)
         for group in self._groups(op):
-            total *= self._group_sum(op, group, {d: self._split(d, *ranges[d], axes) for d in group})
+            total *= self._group_sum(op, group, tuple(cuts[d] for d in group), axes)
         return total
 
     def _groups(self, op: str) -> list[tuple[str, ...]]:
@@ -196,20 +229,38 @@ class NestCounter:
             return [("N",), ("G",), ("C",), ("P", "R"), ("Q", "S")]
         return [(d,) for d in DIMS if d in self.relevant[op]]
 
-    def _group_sum(self, op: str, group: tuple[str, ...], ranges: dict[str, tuple[np.ndarray, np.ndarray]]) -> int:
+    def _group_sum(self, op: str, group: tuple[str, ...], cuts: tuple[int, ...], axes: frozenset[str]) -> int:
+        """Σ over the group's ranges (pairs of output and kernel ranges for an ifmap's rows or columns) of the
+        distinct elements each holds. The PE sub-ranges of one dim's ranges partition it, so a dim that indexes
+        the operand alone sums to its extent (a transposed convolution's outputs aside: owned rows)."""
         w = self.w
-        if len(group) == 2:
-            (a0, a1), (k0, k1) = ranges[group[0]], ranges[group[1]]
-            axis = 0 if group[0] == "P" else 1
-            rows = progression_union(a0[:, None], a1[:, None], k0[None, :], k1[None, :], w.stride[axis],
-                                     w.dilation[axis], w.pad[axis], w.in_hw[axis])
-            return int(rows.sum())
-        (d,) = group
-        lo, hi = ranges[d]
-        if op == "psum" and w.transposed and d in ("P", "Q"):
-            axis = 0 if d == "P" else 1
-            return int(_owned(lo, hi, w.up[axis], w.dims[d], w.out_hw[axis]).sum())
-        return int((hi - lo).sum())
+        if len(group) == 1 and not (op == "psum" and w.transposed and group[0] in ("P", "Q")):
+            return w.dims[group[0]]
+        axis = 0 if group[0] == "P" else 1
+        grids = tuple(self._grid_key(d, c, axes) for d, c in zip(group, cuts))
+        key = (len(group), grids, w.stride[axis], w.dilation[axis], w.pad[axis], w.in_hw[axis], w.up[axis],
+               w.out_hw[axis])
+        if key not in _group_sums:
+            ranges = [self._split(d, *self._ranges(d, c), axes) for d, c in zip(group, cuts)]
+            if len(group) == 2:
+                (a0, a1), (k0, k1) = ranges
+                rows = progression_union(a0[:, None], a1[:, None], k0[None, :], k1[None, :], w.stride[axis],
+                                         w.dilation[axis], w.pad[axis], w.in_hw[axis])
+            else:
+                ((lo, hi),) = ranges
+                rows = _owned(lo, hi, w.up[axis], w.dims[group[0]], w.out_hw[axis])
+            if len(_group_sums) >= _GROUP_SUMS_ENTRIES:
+                _group_sums.pop(next(iter(_group_sums)))
+            _group_sums[key] = int(rows.sum())
+        return _group_sums[key]
+
+    def _grid_key(self, dim: str, cut: int, axes: frozenset[str]) -> tuple[int, int, int, int]:
+        """What a dim's ranges at `cut`, cut into PE sub-ranges along `axes`, depend on: (extent, granularity,
+        sub-ranges per range, sub-range size)."""
+        spatial = self._at(axes, dim)
+        count = math.prod(self.loops[i].factor for i in spatial) if spatial else 1
+        inner = self._granularity(dim, spatial[-1] + 1) if spatial else 0
+        return self.w.dims[dim], self._granularity(dim, cut), count, inner
 
     # -- boundaries --------------------------------------------------------------------------------------
     def _above(self, level: str) -> int:
@@ -288,42 +339,44 @@ class NestCounter:
 
     # -- passes ------------------------------------------------------------------------------------------
     def _pass_lengths(self) -> dict[str, list[tuple[int, int]]]:
-        """Per dim, the (range length, how many passes have it) of its pass ranges."""
+        """Per dim, the (range length, how many passes have it) of its pass ranges: full tiles of the dim's
+        granularity g, and one clipped tail when g does not divide the dim."""
         cut = sum(1 for l in self.loops if l.place in ("dram", "l2", "glb"))
         out = {}
         for d in DIMS:
-            lo, hi = self._ranges(d, cut)
-            lengths, counts = np.unique(hi - lo, return_counts=True)
-            out[d] = list(zip(lengths.tolist(), counts.tolist()))
+            g, extent = self._granularity(d, cut), self.w.dims[d]
+            full, tail = divmod(extent, g)
+            out[d] = [(g, full)] * (full > 0) + [(tail, 1)] * (tail > 0)
         return out
 
     def _positions(self, dim: str, length: int, place: str) -> int:
         """Non-empty iterations of the dim's loops at `place` ("stream", or "rows"/"cols") in a range of `length`."""
-        at = [i for i, l in enumerate(self.loops) if l.place == place and l.dim == dim]
+        at = self._at(frozenset({place}), dim)
         if not at:
             return 1
         inner = self._granularity(dim, at[-1] + 1)
-        count = int(np.prod([self.loops[i].factor for i in at], dtype=np.int64))
+        count = math.prod(self.loops[i].factor for i in at)
         return min(count, ceil_div(length, inner))
 
     def passes(self) -> tuple[int, int, int]:
         """(passes, MACs, compute cycles) by the dataflow's pass timing."""
         pe = self.hw.pe_array
-        lengths = self._pass_lengths()
+        systolic = pe.dataflow in SYSTOLIC_FILL
+        # per dim and pass length: (length, passes with it, stream positions or active PE positions)
+        per_dim = [[(length, n, self._positions(d, length, "stream") if systolic else
+                     self._positions(d, length, "rows") * self._positions(d, length, "cols"))
+                    for length, n in lengths] for d, lengths in self._pass_lengths().items()]
         passes = macs = cycles = 0
-        for combo in itertools.product(*(lengths[d] for d in DIMS)):
-            n = int(np.prod([c for _, c in combo], dtype=np.int64))
-            size = dict(zip(DIMS, (l for l, _ in combo)))
-            work = int(np.prod(list(size.values()), dtype=np.int64))
+        for combo in itertools.product(*per_dim):
+            n = math.prod(c[1] for c in combo)
+            work = math.prod(c[0] for c in combo)
+            spread = math.prod(c[2] for c in combo)
             passes += n
             macs += n * work
-            if pe.dataflow in SYSTOLIC_FILL:  # SCALE-Sim: a fold of T streamed iterations, skewed in and out
-                stream = int(np.prod([self._positions(d, size[d], "stream") for d in DIMS], dtype=np.int64))
-                cycles += n * (SYSTOLIC_FILL[pe.dataflow] * pe.rows + pe.cols + stream - 2)
-                continue
-            active = int(np.prod([self._positions(d, size[d], "rows") * self._positions(d, size[d], "cols")
-                                  for d in DIMS], dtype=np.int64))
-            cycles += n * (ceil_div(work, active * pe.macs_per_cycle) + pe.fill_drain_cycles)
+            if systolic:  # SCALE-Sim: a fold of T streamed iterations, skewed in and out
+                cycles += n * (SYSTOLIC_FILL[pe.dataflow] * pe.rows + pe.cols + spread - 2)
+            else:
+                cycles += n * (ceil_div(work, spread * pe.macs_per_cycle) + pe.fill_drain_cycles)
         return passes, macs, cycles
 
     def counts(self) -> LayerCounts:
@@ -331,6 +384,30 @@ class NestCounter:
         passes, macs, cycles = self.passes()
         return LayerCounts(self.layer.name, table, macs, 0, macs, macs, macs, macs - hops["psum"], hops["psum"],
                            passes, cycles, hops["ifmap"], hops["filter"])
+
+
+_COUNTS_CACHE_ENTRIES = 4096
+_counts_cache: dict[tuple[object, ...], LayerCounts] = {}
+
+
+def _counts_key(w: Window, nest: LoopNest, hw: Accelerator) -> tuple[object, ...]:
+    """What the counts depend on: the window, the nest without its layer's name, and the array's timing."""
+    pe = hw.pe_array
+    window = (tuple(w.dims[d] for d in DIMS), w.stride, w.dilation, w.pad, w.in_hw, w.out_hw, w.up, w.transposed)
+    return (window, nest.key(), pe.dataflow, pe.rows, pe.cols, pe.macs_per_cycle, pe.fill_drain_cycles)
+
+
+def nest_counts(layer: Layer, nest: LoopNest, batch: int, hw: Accelerator) -> LayerCounts:
+    """`NestCounter(...).counts()`, counted once per distinct (window, nest, array): a network's repeated layer
+    shapes, and a mapper's repeated candidates, cost one count each."""
+    key = _counts_key(window_of(layer, batch, nest.lowering), nest, hw)
+    found = _counts_cache.get(key)
+    if found is None:
+        found = NestCounter(layer, nest, batch, hw).counts()
+        if len(_counts_cache) >= _COUNTS_CACHE_ENTRIES:
+            _counts_cache.pop(next(iter(_counts_cache)))
+        _counts_cache[key] = found
+    return dataclasses.replace(found, layer=layer.name, transfers=found.transfers.copy())
 
 
 def streamed_counts(layer: Layer, mapping: Streamed, hw: Accelerator, batch: int) -> LayerCounts:

@@ -6,8 +6,11 @@ from __future__ import annotations
 
 import argparse
 import math
+from pathlib import Path
 
 from hwsim.errors import HwsimError
+from hwsim.flows.inputs import MappingLike
+from hwsim.flows.mapping import MAPPERS, OBJECTIVE_NAMES, SearchSettings
 from hwsim.hardware.units import BYTES, parse_quantity
 from hwsim.workload.network import parse_input_size
 
@@ -40,10 +43,57 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def add_mapping_argument(parser: argparse.ArgumentParser) -> None:
-    """--mapping FILE: replay a mapping written by `hwsim map` instead of hwsim's default one."""
+    """--mapping FILE (replay a mapping written by `hwsim map`) or --mapper search (find one), and the search's
+    settings."""
     parser.add_argument("--mapping", metavar="FILE.yaml", default=None,
                         help="run this mapping (written by `hwsim map`, YAML or JSON) instead of hwsim's default; "
                              "it is checked against the network and the hardware first")
+    parser.add_argument("--mapper", choices=MAPPERS, default=None,
+                        help="rules (default): the dataflow's rule mapping; search: the best mapping a search finds "
+                             "under --objective")
+    add_search_arguments(parser)
+
+
+def add_search_arguments(parser: argparse.ArgumentParser) -> None:
+    """--objective, --budget, --seed and --cache: how a mapping search runs."""
+    parser.add_argument("--objective", choices=OBJECTIVE_NAMES, default=None,
+                        help="what the search minimises per layer: energy (default), latency (with double "
+                             "buffering), edp (energy x latency) or dram (words)")
+    parser.add_argument("--budget", type=_seconds, default=None, metavar="SECONDS",
+                        help="search effort for the whole network, in seconds at this machine's rate (the same "
+                             "budget and seed give the same mapping); default: the standard effort")
+    parser.add_argument("--seed", type=_seed, default=0, metavar="S", help="the search's random seed (default 0)")
+    parser.add_argument("--cache", metavar="DIR", default=None,
+                        help="where searched layers are kept (default $HWSIM_CACHE or ~/.cache/hwsim); "
+                             "--cache none keeps nothing")
+
+
+def _seconds(text: str) -> float:
+    return positive_float(text, "--budget", "5")
+
+
+def _seed(text: str) -> int:
+    if not text.strip().isdigit():
+        raise argparse.ArgumentTypeError(f"--seed takes a whole number ≥ 0, e.g. 1; got {text!r}")
+    return int(text)
+
+
+def search_settings(args: argparse.Namespace, jobs: int = 1) -> SearchSettings:
+    """The search the arguments of add_search_arguments describe."""
+    cache = getattr(args, "cache", None)
+    return SearchSettings(objective=args.objective or "energy", seed=args.seed, jobs=jobs,
+                          cache_dir=Path(cache) if cache not in (None, "none") else None,
+                          use_cache=cache != "none", budget_s=args.budget)
+
+
+def mapping_request(args: argparse.Namespace) -> MappingLike:
+    """What to run: the --mapping file, a search (--mapper search), or None for the rules."""
+    searching = args.mapper == "search"
+    if args.mapping is not None and searching:
+        raise HwsimError("--mapping FILE and --mapper search both choose the mapping; give one of them")
+    if not searching and (args.objective is not None or args.budget is not None):
+        raise HwsimError("--objective and --budget set a search; add --mapper search")
+    return search_settings(args) if searching else args.mapping
 
 
 def positive_int(text: str) -> int:
@@ -86,5 +136,16 @@ def bytes_arg(text: str) -> int:
     return value
 
 
-__all__ = ["add_network_arguments", "add_run_arguments", "bytes_arg", "fraction_arg", "input_size_arg",
-           "positive_float", "positive_int"]
+__all__ = [
+    "add_mapping_argument",
+    "add_network_arguments",
+    "add_run_arguments",
+    "add_search_arguments",
+    "bytes_arg",
+    "fraction_arg",
+    "input_size_arg",
+    "mapping_request",
+    "positive_float",
+    "positive_int",
+    "search_settings",
+]

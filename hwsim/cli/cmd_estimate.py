@@ -23,6 +23,7 @@ from hwsim.cli.args import (
     add_mapping_argument,
     add_network_arguments,
     fraction_arg,
+    mapping_request,
     positive_float,
     positive_int,
 )
@@ -39,7 +40,7 @@ from hwsim.flows.estimate import (
     glb_sizes,
     sweep_glb_size,
 )
-from hwsim.flows.inputs import AUTO, SPARSITY_CHOICES, choose_sparsity
+from hwsim.flows.inputs import AUTO, SPARSITY_CHOICES, choose_sparsity, precision_warnings
 from hwsim.hardware import load_config
 from hwsim.hardware.schema import Accelerator
 from hwsim.hardware.units import BYTES, parse_quantity
@@ -275,6 +276,8 @@ def _sparsity(args: argparse.Namespace, source: Graph | LayerTable) -> SparsityM
 def run(args: argparse.Namespace) -> int:
     source, warnings = _source(args)
     hw = load_config(args.hw)
+    if isinstance(source, Graph):
+        warnings = (*warnings, *precision_warnings(source, hw))
     if not args.json:
         for warning in warnings:
             console().print(f"[yellow]warning:[/] {warning}")
@@ -295,7 +298,7 @@ def run(args: argparse.Namespace) -> int:
     else:
         assert not isinstance(source, LayerTable)  # _source allows a table with cnnergy only
         r = estimate_mapping(source, hw, args.batch, settings.sparsity, args.clock_power, args.throughput_gmacs,
-                             args.mapping)
+                             mapping_request(args))
         if args.json:
             emit_json({**mapping_document(r), "warnings": list(warnings)})
         else:

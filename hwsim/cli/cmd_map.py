@@ -3,27 +3,37 @@
 from __future__ import annotations
 
 import argparse
+from types import SimpleNamespace
 from typing import Any
 
-from hwsim.cli.args import add_network_arguments, positive_int
-from hwsim.cli.output import console, emit_json, format_count, table
-from hwsim.flows.mapping import MappedNetwork, map_network
+from hwsim.cli.args import add_network_arguments, add_search_arguments, positive_int, search_settings
+from hwsim.cli.output import console, emit_json, format_count, layer_progress, table
+from hwsim.errors import HwsimError
+from hwsim.flows.mapping import MAPPERS, OBJECTIVE_UNITS, MappedNetwork, map_network, shapes_to_search
 from hwsim.hardware import load_config
 from hwsim.mapping.nest.format import LoopNest, Storage, mapping_data
+from hwsim.search.cost import rank
+from hwsim.search.network import SearchedMapping
 from hwsim.workload.network import load_network
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    p = sub.add_parser("map", help="the loop-nest mapping hwsim runs a network with, checked; "
-                                   "write it to replay or edit")
+    p = sub.add_parser("map", help="the loop-nest mapping hwsim runs a network with (the rules, or searched "
+                                   "under an objective), checked; write it to replay or edit")
     add_network_arguments(p)
     p.add_argument("--hw", required=True, metavar="CONFIG", help="accelerator config: a path or a shipped name")
     p.add_argument("--batch", type=positive_int, default=1, metavar="N", help="images per run (default 1)")
     p.add_argument("--out", metavar="FILE.yaml", default=None,
                    help="write the mapping here (YAML, or JSON for a .json name); estimate, simulate and check "
                         "replay it with --mapping FILE")
+    p.add_argument("--mapper", choices=MAPPERS, default=None,
+                   help="search (the default when --objective is given): the best mapping found per layer; "
+                        "rules: the dataflow's rule mapping")
+    add_search_arguments(p)
+    p.add_argument("--jobs", type=positive_int, default=1, metavar="N",
+                   help="search layers of different shapes in N processes (default 1)")
     p.add_argument("--json", action="store_true", help="print one JSON document: the mapping and each layer's "
-                                                       "passes, MACs and latency bound")
+                                                       "passes, MACs and latency bound (and the search's choices)")
     p.set_defaults(run=run)
 
 
@@ -58,9 +68,32 @@ def print_mapping(m: MappedNetwork, out: str | None) -> None:
                     + (f"written to {out}" if out else "write it with --out FILE.yaml to replay it with --mapping"))
 
 
+def print_search(s: SearchedMapping) -> None:
+    unit = OBJECTIVE_UNITS[s.objective]
+    t = table(f"search under {s.objective} ({unit}): each weighted layer beside the rule mapping, "
+              f"{s.shapes} shapes ({s.searched} searched, the rest cached) in {s.seconds:.1f} s",
+              [("layer", "left"), (f"searched {s.objective}", "right"), (f"rules {s.objective}", "right"),
+               ("searched / rules", "right"), ("energy µJ", "right"), ("latency est. cycles", "right"),
+               ("DRAM words", "right"), ("from", "left")])
+    for c in s.choices:
+        value = rank(s.objective, c.cost)[0]
+        rule = rank(s.objective, c.rule_cost)[0] if c.rule_cost is not None else None
+        t.add_row(c.layer, f"{value:.4g}", f"{rule:.4g}" if rule is not None else "–",
+                  f"{value / rule:.3f}" if rule else "–", f"{c.cost.energy_pj / 1e6:.1f}",
+                  format_count(c.cost.latency_cycles), format_count(c.cost.dram_words), c.source)
+    console().print(t)
+
+
+def search_document(s: SearchedMapping) -> dict[str, Any]:
+    return {"objective": s.objective, "seconds": s.seconds, "shapes": s.shapes, "searched": s.searched,
+            "layers": [{"layer": c.layer, "source": c.source, "searched": c.cost.as_data(),
+                        "rules": c.rule_cost.as_data() if c.rule_cost else None} for c in s.choices]}
+
+
 def document(m: MappedNetwork, out: str | None) -> dict[str, Any]:
     estimates = {l.layer.name: l for l in m.estimate.layers}
     return {"mapping": mapping_data(m.mapping), "written_to": out,
+            "search": search_document(m.search) if m.search else None,
             "layers": [{"layer": e.layer, "passes": estimates[e.layer].counts.passes,
                         "macs": estimates[e.layer].counts.macs, "ops": estimates[e.layer].counts.ops,
                         "latency_bound_cycles": estimates[e.layer].latency.bound_cycles}
@@ -69,11 +102,21 @@ def document(m: MappedNetwork, out: str | None) -> dict[str, Any]:
 
 def run(args: argparse.Namespace) -> int:
     loaded = load_network(args.network, args.input, args.allow_unknown)
-    mapped = map_network(loaded.graph, load_config(args.hw), args.batch, args.out)
+    hw = load_config(args.hw)
+    mapper = args.mapper or ("search" if args.objective or args.budget else "rules")
+    if mapper == "rules" and (args.objective or args.budget):
+        raise HwsimError("--objective and --budget set a search; drop --mapper rules")
+    settings = search_settings(args, args.jobs) if mapper == "search" else None
+    shapes = shapes_to_search(loaded.graph, hw, args.batch) if settings else 0
+    with layer_progress(f"searching {loaded.graph.name}", shapes, args.json or not settings) as advance:
+        mapped = map_network(loaded.graph, hw, args.batch, args.out, settings,
+                             lambda done, total, name: advance(done, SimpleNamespace(name=name)))
     if args.json:
         emit_json(document(mapped, args.out))
-    else:
-        print_mapping(mapped, args.out)
+        return 0
+    print_mapping(mapped, args.out)
+    if mapped.search is not None:
+        print_search(mapped.search)
     return 0
 
 

@@ -7,7 +7,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from hwsim.cli.args import add_run_arguments
+from hwsim.cli.args import add_run_arguments, mapping_request
 from hwsim.cli.output import (
     console,
     emit_json,
@@ -16,6 +16,7 @@ from hwsim.cli.output import (
     layer_progress,
     table,
 )
+from hwsim.flows.inputs import precision_warnings
 from hwsim.flows.simulate import Simulation, simulate_network
 from hwsim.hardware import load_config
 from hwsim.metrics.dram_stats import dram_report
@@ -109,10 +110,14 @@ def run(args: argparse.Namespace) -> int:
     path = Path(args.out) if args.out else Path("traces") / f"{Path(args.network).stem}-{Path(args.hw).stem}.h5"
     loaded = load_network(args.network, args.input, args.allow_unknown)
     hw = load_config(args.hw)
+    warnings = (*loaded.warnings, *precision_warnings(loaded.graph, hw))
+    if not args.json:
+        for warning in warnings:
+            console().print(f"[yellow]warning:[/] {warning}")
     with layer_progress(f"simulating {loaded.graph.name}", len(loaded.graph), args.json) as progress:
-        sim = simulate_network(loaded.graph, hw, args.batch, path, args.trace_levels, progress, args.mapping)
+        sim = simulate_network(loaded.graph, hw, args.batch, path, args.trace_levels, progress, mapping_request(args))
     if args.json:
-        emit_json({**document(sim), "warnings": list(loaded.warnings)})
+        emit_json({**document(sim), "warnings": list(warnings)})
     else:
         print_report(document(sim))
     return 0

@@ -172,6 +172,11 @@ def run_summary(args: argparse.Namespace) -> int:
         t.add_row(layer["name"], _cycle(layer["first_cycle"]), _cycle(layer["last_cycle"]),
                   *(format_count(layer["words"][level]) for level in levels))
     out.print(t)
+    passed = doc["imported"].get("passthrough_ops") or {}
+    if passed:
+        ops = ", ".join(f"{op} ×{len(names)}" for op, names in passed.items())
+        out.print(f"[yellow]{sum(len(n) for n in passed.values())} layer(s) passed through at zero cost "
+                  f"(--allow-unknown): {ops}; the {format_count(doc['imported']['macs'])} MACs leave their work out")
     return 0
 
 

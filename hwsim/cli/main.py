@@ -7,6 +7,7 @@ code 2 (`--debug` shows the traceback). Argument errors follow the same rule.
 from __future__ import annotations
 
 import argparse
+import importlib
 import sys
 import traceback
 from collections.abc import Sequence
@@ -26,35 +27,42 @@ class _Parser(argparse.ArgumentParser):
         sys.exit(EXIT_BAD_INPUT)
 
 
-def build_parser() -> argparse.ArgumentParser:
-    from hwsim.cli import (
-        cmd_check,
-        cmd_config,
-        cmd_depthfirst,
-        cmd_estimate,
-        cmd_info,
-        cmd_map,
-        cmd_memory,
-        cmd_partition,
-        cmd_report,
-        cmd_simulate,
-        cmd_sweep,
-        cmd_trace,
-        cmd_zoo,
-    )
+# Each command and the module under hwsim.cli that defines it, in `hwsim --help` order. A command's module
+# (and what it imports: the simulator, ONNX, the analytic models) is loaded only when that command runs, so
+# `hwsim info` does not pay for the simulator and `hwsim --version` for nothing.
+COMMAND_MODULES = {
+    "zoo": "cmd_zoo", "info": "cmd_info", "config": "cmd_config", "map": "cmd_map", "estimate": "cmd_estimate",
+    "partition": "cmd_partition", "simulate": "cmd_simulate", "check": "cmd_check", "depthfirst": "cmd_depthfirst",
+    "memplan": "cmd_memory", "phases": "cmd_memory", "trace": "cmd_trace", "report": "cmd_report",
+    "sweep": "cmd_sweep",
+}
 
+
+def command_modules(argv: Sequence[str]) -> list[str]:
+    """The modules to load for `argv`: the named command's, none for a bare --version, else every one (help,
+    a missing or unknown command)."""
+    command = next((a for a in argv if not a.startswith("-")), None)
+    if command in COMMAND_MODULES:
+        return [COMMAND_MODULES[command]]
+    if command is None and "--version" in argv:
+        return []
+    return list(dict.fromkeys(COMMAND_MODULES.values()))
+
+
+def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
+    """The `hwsim` parser with the commands `argv` needs (default: every command)."""
     parser = _Parser(prog="hwsim", description="Cycle-level simulation and analytic models of CNN accelerators.")
     parser.add_argument("--version", action="version", version=f"hwsim {__version__}")
     parser.add_argument("--debug", action="store_true", help="show tracebacks of errors")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True, parser_class=_Parser)
-    for module in (cmd_zoo, cmd_info, cmd_config, cmd_map, cmd_estimate, cmd_partition, cmd_simulate, cmd_check,
-                   cmd_depthfirst, cmd_memory, cmd_trace, cmd_report, cmd_sweep):
-        module.add_parser(sub)
+    for name in command_modules([] if argv is None else argv):
+        importlib.import_module(f"hwsim.cli.{name}").add_parser(sub)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    argv = sys.argv[1:] if argv is None else argv
+    args = build_parser(argv).parse_args(argv)
     try:
         return int(args.run(args))
     except HwsimError as exc:

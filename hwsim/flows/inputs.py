@@ -16,12 +16,14 @@ from hwsim.hardware import load_config
 from hwsim.hardware.schema import Accelerator
 from hwsim.mapping.mapper import check_mapping, default_mapping
 from hwsim.mapping.nest.format import MappingError, NetworkMapping, load_mapping
-from hwsim.workload.ir import Graph
+from hwsim.search.network import SearchSettings, search_network
+from hwsim.workload.ir import Graph, Layer
 from hwsim.workload.network import load_network
 
 NetworkLike = Graph | str | Path
 HardwareLike = Accelerator | str | Path
-MappingLike = NetworkMapping | str | Path | None  # a mapping, a file written by `hwsim map`, or None: hwsim's own
+# a mapping, a file written by `hwsim map`, a search to run (`--mapper search`), or None: the dataflow's rules
+MappingLike = NetworkMapping | SearchSettings | str | Path | None
 
 AUTO, RELU = "auto", "relu"
 SPARSITY_CHOICES = (AUTO, RELU, *SPARSITY_PRESETS)
@@ -39,6 +41,28 @@ def as_hardware(hw: HardwareLike) -> Accelerator:
     return hw if isinstance(hw, Accelerator) else load_config(hw)
 
 
+def _other_widths(layer: Layer, word_bits: int) -> set[int]:
+    """The weight and activation widths the graph gives `layer` that differ from the hardware's word."""
+    if layer.precision is None:
+        return set()
+    given = (layer.precision.weight_bits, layer.precision.activation_bits)
+    return {bits for bits in given if bits is not None and bits != word_bits}
+
+
+def precision_warnings(graph: Graph, hw: Accelerator) -> tuple[str, ...]:
+    """A line when layers of a quantized graph carry operand widths other than `hw`'s word: every layer is moved,
+    stored and priced at the config's precision, so an INT8 graph runs at 8 bit only on an 8-bit config."""
+    differing = [w for l in graph if (w := _other_widths(l, hw.precision_bits))]
+    if not differing:
+        return ()
+    widths = sorted(set().union(*differing))
+    shown = "/".join(str(b) for b in widths)
+    shipped = " such as eyeriss-8bit" if widths[0] == 8 else ""
+    return (f"{len(differing)} layers have {shown}-bit operands in the graph, but {hw.name} runs every layer at its "
+            f"{hw.precision_bits}-bit word; to run them at their width pick a config with `precision: {widths[0]} "
+            f"bit`{shipped}",)
+
+
 def check_batch(batch: int) -> int:
     """`batch`, a number of images ≥ 1."""
     if not isinstance(batch, int) or batch < 1:
@@ -47,10 +71,13 @@ def check_batch(batch: int) -> int:
 
 
 def as_mapping(mapping: MappingLike, graph: Graph, hw: Accelerator, batch: int) -> NetworkMapping:
-    """The mapping to run: hwsim's default for `batch` images, or the given one (a file is read), checked against
-    the network and the hardware; a given mapping fixes the batch, so a different `batch` is an error."""
+    """The mapping to run: hwsim's default for `batch` images, the one a search finds, or the given one (a file is
+    read), checked against the network and the hardware; a given mapping fixes the batch, so a different `batch`
+    is an error."""
     if mapping is None:
         return default_mapping(graph, hw, check_batch(batch))
+    if isinstance(mapping, SearchSettings):
+        return search_network(graph, hw, check_batch(batch), mapping).mapping
     given = mapping if isinstance(mapping, NetworkMapping) else load_mapping(mapping)
     if batch not in (1, given.batch):
         raise MappingError(f"mapping of {given.network!r}: made for batch {given.batch}, asked for {batch}; map the "
@@ -72,4 +99,4 @@ def choose_sparsity(choice: str, relu_sparsity: float, graph: Graph) -> Sparsity
 
 
 __all__ = ["AUTO", "RELU", "SPARSITY_CHOICES", "HardwareLike", "MappingLike", "NetworkLike", "as_graph", "as_hardware",
-           "as_mapping", "check_batch", "choose_sparsity"]
+           "as_mapping", "check_batch", "choose_sparsity", "precision_warnings"]

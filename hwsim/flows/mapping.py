@@ -1,4 +1,5 @@
-"""`hwsim map`: the mapping hwsim would run a network with, as data to read, save, edit and replay."""
+"""`hwsim map`: the mapping hwsim would run a network with — the dataflow's rules, or the best one a search finds
+under an objective — as data to read, save, edit and replay."""
 
 from __future__ import annotations
 
@@ -6,30 +7,51 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from hwsim.analytic.estimate import NetworkEstimate, estimate_network
-from hwsim.flows.inputs import HardwareLike, NetworkLike, as_graph, as_hardware, as_mapping
+from hwsim.flows.inputs import HardwareLike, NetworkLike, as_graph, as_hardware, as_mapping, check_batch
 from hwsim.hardware.schema import Accelerator
 from hwsim.mapping.nest.format import NetworkMapping, save_mapping
+from hwsim.search.cost import OBJECTIVE_UNITS, OBJECTIVES
+from hwsim.search.layer import Effort
+from hwsim.search.network import Progress, SearchedMapping, SearchSettings, search_network, unique_shapes
 from hwsim.workload.ir import Graph
+
+MAPPERS = ("rules", "search")
 
 
 @dataclass(frozen=True)
 class MappedNetwork:
-    """A network's mapping on one accelerator, with the closed form of each layer (passes, counts, bound)."""
+    """A network's mapping on one accelerator, with the closed form of each layer (passes, counts, bound) and,
+    for a searched mapping, what the search chose per layer beside the rules."""
 
     graph: Graph
     hardware: Accelerator
     mapping: NetworkMapping
     estimate: NetworkEstimate
+    search: SearchedMapping | None = None
 
 
-def map_network(network: NetworkLike, hw: HardwareLike, batch: int = 1, out: str | Path | None = None) -> MappedNetwork:
-    """hwsim's default mapping of `batch` images (the dataflow's rules), checked, priced by its closed form, and
-    written to `out` (YAML, or JSON for a .json path) when given."""
+def map_network(network: NetworkLike, hw: HardwareLike, batch: int = 1, out: str | Path | None = None,
+                search: SearchSettings | None = None, progress: Progress | None = None) -> MappedNetwork:
+    """hwsim's mapping of `batch` images — the dataflow's rules, or with `search` the best found under its
+    objective — checked, priced by its closed form, and written to `out` (YAML, or JSON for a .json path)."""
     graph, accelerator = as_graph(network), as_hardware(hw)
-    mapping = as_mapping(None, graph, accelerator, batch)
+    searched = None
+    if search is not None:
+        searched = search_network(graph, accelerator, check_batch(batch), search, progress)
+        mapping = searched.mapping
+    else:
+        mapping = as_mapping(None, graph, accelerator, batch)
     if out is not None:
         save_mapping(mapping, out)
-    return MappedNetwork(graph, accelerator, mapping, estimate_network(graph, accelerator, mapping))
+    return MappedNetwork(graph, accelerator, mapping, estimate_network(graph, accelerator, mapping), searched)
 
 
-__all__ = ["MappedNetwork", "map_network"]
+def shapes_to_search(network: NetworkLike, hw: HardwareLike, batch: int = 1) -> int:
+    """How many weighted layers of distinct shape a search of `network` looks at (for a progress bar)."""
+    return unique_shapes(as_graph(network), as_hardware(hw), batch)
+
+
+OBJECTIVE_NAMES = OBJECTIVES.names()
+
+__all__ = ["MAPPERS", "OBJECTIVE_NAMES", "OBJECTIVE_UNITS", "Effort", "MappedNetwork", "SearchSettings",
+           "map_network", "shapes_to_search"]

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -55,6 +56,7 @@ class TraceSummary:
     last_cycle: int | None
     levels: dict[str, LevelSummary]
     layers: tuple[LayerSummary, ...]
+    imported: dict[str, Any]  # the network's MACs and the layers passed through at zero cost (the import's record)
 
 
 class _LevelTotals:
@@ -104,7 +106,8 @@ def summarize_trace(trace: Trace) -> TraceSummary:
     return TraceSummary(trace.path, a.get("network"), a.get("hardware"), a.get("mapper"), a.get("batch"),
                         a.get("clock_hz"), int(a.get("word_bits", 8)) // 8, min(firsts, default=None),
                         max(lasts, default=None), levels,
-                        tuple(_layer_summary(name, i, totals) for i, name in enumerate(trace.layers)))
+                        tuple(_layer_summary(name, i, totals) for i, name in enumerate(trace.layers)),
+                        json.loads(str(a.get("import_json", "{}"))))
 
 
 # ----- query -----------------------------------------------------------------------------------------

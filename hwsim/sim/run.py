@@ -13,6 +13,7 @@ from hwsim.mapping.nest.format import mapping_data
 from hwsim.mapping.schedule import Schedule
 from hwsim.sim.executor import SIM_LEVELS, LayerRun, SimResult, simulate
 from hwsim.trace.writer import TraceWriter, attrs_json
+from hwsim.workload.ir import LayerKind
 
 BUFFERS = ("glb.data", "glb.filter", "line_buffer")
 
@@ -33,7 +34,19 @@ def trace_attrs(schedule: Schedule, hw: Accelerator, ifmap_zeros: Mapping[str, f
     }
     if schedule.mapping is not None:  # the mapping as data: a check can recount it from the trace alone
         attrs["mapping_json"] = json.dumps(mapping_data(schedule.mapping))
+    attrs["import_json"] = json.dumps(import_record(schedule))
     return attrs
+
+
+def import_record(schedule: Schedule) -> dict[str, object]:
+    """What the run leaves out: the network's MACs and the layers an import passed through at zero cost
+    (ONNX ops hwsim cannot model, admitted with --allow-unknown), by op."""
+    by_op: dict[str, list[str]] = {}
+    for ls in schedule.layers:
+        if ls.layer.kind is LayerKind.PASSTHROUGH:
+            by_op.setdefault(ls.layer.op_type or "?", []).append(ls.layer.name)
+    return {"macs": sum(ls.layer.macs for ls in schedule.layers),
+            "passthrough_layers": sum(len(names) for names in by_op.values()), "passthrough_ops": by_op}
 
 
 def named_buffers(schedule: Schedule) -> tuple[str, ...]:

@@ -1,7 +1,9 @@
 """Evaluate one sweep point into a flat row of metrics (one line of `points.jsonl`, one table row).
 
-`estimate` prices the integer-tiled row-stationary schedule in closed form (dense activations, as
-`hwsim estimate` by default); `simulate` runs the schedule cycle by cycle into a trace and derives
+`estimate` prices the mapping in closed form (dense activations, as `hwsim estimate` by default): the dataflow's
+rule mapping, or with `mapper: search` the best mapping a search finds on the point's hardware under the sweep's
+`objective` (so a sweep of designs compares each at its best mapping; searched layers are cached on disk, so
+points of the same hardware share them); `simulate` runs the schedule cycle by cycle into a trace and derives
 the same metrics from it (`hwsim.metrics.derive`). A point that fails, for bad input or any other
 exception, comes back as a row with status `error` and the message: a sweep never stops for one point.
 """
@@ -15,6 +17,7 @@ from pathlib import Path
 
 from hwsim.errors import ConfigError, HwsimError
 from hwsim.flows.estimate import estimate_mapping
+from hwsim.flows.mapping import SearchSettings
 from hwsim.flows.simulate import simulate_network
 from hwsim.flows.totals import RunTotals
 from hwsim.hardware.energy import COMPONENTS, with_glb_data_size
@@ -29,7 +32,7 @@ Row = dict[str, object]
 
 OK = "ok"
 ERROR = "error"
-POINT_COLUMNS = ("point_id", "status", "network", "input", "config", "mode", "batch")
+POINT_COLUMNS = ("point_id", "status", "network", "input", "config", "mode", "batch", "mapper", "objective")
 HARDWARE_COLUMNS = ("pe_rows", "pe_cols", "glb_bytes", "glb_data_bytes", "glb_read_energy_pj", "word_bits",
                     "clock_hz", "dram_bandwidth_bytes_per_cycle")
 METRIC_COLUMNS = ("energy_pj", "energy_per_image_pj", *(f"energy_{c}_pj" for c in COMPONENTS), "latency_cycles",
@@ -88,7 +91,8 @@ def _metrics_row(t: RunTotals, hw: Accelerator, batch: int) -> Row:
 def point_row(point: Point) -> Row:
     """The columns that describe a point (before it is evaluated)."""
     return {"point_id": point.point_id, "network": point.network.name, "input": point.network.input_size,
-            "config": point.config.name, "mode": point.mode, "batch": point.batch,
+            "config": point.config.name, "mode": point.mode, "batch": point.batch, "mapper": point.mapper,
+            "objective": point.objective if point.mapper == "search" else None,
             **{k: str(v) for k, v in point.settings if k != BATCH}}
 
 
@@ -101,15 +105,16 @@ def evaluate(point: Point, trace_dir: str | None) -> Row:
         hw = point_hardware(point)
         row.update(_hardware_row(hw))
         graph = _graph(point.network.name, point.network.input_size)
+        mapping = SearchSettings(objective=point.objective) if point.mapper == "search" else None
         if point.mode == "estimate":
-            totals = estimate_mapping(graph, hw, point.batch).totals
+            totals = estimate_mapping(graph, hw, point.batch, mapping=mapping).totals
         elif trace_dir is not None:
             path = Path(trace_dir) / f"{point.point_id}.h5"
-            totals = simulate_network(graph, hw, point.batch, path).totals
+            totals = simulate_network(graph, hw, point.batch, path, mapping=mapping).totals
             row["trace"] = str(Path("traces") / path.name)
         else:
             with tempfile.TemporaryDirectory(prefix="hwsim-sweep-") as tmp:
-                totals = simulate_network(graph, hw, point.batch, Path(tmp) / "point.h5").totals
+                totals = simulate_network(graph, hw, point.batch, Path(tmp) / "point.h5", mapping=mapping).totals
         row.update(_metrics_row(totals, hw, point.batch))
     except HwsimError as exc:  # bad input for this point only, e.g. a layer that cannot fit
         row["status"], row["error"] = ERROR, str(exc)

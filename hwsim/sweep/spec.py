@@ -6,6 +6,8 @@ A sweep file names base configs, networks, a mode and parameter axes:
     config: eyeriss-v1            # a shipped config or a path (relative to the sweep file); or a list
     networks: [resnet50]          # zoo names or .onnx paths; or {name: NET, input: WxH}
     mode: estimate                # estimate (closed-form) or simulate (cycle-level, a trace per point)
+    mapper: search                # rules (default): the dataflow's rules; search: each point's best mapping
+    objective: energy             # what the search minimises: energy, latency, edp or dram
     batch: 1                      # images per run unless an axis `batch` sets it
     axes:
       pe_array.rows: [8, 12, 16]
@@ -49,7 +51,10 @@ COMBINE = ("product", "zip")
 TABLE_FORMATS = ("auto", "parquet", "csv")
 BATCH = "batch"  # an axis of the mapping, not of the hardware
 GLB_DATA_SIZE = "glb.data_size"  # ifmap+psum capacity with the energy-size law (hwsim.hardware.energy)
-TOP_KEYS = ("name", "description", "config", "networks", "mode", "batch", "axes", "combine", "outputs")
+TOP_KEYS = ("name", "description", "config", "networks", "mode", "batch", "mapper", "objective", "axes", "combine",
+            "outputs")
+MAPPERS = ("rules", "search")  # hwsim.flows.mapping.MAPPERS
+OBJECTIVES = ("dram", "edp", "energy", "latency")  # hwsim.search.cost.OBJECTIVES
 RANGE_KEYS = ("from", "to", "step", "scale")
 SCALES = ("linear", "log2")
 MAX_AXIS_VALUES = 10_000
@@ -92,6 +97,8 @@ class Point:
     mode: str
     batch: int
     settings: Settings  # axis key -> value as written, in the file's axis order (batch included)
+    mapper: str = "rules"  # rules, or search: the point runs the best mapping found on its hardware
+    objective: str = "energy"  # what the search minimises
 
     def hardware_overrides(self) -> Settings:
         """The settings that are keys of the hardware YAML."""
@@ -155,7 +162,11 @@ def parse_sweep(doc: dict[str, Any], shown: str, folder: Path) -> Sweep:
     for config in configs:
         _check_axes(axes, config, shown)
     name = str(doc.get("name") or Path(shown).stem)
-    points = _points(shown, configs, networks, mode, batch, _expand(axes, shown))
+    mapper = _choice(doc.get("mapper", "rules"), MAPPERS, shown, "mapper")
+    if "objective" in doc and mapper != "search":
+        raise SweepError(f"{shown}: objective: a search's objective; add mapper: search or drop it")
+    objective = _choice(doc.get("objective", "energy"), OBJECTIVES, shown, "objective")
+    points = _points(shown, configs, networks, (mode, mapper, objective), batch, _expand(axes, shown))
     return Sweep(shown, name, mode, keys, _outputs(doc.get("outputs", {}), shown), points)
 
 
@@ -377,21 +388,28 @@ def _expand(member: Axis | Group, shown: str) -> list[Settings]:
 # ----- points -----------------------------------------------------------------------------------------
 
 
-def point_id(config: BaseConfig, network: NetworkSpec, mode: str, batch: int, settings: Settings) -> str:
-    """A short hash of what a point computes: the same point keeps its id when the file is reordered."""
+def point_id(config: BaseConfig, network: NetworkSpec, mode: str, batch: int, settings: Settings,
+             mapper: str = "rules", objective: str = "energy") -> str:
+    """A short hash of what a point computes: the same point keeps its id when the file is reordered (a point of
+    the rule mapping keeps the id it had before searches existed)."""
     text_sha = hashlib.sha256(config.text.encode()).hexdigest()
-    identity = {"config": config.name, "config_sha256": text_sha, "network": network.name,
-                "input": network.input_size, "mode": mode, "batch": batch,
-                "settings": sorted((k, v) for k, v in settings if k != BATCH)}
+    identity: dict[str, object] = {"config": config.name, "config_sha256": text_sha, "network": network.name,
+                                   "input": network.input_size, "mode": mode, "batch": batch,
+                                   "settings": sorted((k, v) for k, v in settings if k != BATCH)}
+    if mapper != "rules":
+        identity["mapper"], identity["objective"] = mapper, objective
     return hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()[:ID_CHARS]
 
 
-def _points(shown: str, configs: tuple[BaseConfig, ...], networks: tuple[NetworkSpec, ...], mode: str,
-            batch: int, settings: list[Settings]) -> tuple[Point, ...]:
+def _points(shown: str, configs: tuple[BaseConfig, ...], networks: tuple[NetworkSpec, ...],
+            how: tuple[str, str, str], batch: int, settings: list[Settings]) -> tuple[Point, ...]:
+    """Every point; `how` is (mode, mapper, objective)."""
+    mode, mapper, objective = how
     points = []
     for config, network, s in itertools.product(configs, networks, settings):
         b = int(dict(s).get(BATCH, batch))
-        points.append(Point(point_id(config, network, mode, b, s), shown, config, network, mode, b, s))
+        points.append(Point(point_id(config, network, mode, b, s, mapper, objective), shown, config, network, mode,
+                            b, s, mapper, objective))
     ids = [p.point_id for p in points]
     if len(set(ids)) != len(ids):
         raise SweepError(f"{shown}: some points repeat (the same config, network and settings twice); "

@@ -276,6 +276,41 @@ def _unary(fn: Callable[[Array], Array]) -> Callable[[OnnxNode, Args], list[Arra
     return fold
 
 
+SCATTER_REDUCTIONS: dict[str, np.ufunc] = {"add": np.add, "mul": np.multiply, "max": np.maximum,
+                                            "min": np.minimum}
+
+
+def _scatter(node: OnnxNode, data: Array, index: tuple[Array, ...], updates: Array) -> Array:
+    """`data` with `updates` written (or reduced, opset 16+) at `index`, as ScatterND and ScatterElements do."""
+    out = np.array(data, copy=True)
+    reduction = node.attr_str("reduction", "none")
+    if reduction == "none":
+        out[index] = updates
+    elif reduction in SCATTER_REDUCTIONS:
+        SCATTER_REDUCTIONS[reduction].at(out, index, updates)
+    else:
+        raise ValueError(f"reduction '{reduction}'")
+    return out
+
+
+def _scatter_nd(node: OnnxNode, args: Args) -> list[Array]:
+    """ScatterND: each last-axis row of `indices` addresses one slice of the data (PyTorch's slice assignment,
+    e.g. Swin's shifted-window attention mask)."""
+    data, indices, updates = args[0], np.asarray(args[1]).astype(np.int64), np.asarray(args[2])
+    depth = indices.shape[-1]
+    rows = indices.reshape(-1, depth)
+    return [_scatter(node, data, tuple(rows.T), updates.reshape(rows.shape[0], *data.shape[depth:]))]
+
+
+def _scatter_elements(node: OnnxNode, args: Args) -> list[Array]:
+    """ScatterElements (and Scatter, opset ≤ 10): `indices` replaces the coordinate along `axis`."""
+    data, indices, updates = args[0], np.asarray(args[1]).astype(np.int64), np.asarray(args[2])
+    axis = node.attr_int("axis", 0) % data.ndim
+    grid: list[Array] = list(np.indices(indices.shape, sparse=True))
+    grid[axis] = indices % data.shape[axis]
+    return [_scatter(node, data, tuple(np.broadcast_arrays(*grid)), updates)]
+
+
 def _identity(node: OnnxNode, args: Args) -> list[Array]:
     """Identity and Dropout (inference): the input, plus an all-true mask if asked for."""
     return [args[0], np.ones(args[0].shape, bool)][: len(node.outputs)]
@@ -298,6 +333,9 @@ FOLDS: dict[str, Callable[[OnnxNode, Args], list[Array]]] = {
     "ConstantOfShape": _constant_of_shape,
     "Range": _range,
     "Where": _where,
+    "ScatterND": _scatter_nd,
+    "ScatterElements": _scatter_elements,
+    "Scatter": _scatter_elements,
     "Split": _split,
     "Identity": _identity,
     "Dropout": _identity,
@@ -344,7 +382,7 @@ VIEW_OPS = frozenset({"Identity", "Dropout", "Unsqueeze", "Squeeze", "Reshape", 
 # Ops whose output has their first input's shape.
 SAME_SHAPE_OPS = frozenset({"Cast", "CastLike", "Neg", "Abs", "Sqrt", "Reciprocal", "Exp", "Log", "Floor",
                             "Ceil", "Round", "Sign", "Not", "DequantizeLinear", "QuantizeLinear", "Relu",
-                            "Sigmoid", "Tanh", "Clip"})
+                            "Sigmoid", "Tanh", "Clip", "ScatterND", "ScatterElements", "Scatter"})
 # Element-wise ops whose output has the broadcast shape of their inputs.
 BROADCAST_OPS = frozenset({"Add", "Sub", "Mul", "Div", "Pow", "Sum", "Max", "Min", "Mod", "Equal", "Less",
                            "LessOrEqual", "Greater", "GreaterOrEqual", "And", "Or", "Xor", "Where"})

@@ -8,7 +8,8 @@ pass streams a band's output columns (`stream: Q`), the ifmap window sliding
 through the RFs; ifmap and filters are multicast, psums handed down the set.
 
 CNNergy's scheduling rules choose, in whole numbers: kernel rows folded to
-fit J rows (and filter columns folded to fit the ifmap RF), q channels and p
+fit J rows (and filter columns folded so that the ifmap columns they span,
+(S − 1)·dilation + 1, fit the ifmap RF), q channels and p
 filters per set from the RF sizes, channels chP and filters fP per pass
 (rules 1, 2, 4, 5), K output rows per pass, and a GLB band of y_oc × x_oc
 output pixels for n images, shrunk (rule 6 and the halving loops) until the
@@ -53,13 +54,20 @@ class RsParams:
     rule: str  # which CNNergy rules set chP and fP
 
 
-def _rf_rules(d: dict[str, int], hw: Accelerator, r_fold: int, s_rf: int) -> tuple[int, int, int, int, int, str]:
-    """sets, q, p, chP, fP and the rule used (CNNergy rules 1, 2, 4, 5 in integers)."""
+def _span(s: int, dilation: int) -> int:
+    """Ifmap columns a filter row of `s` taps reads: (s − 1)·dilation + 1."""
+    return (s - 1) * dilation + 1
+
+
+def _rf_rules(d: dict[str, int], hw: Accelerator, r_fold: int, s_rf: int, dilation: int
+              ) -> tuple[int, int, int, int, int, str]:
+    """sets, q, p, chP, fP and the rule used (CNNergy rules 1, 2, 4, 5 in integers); a channel's ifmap window
+    is the span of its filter row's columns."""
     rf = hw.pe_array.rf
     if rf is None:
         raise MappingError(f"{hw.name}: a row-stationary array needs pe_array.rf (its PEs keep filter rows)")
     sets = max(1, hw.pe_array.rows // r_fold)
-    q = max(1, min(d["C"], rf.ifmap_words // s_rf))
+    q = max(1, min(d["C"], rf.ifmap_words // _span(s_rf, dilation)))
     p = max(1, min(rf.psum_words, (rf.filter_words // s_rf) // q))
     if q >= d["C"]:
         chP, fP, rule = d["C"], p * sets, "1"
@@ -88,9 +96,10 @@ def rs_params(problem: Problem, hw: Accelerator) -> RsParams:
     r_fold = ceil_div(d["R"], folds)
     rf = hw.pe_array.rf
     ifmap_words = rf.ifmap_words if rf else 1
-    s_folds = ceil_div(d["S"], ifmap_words)
+    dilation = problem.dilation[1]
+    s_folds = ceil_div(d["S"], max(1, (ifmap_words - 1) // dilation + 1))  # taps whose span fits the ifmap RF
     s_rf = ceil_div(d["S"], s_folds)
-    sets, q, p, chP, fP, rule = _rf_rules(d, hw, r_fold, s_rf)
+    sets, q, p, chP, fP, rule = _rf_rules(d, hw, r_fold, s_rf, dilation)
     y_of = min(hw.pe_array.cols, d["P"])
     y_oc, x_oc, n = d["P"], d["Q"], d["N"]
     glb = hw.glb.data_bytes // hw.word_bytes

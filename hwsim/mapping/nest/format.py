@@ -149,6 +149,13 @@ class LoopNest:
         yield from self.array.cols
         yield from self.rf.loops
 
+    def key(self) -> tuple[object, ...]:
+        """The nest as a hashable value, without its layer's name: equal keys, equal work (caches use it)."""
+        storage = tuple((s.level, s.loops, tuple(sorted(s.keeps))) for s in self.storage)
+        array = (self.array.rows, self.array.cols, self.array.stream, tuple(sorted(self.array.delivery.items())))
+        return (tuple(self.dims[d] for d in DIMS), self.lowering, storage, array, self.rf.loops,
+                tuple(sorted(self.rf.keeps)))
+
     def factor_product(self, dim: str) -> int:
         """Π of the factors of `dim` over the whole nest."""
         product = 1

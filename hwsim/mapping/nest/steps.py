@@ -244,11 +244,12 @@ class NestSteps:
 
     def _array_load(self, t: _Table, passes: Passes, b: _Boundary) -> None:
         words = b.words - b.fresh if b.op == "psum" else b.words
-        t.transfer(b.starts, OPERAND[b.op], b.parent, "rf", words, self._pass_address(passes, b.parent, b.op), 0)
+        t.transfer(b.starts, OPERAND[b.op], b.parent, "rf", words,
+                   self._pass_address(passes, b.parent, b.op, b.words), 0)
 
     def _array_store(self, t: _Table, passes: Passes, b: _Boundary) -> None:
         final = b.final if b.parent == "dram" else np.zeros_like(b.final)
-        addr = self._pass_address(passes, b.parent, "psum")
+        addr = self._pass_address(passes, b.parent, "psum", b.words)
         t.transfer(b.ends, Operand.PSUM, "rf", b.parent, b.words - final, 0, addr)
         t.transfer(b.ends, Operand.OFMAP, "rf", b.parent, final, 0, addr)
 
@@ -268,13 +269,17 @@ class NestSteps:
         t.space(b.ends, StepKind.FREE, Operand.PSUM, b.level, b.words, region)
 
     # -- addresses ---------------------------------------------------------------------------------------
-    def _size(self, level: str) -> int:
-        """Words of an on-chip level."""
-        return (self.hw.l2.size_bytes if level == "l2" and self.hw.l2 else self.hw.glb.size_bytes) // self.hw.word_bytes
+    def _end(self, level: str, op: str) -> int:
+        """The word where `op`'s partition of an on-chip level ends (the GLB's data partition, or all of it for
+        filters; the L2's whole size)."""
+        wb = self.hw.word_bytes
+        if level == "l2" and self.hw.l2:
+            return self.hw.l2.size_bytes // wb
+        return (self.hw.glb.size_bytes if op == "filter" else self.hw.glb.data_bytes) // wb
 
     def _region(self, level: str, op: str, words: np.ndarray) -> np.ndarray:
-        """The operand's region start at `level`, moved down where a tile would run past the buffer's end."""
-        start: np.ndarray = np.minimum(self.regions[(level, op)], np.maximum(0, self._size(level) - words))
+        """The operand's region start at `level`, moved down where a tile would run past its partition's end."""
+        start: np.ndarray = np.minimum(self.regions[(level, op)], np.maximum(0, self._end(level, op) - words))
         return start
 
     def _tile_address(self, passes: Passes, level: str, op: str, child: str, image: int) -> np.ndarray:
@@ -286,9 +291,11 @@ class NestSteps:
         lo = {d: self.tiles.ranges(passes, d, cut)[0][own] for d in DIMS}
         return self._dram_address(op, lo, image)
 
-    def _pass_address(self, passes: Passes, level: str, op: str) -> np.ndarray:
+    def _pass_address(self, passes: Passes, level: str, op: str, span: np.ndarray) -> np.ndarray:
         """Where the pass's words of `op` start in `level` (DRAM: in the tensor; on chip: the offset of the pass's
-        corner in the level's tile, so each sub-tile of psums has one address)."""
+        corner in the level's tile, so each sub-tile of psums has one address). `span`: the words the pass moves
+        (more than the tile holds when the pass delivers words again); the start moves down so they stay inside
+        the operand's partition."""
         own = passes.own
         lo = {d: passes.start[d][own] for d in DIMS}
         if level == "dram":
@@ -300,7 +307,7 @@ class NestSteps:
         for d in OPERAND_DIMS[op]:
             offset = offset * extent[d] + (lo[d] - corner[d])
         words = self.tiles.array_words(passes, op, len(self.plan.storage) - 1, frozenset(), "")[own]
-        room = np.maximum(0, self._size(level) - words)
+        room = np.maximum(0, self._end(level, op) - np.maximum(words, span))
         start: np.ndarray = np.minimum(self.regions.get((level, op), 0) + offset, room)
         return start
 

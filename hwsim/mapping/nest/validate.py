@@ -12,22 +12,44 @@ partition, the L2.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator
-
-import numpy as np
 
 from hwsim.hardware.schema import Accelerator
 from hwsim.mapping.dataflows.base import Dataflow
 from hwsim.mapping.nest.format import DIMS, LOWERINGS, OPERANDS, LoopNest, MappingError
-from hwsim.mapping.nest.passes import nest_loops
+from hwsim.mapping.nest.passes import NestLoop, nest_loops
 from hwsim.mapping.nest.problem import Problem, tile_bound_words
 from hwsim.vocab import ceil_div
 
+_CHECKED_ENTRIES = 4096
+_checked: dict[tuple[object, ...], str | None] = {}  # the first problem of each (problem, nest, hardware) seen
+
 
 def check_nest(nest: LoopNest, problem: Problem, hw: Accelerator, dataflow: Dataflow) -> None:
-    """Raise MappingError naming the layer, the field and the numbers for the first thing wrong."""
-    for problem_text in _problems(nest, problem, hw, dataflow):
-        raise MappingError(f"layer {nest.layer!r}: {problem_text}")
+    """Raise MappingError naming the layer, the field and the numbers for the first thing wrong (each distinct
+    layer shape, nest and hardware is checked once: a network repeats its shapes, a sweep its nests)."""
+    key = (_problem_key(problem), nest.key(), _hardware_key(hw), dataflow.name)
+    if key not in _checked:
+        if len(_checked) >= _CHECKED_ENTRIES:
+            _checked.pop(next(iter(_checked)))
+        _checked[key] = next(_problems(nest, problem, hw, dataflow), None)
+    found = _checked[key]
+    if found is not None:
+        raise MappingError(f"layer {nest.layer!r}: {found}")
+
+
+def _problem_key(p: Problem) -> tuple[object, ...]:
+    return (tuple(p.dims[d] for d in DIMS), p.stride, p.dilation, p.pad_top, p.pad_left, p.in_h, p.in_w, p.out_h,
+            p.out_w, p.transposed, p.up)
+
+
+def _hardware_key(hw: Accelerator) -> tuple[object, ...]:
+    """What a check reads of the hardware: the array, the RFs, the GLB's partitions, the L2, the word."""
+    rf = hw.pe_array.rf
+    return (hw.name, hw.pe_array.rows, hw.pe_array.cols, None if rf is None else (rf.filter_words, rf.ifmap_words,
+            rf.psum_words), hw.glb.data_bytes, hw.glb.filter_bytes, hw.l2.size_bytes if hw.l2 else None,
+            hw.word_bytes)
 
 
 def _problems(nest: LoopNest, problem: Problem, hw: Accelerator, dataflow: Dataflow) -> Iterator[str]:
@@ -40,13 +62,16 @@ def _problems(nest: LoopNest, problem: Problem, hw: Accelerator, dataflow: Dataf
 
 
 def _cover(nest: LoopNest, problem: Problem) -> Iterator[str]:
+    factors_of: dict[str, list[int]] = {d: [] for d in DIMS}
+    for loop in nest.all_loops():
+        factors_of[loop.dim].append(loop.factor)
     for d in DIMS:
         extent, given = problem.dims[d], nest.dims.get(d)
         if given != extent:
             yield f"dims.{d}: the mapping says {given}, the layer has {extent}; map this network again"
             continue
-        factors = [l.factor for l in nest.all_loops() if l.dim == d]
-        product = int(np.prod(factors, dtype=np.int64))
+        factors = factors_of[d]
+        product = math.prod(factors)
         if product < extent:
             yield f"{d}: the factors {factors} cover {product} of {extent}; raise a factor of {d}"
         elif factors and factors[0] > ceil_div(extent, product // factors[0]):
@@ -62,14 +87,13 @@ def _array(nest: LoopNest, hw: Accelerator) -> Iterator[str]:
         yield f"array: {d} is spread over both rows and cols; keep each dim on one axis"
     for axis, loops, size in (("rows", nest.array.rows, hw.pe_array.rows), ("cols", nest.array.cols,
                                                                              hw.pe_array.cols)):
-        used = int(np.prod([l.factor for l in loops], dtype=np.int64))
+        used = math.prod(l.factor for l in loops)
         if used > size:
             yield f"array.{axis}: {' × '.join(str(l) for l in loops)} spreads {used} PEs, the array has {size} {axis}"
 
 
-def _extent(nest: LoopNest, cut: int) -> dict[str, int]:
-    loops = nest_loops(nest)
-    return {d: int(np.prod([l.factor for l in loops[cut:] if l.dim == d], dtype=np.int64)) for d in DIMS}
+def _extent(loops: list[NestLoop], cut: int) -> dict[str, int]:
+    return {d: math.prod(l.factor for l in loops[cut:] if l.dim == d) for d in DIMS}
 
 
 def tile_words(nest: LoopNest, problem: Problem) -> dict[str, dict[str, int]]:
@@ -79,9 +103,9 @@ def tile_words(nest: LoopNest, problem: Problem) -> dict[str, dict[str, int]]:
     out = {}
     for i, storage in enumerate(nest.storage[1:], start=1):
         above = {s.level for s in nest.storage[:i]}
-        extent = _extent(nest, sum(1 for l in loops if l.place in above))
+        extent = _extent(loops, sum(1 for l in loops if l.place in above))
         out[storage.level] = {op: tile_bound_words(problem, op, extent) for op in OPERANDS if op in storage.keeps}
-    extent = _extent(nest, sum(1 for l in loops if l.place != "rf"))
+    extent = _extent(loops, sum(1 for l in loops if l.place != "rf"))
     out["rf"] = {op: tile_bound_words(problem, op, extent) for op in OPERANDS if op in nest.rf.keeps}
     return out
 

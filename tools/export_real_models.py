@@ -1,0 +1,205 @@
+"""Export real networks to ONNX and count their MACs on the PyTorch side (run by check_real_models.py).
+
+This script runs inside a throwaway virtual environment with torch, torchvision, timm,
+onnxruntime and onnxscript (never hwsim's own); `tools/check_real_models.py` creates it and
+calls this file with its Python. Each network is built with random weights, exported with the
+legacy (TorchScript) or dynamo exporter, and its MACs are counted independently of any ONNX
+graph by `torch.utils.flop_counter.FlopCounterMode` on the same module and input: MACs =
+FLOPs / 2 of convolutions (grouped and depthwise by their true fan-in), mm, addmm, bmm and
+baddbmm. Attention runs on PyTorch's math kernel and without nn.MultiheadAttention's fused
+fast path, so its Q·Kᵀ and A·V products are bmm calls and counted, as hwsim counts them.
+Quantized (QDQ) models are the float export put through onnxruntime's static quantization
+with random calibration images; their count is the float twin's.
+
+Writes DIR/manifest.json: one entry per model with its file, exporter, input size and
+independent MACs. Models already exported (file and entry present) are kept.
+Usage: python export_real_models.py OUT_DIR [--only NAME,...]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+from torch import nn
+from torch.nn.attention import SDPBackend, sdpa_kernel
+from torch.utils.flop_counter import FlopCounterMode
+
+LEGACY_OPSET = 17
+
+
+@dataclass(frozen=True)
+class Spec:
+    name: str  # file stem and table row
+    network: str  # what the user asked for
+    exporter: str  # legacy, dynamo, or legacy+qdq
+    size: int  # square input, pixels
+    build: Callable[[], nn.Module]
+    opset: int = LEGACY_OPSET
+
+
+@dataclass(frozen=True)
+class Entry:
+    name: str
+    network: str
+    exporter: str
+    file: str
+    input_hw: tuple[int, int]
+    independent_macs: int
+    macs_by_op: dict[str, int]
+    twin: str | None  # the float model a quantized one was made from
+    export_s: float
+
+
+class FirstOutput(nn.Module):
+    """Segmentation models return {"out": ...}; the exporters want a tensor."""
+
+    def __init__(self, model: nn.Module) -> None:
+        super().__init__()
+        self.model = model
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.model(x)["out"]
+
+
+def _torchvision(name: str) -> Callable[[], nn.Module]:
+    def build() -> nn.Module:
+        import torchvision
+
+        return torchvision.models.get_model(name, weights=None)
+
+    return build
+
+
+def _timm(name: str) -> Callable[[], nn.Module]:
+    def build() -> nn.Module:
+        import timm
+
+        return timm.create_model(name, pretrained=False)
+
+    return build
+
+
+def _deeplab() -> nn.Module:
+    import torchvision
+
+    return FirstOutput(torchvision.models.segmentation.deeplabv3_resnet50(weights=None, weights_backbone=None))
+
+
+def specs() -> list[Spec]:
+    out: list[Spec] = []
+    for exporter in ("legacy", "dynamo"):
+        out += [
+            Spec(f"convnext_tiny-{exporter}", "ConvNeXt-Tiny", exporter, 224, _torchvision("convnext_tiny")),
+            Spec(f"swin_t-{exporter}", "Swin-T", exporter, 224, _torchvision("swin_t")),
+            Spec(f"vit_b_16-{exporter}", "ViT-B/16", exporter, 224, _torchvision("vit_b_16")),
+            Spec(f"mobilevitv2_100-{exporter}", "MobileViT-v2", exporter, 256, _timm("mobilevitv2_100")),
+            Spec(f"deeplabv3_resnet50-{exporter}", "DeepLabV3-ResNet50 520x520", exporter, 520, _deeplab),
+        ]
+    out += [
+        Spec("convnext_tiny-legacy13", "ConvNeXt-Tiny (opset 13)", "legacy", 224, _torchvision("convnext_tiny"), 13),
+        Spec("tf_efficientnet_lite0-legacy", "tf_efficientnet_lite0", "legacy", 224, _timm("tf_efficientnet_lite0")),
+    ]
+    for name, network in (("resnet18", "ResNet-18"), ("mobilenet_v2", "MobileNetV2"),
+                          ("efficientnet_b0", "EfficientNet-B0")):
+        out.append(Spec(f"{name}-legacy", network, "legacy", 224, _torchvision(name)))
+        out.append(Spec(f"{name}-qdq", f"{network} INT8 QDQ", "legacy+qdq", 224, _torchvision(name)))
+    return out
+
+
+def count_macs(model: nn.Module, x: torch.Tensor) -> tuple[int, dict[str, int]]:
+    """FLOPs / 2 of every op FlopCounterMode prices (conv, mm, addmm, bmm, baddbmm), by op."""
+    torch.backends.mha.set_fastpath_enabled(False)
+    counter = FlopCounterMode(display=False)
+    with torch.no_grad(), sdpa_kernel(SDPBackend.MATH), counter:
+        model(x)
+    by_op = {str(op).removeprefix("aten."): int(n) // 2 for op, n in counter.get_flop_counts()["Global"].items()}
+    return int(counter.get_total_flops()) // 2, by_op
+
+
+def export(model: nn.Module, x: torch.Tensor, path: Path, exporter: str, opset: int) -> None:
+    torch.backends.mha.set_fastpath_enabled(False)
+    with torch.no_grad():
+        if exporter == "dynamo":
+            program = torch.onnx.export(model, (x,), dynamo=True)
+            assert program is not None
+            program.save(str(path))
+        else:
+            torch.onnx.export(model, (x,), str(path), dynamo=False, opset_version=opset,
+                              input_names=["input"], output_names=["output"])
+
+
+class RandomImages:
+    """onnxruntime's CalibrationDataReader: a few random images."""
+
+    def __init__(self, input_name: str, size: int, count: int = 4) -> None:
+        rng = np.random.default_rng(0)
+        self.batches: Iterator[dict[str, np.ndarray]] = iter(
+            [{input_name: rng.standard_normal((1, 3, size, size)).astype(np.float32)} for _ in range(count)])
+
+    def get_next(self) -> dict[str, np.ndarray] | None:
+        return next(self.batches, None)
+
+
+def quantize(float_path: Path, path: Path, size: int) -> None:
+    """onnxruntime's documented recipe: pre-process (shape inference, basic fusions), then static QDQ."""
+    from onnxruntime.quantization import CalibrationDataReader, QuantFormat, quantize_static
+    from onnxruntime.quantization.shape_inference import quant_pre_process
+
+    class Reader(RandomImages, CalibrationDataReader):
+        pass
+
+    prepared = path.with_suffix(".prep.onnx")
+    quant_pre_process(str(float_path), str(prepared))
+    quantize_static(str(prepared), str(path), Reader("input", size), quant_format=QuantFormat.QDQ)
+    prepared.unlink()
+
+
+def make(spec: Spec, out_dir: Path) -> Entry:
+    torch.manual_seed(0)
+    model = spec.build().eval()
+    x = torch.randn(1, 3, spec.size, spec.size)
+    macs, by_op = count_macs(model, x)
+    start = time.perf_counter()
+    path = out_dir / f"{spec.name}.onnx"
+    twin = None
+    if spec.exporter == "legacy+qdq":
+        twin = spec.name.replace("-qdq", "-legacy")
+        float_path = out_dir / f"{twin}.onnx"
+        if not float_path.exists():
+            export(model, x, float_path, "legacy", spec.opset)
+        quantize(float_path, path, spec.size)
+    else:
+        export(model, x, path, spec.exporter, spec.opset)
+    return Entry(spec.name, spec.network, spec.exporter, path.name, (spec.size, spec.size), macs, by_op, twin,
+                 round(time.perf_counter() - start, 1))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("out_dir", type=Path)
+    parser.add_argument("--only", default="", help="comma-separated model names (default: all)")
+    args = parser.parse_args()
+    out_dir: Path = args.out_dir
+    out_dir.mkdir(parents=True, exist_ok=True)
+    manifest_path = out_dir / "manifest.json"
+    manifest: dict[str, dict[str, object]] = json.loads(manifest_path.read_text()) if manifest_path.exists() else {}
+    wanted = {n for n in args.only.split(",") if n}
+    for spec in specs():
+        if wanted and spec.name not in wanted:
+            continue
+        if spec.name in manifest and (out_dir / f"{spec.name}.onnx").exists():
+            continue
+        print(f"exporting {spec.name} ...", flush=True)
+        manifest[spec.name] = asdict(make(spec, out_dir))
+        manifest_path.write_text(json.dumps(manifest, indent=1))
+
+
+if __name__ == "__main__":
+    main()
