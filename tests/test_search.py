@@ -120,3 +120,18 @@ def test_sweep_files_take_a_mapper_and_an_objective(tmp_path: Path, monkeypatch:
     assert row["status"] == "ok", row["error"]
     assert row["mapper"] == "search" and row["objective"] == "edp"
     assert list((tmp_path / "cache" / "mappings").rglob("*.json"))
+
+
+@pytest.mark.parametrize("config", ["eyeriss-v1", "scalesim-12x14-ws"])
+def test_a_searched_mapping_simulates_and_checks(cli, tmp_path: Path, config: str) -> None:
+    cache = str(tmp_path / "cache")
+    searched, rules = tmp_path / "searched.yaml", tmp_path / "rules.yaml"
+    assert cli("map", "phases_example", "--hw", config, "--objective", "energy", "--budget", "0.5", "--cache", cache,
+               "--out", str(searched)).code == 0
+    assert cli("map", "phases_example", "--hw", config, "--out", str(rules)).code == 0
+    assert searched.read_text() != rules.read_text()  # the check below runs a mapping the rules would not
+    result = cli("check", "phases_example", "--hw", config, "--mapper", "search", "--objective", "energy",
+                 "--budget", "0.5", "--cache", cache, "--json")
+    assert result.code == 0, result.err
+    doc = result.json()
+    assert doc["ok"] and not doc["mismatches"] and len(doc["layers"]) == 3  # type: ignore[index]
