@@ -135,3 +135,17 @@ def test_a_searched_mapping_simulates_and_checks(cli, tmp_path: Path, config: st
     assert result.code == 0, result.err
     doc = result.json()
     assert doc["ok"] and not doc["mismatches"] and len(doc["layers"]) == 3  # type: ignore[index]
+
+
+def test_weights_larger_than_the_filter_partition_are_read_once_over_the_batch(tmp_path: Path) -> None:
+    # An FC layer of 1024 -> 256 at batch 16 on diannao-nlr (no RFs; GLB: a 16 Ki-word filter partition and 38 Ki
+    # words of data): 262144 weights cannot sit in the GLB at once, but 16 filters x 1024 channels = 16384 words
+    # fill the filter partition exactly; with the 16 x 1024 inputs (16384 words) kept in the data partition and the
+    # 16 images streamed past each filter tile, every DRAM word moves once: 262144 + 16384 + 16 x 256 = 282624.
+    b = GraphBuilder("fc")
+    x = b.input("x", 1024, 1, 1)
+    y = b.fc("fc", x, 256)
+    b.output("o", y)
+    hw = load_config("diannao-nlr")
+    found = search_layer(b.build().layer("fc"), hw, 16, "dram", energy_table(hw))
+    assert found.cost.dram_words == 262144 + 16384 + 16 * 256

@@ -82,6 +82,14 @@ def choices(extent: int, most: int, count: int = CHOICES) -> list[int]:
     return out or [1]
 
 
+def glb_sizes(extent: int, near: int) -> list[int]:
+    """GLB tile sizes of a dim of `extent` (pass tiles), largest first: the `near` largest near-equal cuts
+    (`choices`) and the halvings ⌈extent/2^k⌉ down to 1, so that small tiles — a weight-heavy layer's filter tile
+    that fits the filter partition while the images stream past it — are sampled as well as large ones."""
+    halvings = {ceil_div(extent, 1 << k) for k in range(extent.bit_length() + 1)}
+    return sorted({*choices(extent, extent, near), *halvings}, reverse=True)
+
+
 def _loops(*pairs: tuple[str, int]) -> Loops:
     return tuple(Loop(d, f) for d, f in pairs if f > 1)
 
@@ -229,5 +237,5 @@ def build_nest(p: Problem, inner: Inner, outer: Outer, lowering: str, keeps: fro
     return LoopNest(p.layer, dict(p.dims), storage, inner.array, inner.rf, lowering)
 
 
-__all__ = ["INNER_SPACES", "KEEP_MODES", "PRIORITIES", "Inner", "Outer", "build_nest", "choices", "inner_space",
-           "ordered", "remaining"]
+__all__ = ["INNER_SPACES", "KEEP_MODES", "PRIORITIES", "Inner", "Outer", "build_nest", "choices", "glb_sizes",
+           "inner_space", "ordered", "remaining"]
