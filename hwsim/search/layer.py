@@ -2,7 +2,7 @@
 
 1. *Sample* (deterministic for a seed): every inner part the dataflow allows
    once, then random ones, each with a random outer part (a GLB factor per dim
-   from the tile sizes `space.glb_sizes` gives, an order per storage level, a
+   from the tile sizes `space.spread_sizes` gives, an order per storage level, a
    keep mode); a candidate whose GLB tiles do not fit is dropped before it is
    priced (the capacity pre-check).
 2. *Screen* each by the fast approximation (`hwsim.search.screen`) under the
@@ -39,13 +39,13 @@ from hwsim.search.space import (
     Outer,
     build_nest,
     choices,
-    glb_sizes,
     inner_space,
     remaining,
+    spread_sizes,
 )
 from hwsim.workload.ir import Layer
 
-GLB_CHOICES = 5  # near-equal GLB tile sizes tried per dim (beside the halvings: space.glb_sizes)
+GLB_CHOICES = 5  # near-equal GLB tile sizes tried per dim (beside the halvings: space.spread_sizes)
 
 
 @dataclass(frozen=True)
@@ -112,14 +112,14 @@ class LayerSearcher:
     def random_outer(self, rng: random.Random, inner: Inner, spread: bool = True) -> Outer:
         """A random outer part whose GLB tiles fit: dims in random order, each given the largest of a random
         suffix of its tile sizes that still fits beside the others (the capacity pre-check). The sizes are
-        `space.glb_sizes` when `spread`, else only its near-equal largest cuts."""
+        `space.spread_sizes` when `spread`, else only its near-equal largest cuts."""
         rest = dict(zip(DIMS, remaining(self.p, inner)))
         extent = {d: inner.tile(d) for d in DIMS}
         factors = dict.fromkeys(DIMS, 1)
         dims = [d for d in DIMS if rest[d] > 1]
         rng.shuffle(dims)
         for d in dims:
-            sizes = glb_sizes(rest[d], GLB_CHOICES) if spread else choices(rest[d], rest[d], GLB_CHOICES)
+            sizes = spread_sizes(rest[d], GLB_CHOICES) if spread else choices(rest[d], rest[d], GLB_CHOICES)
             for size in sizes[rng.randrange(len(sizes)):]:
                 if self._glb_fits({**extent, d: extent[d] * size}):
                     factors[d], extent[d] = size, extent[d] * size
@@ -135,7 +135,7 @@ class LayerSearcher:
 
     def samples(self, rng: random.Random, count: int) -> Iterator[_Candidate]:
         """Every inner part once, then random ones, `count` in all, with GLB tiles among the largest cuts (where a
-        GLB's reuse usually is); then half as many again with GLB tiles over all scales (`space.glb_sizes`: e.g.
+        GLB's reuse usually is); then half as many again with GLB tiles over all scales (`space.spread_sizes`: e.g.
         a weight-heavy layer's filter tile small enough for the filter partition while the images stream)."""
         for i in range(count + count // 2):
             k = i if i < len(self.inners) else rng.randrange(len(self.inners))
