@@ -32,10 +32,11 @@ import json
 import math
 import subprocess
 import tempfile
-import venv
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from throwaway_env import env_python
 
 from hwsim.analytic.counts import LayerCounts
 from hwsim.analytic.nest_counts import nest_counts
@@ -180,12 +181,7 @@ def _groups(layer: Layer) -> int:
 
 def peer_python(env_dir: Path) -> Path:
     """A throwaway virtual environment with nn_dataflow 2.1 (it needs sympy 1.6.2); its python."""
-    python = env_dir / "bin" / "python"
-    if not python.exists():
-        venv.create(env_dir, with_pip=True)
-        subprocess.run([python, "-m", "pip", "install", "-q", *PEER_PACKAGES], check=True,
-                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    return python
+    return env_python(env_dir, [PEER_PACKAGES])
 
 
 def run_peer(python: Path, spec: dict[str, Any]) -> PeerRun:
