@@ -7,12 +7,16 @@ from __future__ import annotations
 import argparse
 import math
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from hwsim.errors import HwsimError
-from hwsim.flows.inputs import MappingLike
-from hwsim.flows.mapping import MAPPERS, OBJECTIVE_NAMES, SearchSettings
 from hwsim.hardware.units import BYTES, parse_quantity
+from hwsim.search.names import MAPPERS, OBJECTIVE_NAMES
 from hwsim.workload.network import parse_input_size
+
+if TYPE_CHECKING:  # the flows are loaded by the command that runs, not by every command's parser
+    from hwsim.flows.inputs import MappingLike
+    from hwsim.search.network import SearchSettings
 
 
 def input_size_arg(text: str) -> tuple[int, int]:
@@ -80,6 +84,8 @@ def _seed(text: str) -> int:
 
 def search_settings(args: argparse.Namespace, jobs: int = 1) -> SearchSettings:
     """The search the arguments of add_search_arguments describe."""
+    from hwsim.search.network import SearchSettings
+
     cache = getattr(args, "cache", None)
     return SearchSettings(objective=args.objective or "energy", seed=args.seed, jobs=jobs,
                           cache_dir=Path(cache) if cache not in (None, "none") else None,
