@@ -31,7 +31,9 @@ The recurrence is solved for a transaction's bursts on a channel at once: with G
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
+from itertools import accumulate
 
 import numpy as np
 import simpy
@@ -47,6 +49,7 @@ READ = 0
 WRITE = 1
 
 _PLAN_CACHE_ENTRIES = 4096
+_SCALAR_BURSTS = 16  # transfers of at most this many bursts on a channel are booked in plain integers
 
 
 @dataclass(frozen=True)
@@ -61,6 +64,8 @@ class _ChannelPart:
     first_row: int  # relative to the plan's base row
     last_row: int
     runs: int  # row runs (each opens its row unless the first hits the open row)
+    latency_list: tuple[int, ...] = ()  # Λ_i and G_i as integers, for parts booked one integer at a time
+    offset_list: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -75,7 +80,7 @@ class _Plan:
 class _Channel:
     """What a channel remembers between transactions (times in ticks)."""
 
-    done_ticks: np.ndarray  # data end of its last in_flight bursts, oldest first
+    done_ticks: list[int]  # data end of its last in_flight bursts, oldest first
     bus_free_ticks: int = 0  # end of its last burst
     open_row: int = -1
     last_direction: int = -1
@@ -103,7 +108,7 @@ class SimpleDram(DramModel):
         self._slot_ticks = cfg.burst_bytes * channel_rate.denominator
         self._ticks_per_cycle = channel_rate.numerator
         self._in_flight = cfg.in_flight
-        self._channels = [_Channel(np.zeros(cfg.in_flight, dtype=np.int64)) for _ in range(cfg.channels)]
+        self._channels = [_Channel([0] * cfg.in_flight) for _ in range(cfg.channels)]
         self._period_bytes = self.period_bytes = self._address_map.period_bytes(self._rows.row_bytes)
         row_bytes = self._rows.row_bytes
         self._rows_per_period = self._period_bytes // cfg.channels // row_bytes if row_bytes else 0
@@ -129,6 +134,8 @@ class SimpleDram(DramModel):
         self.bursts += plan.bursts
         request_ticks = now * self._ticks_per_cycle
         row_shift = base * self._rows_per_period
+        if len(plan.parts) == 1 and plan.bursts <= min(self._in_flight, _SCALAR_BURSTS):
+            return self._book_few(plan.parts[0], direction, request_ticks, row_shift)
         if len(plan.parts) == 1:  # the bursts are in address order on one channel
             part = plan.parts[0]
             starts = self._serve(part, self._channels[part.channel], direction, request_ticks, row_shift)
@@ -148,47 +155,92 @@ class SimpleDram(DramModel):
     def _serve(self, part: _ChannelPart, channel: _Channel, direction: int, request_ticks: int,
                row_shift: int) -> np.ndarray:
         """The data start (ticks) of each burst of `part` on `channel`; updates the channel and the counters."""
-        rows, tpc = self._rows, self._ticks_per_cycle
-        shift, latency, misses = 0, part.latency_ticks, part.runs
-        if rows.keeps_open and part.first_row + row_shift == channel.open_row:  # the first run hits
-            saving = rows.hit_saving_cycles * tpc
-            shift, misses, latency = -saving, misses - 1, latency.copy()
+        saving, turnaround_ticks = self._open(part, channel, direction, row_shift)
+        latency = part.latency_ticks
+        if saving:
+            latency = latency.copy()
             latency[0] -= saving
+        starts = np.empty(len(part.bursts), dtype=np.int64)
+        for lo in range(0, len(starts), self._piece):
+            hi = min(len(starts), lo + self._piece)
+            base = int(part.offset_ticks[lo - 1]) + self._slot_ticks if lo else saving - turnaround_ticks
+            starts[lo:hi] = self._stream(channel, request_ticks, latency[lo:hi], part.offset_ticks[lo:hi] - base)
+        self._stalls(channel, direction, int(starts[0]) - (request_ticks + int(latency[0])), turnaround_ticks)
+        return starts
+
+    def _book_few(self, part: _ChannelPart, direction: int, request_ticks: int, row_shift: int) -> int:
+        """`_book` of a transaction of at most `in_flight` bursts on one channel, in plain integers."""
+        channel = self._channels[part.channel]
+        saving, turnaround_ticks = self._open(part, channel, direction, row_shift)
+        latency = list(part.latency_list)
+        latency[0] -= saving
+        base = saving - turnaround_ticks
+        starts = self._stream_scalar(channel, request_ticks, latency, [o - base for o in part.offset_list])
+        self._stalls(channel, direction, starts[0] - (request_ticks + latency[0]), turnaround_ticks)
+        tpc, slot = self._ticks_per_cycle, self._slot_ticks
+        start_cycles = [s // tpc for s in starts]
+        end_cycles = [-(-(s + slot) // tpc) for s in starts]
+        self.reserved_end_cycle = max(end_cycles)
+        self.busy_channel_cycles += len(starts) * slot / tpc
+        self._booked = (np.array(start_cycles, dtype=np.int64), np.array(end_cycles, dtype=np.int64))
+        return min(start_cycles)
+
+    def _open(self, part: _ChannelPart, channel: _Channel, direction: int, row_shift: int) -> tuple[int, int]:
+        """Row-buffer counters and the channel's open row for `part`; (ticks the first burst saves by hitting
+        the open row, turnaround ticks it must wait)."""
+        rows, tpc = self._rows, self._ticks_per_cycle
+        saving, misses = 0, part.runs
+        if rows.keeps_open and part.first_row + row_shift == channel.open_row:  # the first run hits
+            saving, misses = rows.hit_saving_cycles * tpc, misses - 1
         if rows.row_bytes:
             self.row_miss_bursts += misses
             self.row_hit_bursts += len(part.bursts) - misses
             channel.open_row = part.last_row + row_shift
         turned = channel.last_direction not in (-1, direction)
-        turnaround_ticks = self.cfg.turnaround_cycles * tpc if turned else 0
-        starts = np.empty(len(part.bursts), dtype=np.int64)
-        for lo in range(0, len(starts), self._piece):
-            hi = min(len(starts), lo + self._piece)
-            base = int(part.offset_ticks[lo - 1]) + self._slot_ticks if lo else -(shift + turnaround_ticks)
-            starts[lo:hi] = self._stream(channel, request_ticks, latency[lo:hi], part.offset_ticks[lo:hi] - base)
-        waited = max(0, int(starts[0]) - (request_ticks + int(latency[0])))
+        return saving, self.cfg.turnaround_cycles * tpc if turned else 0
+
+    def _stalls(self, channel: _Channel, direction: int, waited_ticks: int, turnaround_ticks: int) -> None:
+        """Split the first burst's wait beyond its latency into turnaround and queueing; note the direction."""
+        waited = max(0, waited_ticks)
         turnaround = min(turnaround_ticks, waited)
+        tpc = self._ticks_per_cycle
         self.turnaround_stall_cycles += turnaround / tpc
         self.queue_stall_cycles += (waited - turnaround) / tpc
         channel.last_direction = direction
-        return starts
 
     def _stream(self, channel: _Channel, request_ticks: int, latency: np.ndarray, offsets: np.ndarray) -> np.ndarray:
         """Data starts s_i = G_i + max(bus free, max_{j≤i}(A_j + Λ_j − G_j)) of consecutive bursts, admitted
-        against the channel's in-flight window; updates the window and the bus."""
+        against the channel's in-flight window; updates the window and the bus. A few bursts (most of a
+        layer's transfers) are worked out in plain integers: numpy's per-call cost would dominate."""
         n, window = len(latency), self._in_flight
+        if n <= min(window, _SCALAR_BURSTS):
+            return np.array(self._stream_scalar(channel, request_ticks, latency.tolist(), offsets.tolist()),
+                            dtype=np.int64)
+        done = np.asarray(channel.done_ticks, dtype=np.int64)
         if n <= window:
-            admit = self._scheduler.start_cycles(request_ticks, channel.done_ticks[:n])
+            admit = self._scheduler.start_cycles(request_ticks, done[:n])
         else:
             admit = np.full(n, request_ticks, dtype=np.int64)
-            admit[:window] = self._scheduler.start_cycles(request_ticks, channel.done_ticks)
+            admit[:window] = self._scheduler.start_cycles(request_ticks, done)
         lead = admit + latency
         lead -= offsets
         starts = np.maximum.accumulate(lead)
         np.maximum(starts, channel.bus_free_ticks, out=starts)
         starts += offsets
         channel.bus_free_ticks = int(starts[-1]) + self._slot_ticks
-        ends = starts + self._slot_ticks
-        channel.done_ticks = ends[-window:] if n >= window else np.concatenate((channel.done_ticks[n:], ends))
+        ends = (starts[-window:] + self._slot_ticks).tolist()
+        channel.done_ticks = ends if n >= window else channel.done_ticks[n:] + ends
+        return starts
+
+    def _stream_scalar(self, channel: _Channel, request_ticks: int, latency: Sequence[int],
+                       offsets: Sequence[int]) -> list[int]:
+        """`_stream` for at most `in_flight` bursts, in plain integers (a running maximum)."""
+        start_cycle, slot, done, bus = self._scheduler.start_cycle, self._slot_ticks, channel.done_ticks, \
+            channel.bus_free_ticks
+        leads = [start_cycle(request_ticks, d) + l - o for d, l, o in zip(done, latency, offsets)]
+        starts = [(max(bus, c)) + o for c, o in zip(accumulate(leads, max), offsets)]
+        channel.bus_free_ticks = starts[-1] + slot
+        channel.done_ticks = done[len(starts):] + [s + slot for s in starts]
         return starts
 
     def _records(self, start_cycle: int, address: int, amount: int) -> np.ndarray:
@@ -229,5 +281,7 @@ class SimpleDram(DramModel):
             extra = np.zeros(len(bursts), dtype=np.int64)
         gaps = extra + self._slot_ticks
         gaps[0] = extra[0]
-        return _ChannelPart(channel=channel, bursts=bursts, latency_ticks=latency, offset_ticks=np.cumsum(gaps),
-                            first_row=int(row[0]), last_row=int(row[-1]), runs=int(new_run.sum()))
+        offsets = np.cumsum(gaps)
+        return _ChannelPart(channel=channel, bursts=bursts, latency_ticks=latency, offset_ticks=offsets,
+                            first_row=int(row[0]), last_row=int(row[-1]), runs=int(new_run.sum()),
+                            latency_list=tuple(latency.tolist()), offset_list=tuple(offsets.tolist()))
