@@ -16,12 +16,13 @@ from hwsim.sim.dram.policies import ADDRESS_MAPS, ROW_POLICIES
 from hwsim.sim.executor import EXECUTION_POLICIES
 from hwsim.sim.noc import NOC_MODELS
 from hwsim.sim.policy import SCHEDULERS, FirstComeFirstServed
+from hwsim.sparsity.codec import CODECS
 
 REGISTRY_OF_FIELD = {
     ("Dram", "model"): DRAM_MODELS, ("Dram", "scheduler"): SCHEDULERS, ("Dram", "address_map"): ADDRESS_MAPS,
     ("RowBuffer", "policy"): ROW_POLICIES, ("Noc", "model"): NOC_MODELS, ("Noc", "scheduler"): SCHEDULERS,
     ("Glb", "scheduler"): SCHEDULERS, ("L2", "scheduler"): SCHEDULERS, ("LineBuffer", "scheduler"): SCHEDULERS,
-    ("PeArray", "dataflow"): DATAFLOWS,
+    ("PeArray", "dataflow"): DATAFLOWS, ("Compression", "format"): CODECS,
 }
 
 

@@ -157,6 +157,10 @@ def _value(f: dataclasses.Field[Any], hint: Any, node: yaml.Node, path: str, ctx
         raise ConfigError(f"{_where(ctx, node, path)}: expected a single value, not a list or mapping")
     raw = ctx.loader.construct_object(node, deep=True)
     where = _where(ctx, node, path)
+    if info.boolean:
+        if not isinstance(raw, bool):
+            raise ConfigError(f"{where}: expected true or false")
+        return raw
     if info.dim is None:
         if not isinstance(raw, str) or (f.name in ("name", "source") and not raw.strip()):
             raise ConfigError(f"{where}: expected a non-empty text")

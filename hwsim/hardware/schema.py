@@ -39,6 +39,7 @@ class ParamInfo:
     positive: bool  # > 0 (otherwise >= 0)
     maximum: float | None
     choices: tuple[str, ...] = ()  # the names a text field accepts (an implementation chosen by name)
+    boolean: bool = False  # a yes/no switch, written true or false
 
 
 def param(dim: Dimension | None, description: str, default: Any = MISSING, *, integer: bool = False,
@@ -57,12 +58,18 @@ def text(description: str, default: Any = MISSING) -> Any:
     return field(default=default, metadata={"info": ParamInfo(None, description, False, False, None)})
 
 
+def flag(description: str, default: bool = False) -> Any:
+    """A switch written `true` or `false` (a hardware feature that is there or not)."""
+    return field(default=default, metadata={"info": ParamInfo(None, description, False, False, None, (), True)})
+
+
 def choice(description: str, choices: tuple[str, ...], default: str) -> Any:
     """A text field naming one of `choices`: the implementation (model, policy) the simulator uses."""
     return field(default=default, metadata={"info": ParamInfo(None, description, False, False, None, choices)})
 
 
 SCHEDULER_CHOICES = ("fcfs",)  # hwsim.sim.policy.SCHEDULERS
+CODEC_CHOICES = ("none", "rlc")  # hwsim.sparsity.codec.CODECS
 DATAFLOW_CHOICES = ("row_stationary", "weight_stationary", "output_stationary", "input_stationary",
                     "no_local_reuse")  # hwsim.mapping.dataflows
 
@@ -175,6 +182,23 @@ class RowBuffer:
 
 
 @dataclass(frozen=True, kw_only=True)
+class Compression:
+    """How tiles are coded on a link to a level that stores them compressed (Eyeriss: run-length coding of ifmaps
+    and ofmaps on its DRAM link, three pairs of a 5-bit zero run and a 16-bit value per 64-bit word)."""
+
+    format: str = choice("tile code: rlc (pairs of a zero run and the next value, packed into coded words; a tile "
+                         "the code would enlarge moves raw) or none", CODEC_CHOICES, "rlc")
+    run_bits: int = param(BITS, "width of a pair's zero-run field: a pair covers up to 2^run_bits − 1 zeros and "
+                                "one value", 5, integer=True)
+    value_bits: int = param(BITS, "width of a pair's value field (the data word)", 16, integer=True)
+    pairs_per_word: int = param(COUNT, "pairs packed into one coded word", 3, integer=True)
+    word_bits: int = param(BITS, "width of one coded word (its pairs plus flag bits): the unit the link moves, "
+                                 "is priced and timed by", 64, integer=True)
+    filters: bool = flag("code filter tiles too (pruned weights); ifmap and ofmap tiles are always coded, partial "
+                         "sums never")
+
+
+@dataclass(frozen=True, kw_only=True)
 class Dram:
     """Off-chip DRAM."""
 
@@ -228,4 +252,5 @@ class Accelerator:
         return self.precision_bits // 8
 
 
-COMPONENTS = (Accelerator, PeArray, RegisterFiles, Noc, Glb, L2, LineBuffer, Dram, RowBuffer, Control)
+COMPONENTS = (Accelerator, PeArray, RegisterFiles, Noc, Glb, L2, LineBuffer, Dram, RowBuffer, Compression,
+              Control)
