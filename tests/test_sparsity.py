@@ -1,13 +1,18 @@
-"""Run-length coding of tiles: hand-made tensors against counts derived here, and a literal encoder against the
-vectorised one."""
+"""Sparsity: run-length coding of hand-made tensors against counts derived here (and a literal encoder), profile
+files, and a small ReLU network measured with onnx's reference runner against loops written here."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
+import sparse_net
 
 from hwsim.hardware.schema import Compression
+from hwsim.mapping.nest.problem import nest_problem
 from hwsim.sparsity.codec import codec, format_errors, rlc_pairs
+from hwsim.sparsity.onnx_run import measure_onnx
+from hwsim.sparsity.profile import LayerZeros, SparsityError, read_profile
+from hwsim.workload.onnx_import import load_onnx
 
 EYERISS = Compression()  # 5-bit runs, 16-bit values, 3 pairs per 64-bit word
 RLC16 = codec(EYERISS, 16)
@@ -108,3 +113,115 @@ def test_format_errors_name_the_field() -> None:
 def test_codecs_by_name(name: str) -> None:
     coded = codec(Compression(format=name), 16).coded_words(np.zeros((2, 9)))
     assert coded.tolist() == ([9, 9] if name == "none" else [4, 4])
+
+
+# ----- where zeros come from ----------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def sparse(tmp_path_factory: pytest.TempPathFactory):
+    """The small ReLU network of sparse_net, imported, and its tensors measured with onnx's reference runner."""
+    folder = tmp_path_factory.mktemp("sparse")
+    path = sparse_net.build(folder / "net.onnx")
+    np.save(folder / "in.npy", sparse_net.image())
+    result = load_onnx(path)
+    return path, result, measure_onnx(path, result, folder / "in.npy", runner="reference"), folder
+
+
+def _conv_relu(x: np.ndarray, w: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """3×3 convolution, padding 1, stride 1, then ReLU, by explicit loops over the output."""
+    padded = np.pad(x, ((0, 0), (1, 1), (1, 1)))
+    out = np.zeros((w.shape[0], x.shape[1], x.shape[2]))
+    for m in range(w.shape[0]):
+        for i in range(x.shape[1]):
+            for j in range(x.shape[2]):
+                out[m, i, j] = (padded[:, i:i + 3, j:j + 3] * w[m]).sum() + b[m]
+    return np.maximum(out, 0)
+
+
+def test_measured_tensors_are_the_networks_activations(sparse) -> None:
+    _, _, measured, _ = sparse
+    w = sparse_net.weights()
+    c1 = _conv_relu(sparse_net.image().astype(np.float64), w["w1"], w["b1"])
+    p1 = c1.reshape(8, 6, 2, 6, 2).max(axis=(2, 4))
+    c2 = _conv_relu(p1, w["w2"], w["b2"])
+    for name, expected in (("conv1", c1), ("pool1", p1), ("conv2", c2)):
+        got = measured.activations[name]
+        assert np.allclose(got, expected, atol=1e-4), name
+        assert np.array_equal(got == 0, expected == 0), name  # the zeros themselves
+    assert np.array_equal(measured.weights["conv2"], w["w2"])
+    assert measured.weights["fc"].shape == (10, 288, 1, 1)
+
+
+def _zero_macs_by_loops(x: np.ndarray, m: int, r: range, s: range, p: range, q: range, c: range) -> int:
+    """MACs of filters × (channels c, output rows p, columns q, kernel rows r, columns s) whose ifmap word is
+    zero, 3×3 window padding 1 stride 1: one by one."""
+    zeros = 0
+    for ci in c:
+        for pi in p:
+            for qi in q:
+                for ri in r:
+                    for si in s:
+                        h, w = pi + ri - 1, qi + si - 1
+                        inside = 0 <= h < x.shape[1] and 0 <= w < x.shape[2]
+                        zeros += (not inside) or x[ci, h, w] == 0
+    return zeros * m
+
+
+def test_zero_macs_of_a_layer_and_of_passes(sparse) -> None:
+    _, result, measured, _ = sparse
+    conv2 = result.graph.layer("conv2")
+    x = measured.activations["pool1"]
+    whole = _zero_macs_by_loops(x, 8, range(3), range(3), range(6), range(6), range(8))
+    assert measured.layer_zeros(conv2).zero_macs == whole / conv2.macs
+    problem = nest_problem(conv2, 1)
+    tiles = measured.layer_tiles(conv2, problem, problem, im2col=False)
+    # Three passes: different channels, rows, columns, kernel rows and filters.
+    start = {"N": [0, 0, 0], "G": [0, 0, 0], "M": [0, 2, 5], "C": [0, 3, 1], "P": [0, 2, 4], "Q": [1, 0, 3],
+             "R": [0, 1, 2], "S": [0, 0, 1]}
+    length = {"N": [1, 1, 1], "G": [1, 1, 1], "M": [2, 3, 1], "C": [3, 5, 7], "P": [2, 3, 2], "Q": [4, 6, 3],
+              "R": [3, 2, 1], "S": [3, 3, 2]}
+    got = tiles.zero_macs({d: np.array(v) for d, v in start.items()}, {d: np.array(v) for d, v in length.items()})
+    expected = [_zero_macs_by_loops(x, length["M"][i], *(range(start[d][i], start[d][i] + length[d][i])
+                                                         for d in "RSPQC")) for i in range(3)]
+    assert got.tolist() == expected
+
+
+def test_tile_values_in_streaming_order(sparse) -> None:
+    _, result, measured, _ = sparse
+    conv2 = result.graph.layer("conv2")
+    problem = nest_problem(conv2, 1)
+    tiles = measured.layer_tiles(conv2, problem, problem, im2col=False)
+    x = measured.activations["pool1"]
+    # Output rows 2-3 with kernel rows 0-2 read ifmap rows 1-4 (padding 1); output columns 0-5 read columns 0-5.
+    t = {"G": (0, 1), "C": (2, 4), "P": (2, 4), "R": (0, 3), "Q": (0, 6), "S": (0, 3)}
+    assert np.array_equal(tiles.ifmap_values(t), x[2:4, 1:5, 0:6].reshape(-1))
+    y = measured.activations["conv2"]
+    assert np.array_equal(tiles.ofmap_values({"G": (0, 1), "M": (1, 3), "P": (0, 6), "Q": (2, 5)}),
+                          y[1:3, :, 2:5].reshape(-1))
+    w = measured.weights["conv2"]
+    assert np.array_equal(tiles.filter_values({"G": (0, 1), "M": (4, 8), "C": (0, 8), "R": (0, 3), "S": (0, 3)}),
+                          w[4:8].reshape(-1))
+
+
+def test_profile_files(tmp_path, sparse) -> None:
+    _, result, _, _ = sparse
+    graph = result.graph
+    csv_file = tmp_path / "p.csv"
+    csv_file.write_text("# measured elsewhere\nlayer,ifmap,filter,ofmap\nconv2,0.4,0.25,0.5\nfc,0.5,,0\n")
+    profile = read_profile(csv_file, graph)
+    assert profile.kind == "profile" and str(csv_file) in profile.source
+    conv2 = profile.zeros("conv2")
+    # conv2's 6×6 ifmap padded to 8×8: 0.4·36 zeros plus the 28 of the ring, of 64.
+    assert (conv2.ifmap, conv2.filter, conv2.ofmap) == (0.4, 0.25, 0.5)
+    assert conv2.zero_macs == pytest.approx((0.4 * 36 + 28) / 64)
+    assert profile.zeros("conv1") == LayerZeros()  # not named: dense
+    yaml_file = tmp_path / "p.yaml"
+    yaml_file.write_text("layers:\n  conv1: {ofmap: 0.6, zero_macs: 0.1}\n")
+    assert read_profile(yaml_file, graph).zeros("conv1") == LayerZeros(0.0, 0.0, 0.6, 0.1)
+    for text, message in (("layer,ifmap\nconv9,0.1\n", "has no layer 'conv9'; did you mean"),
+                          ("layer,ifmap\nconv1,1.5\n", "p.csv:2: ifmap: 1.5 is not a fraction"),
+                          ("layer,ifmap,zeros\nconv1,0.1,0\n", "unknown column 'zeros'")):
+        csv_file.write_text(text)
+        with pytest.raises(SparsityError, match=message):
+            read_profile(csv_file, graph)
