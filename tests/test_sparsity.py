@@ -3,15 +3,24 @@ files, and a small ReLU network measured with onnx's reference runner against lo
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import numpy as np
 import pytest
 import sparse_net
 
+import hwsim.trace
+from hwsim.flows.check import check_simulation
+from hwsim.flows.simulate import simulate_network
+from hwsim.hardware.loader import Overrides, load_config
 from hwsim.hardware.schema import Compression
 from hwsim.mapping.nest.problem import nest_problem
 from hwsim.sparsity.codec import codec, format_errors, rlc_pairs
 from hwsim.sparsity.onnx_run import measure_onnx
 from hwsim.sparsity.profile import LayerZeros, SparsityError, read_profile
+from hwsim.vocab import OTHER, Op
+from hwsim.workload import zoo
 from hwsim.workload.onnx_import import load_onnx
 
 EYERISS = Compression()  # 5-bit runs, 16-bit values, 3 pairs per 64-bit word
@@ -225,3 +234,54 @@ def test_profile_files(tmp_path, sparse) -> None:
         csv_file.write_text(text)
         with pytest.raises(SparsityError, match=message):
             read_profile(csv_file, graph)
+
+
+# ----- zero gating and zero skipping in the simulated path ----------------------------------------------------
+
+
+def _hw(**switches: object):
+    return load_config("eyeriss-v1", Overrides("test", tuple((f"pe_array.{k}", v) for k, v in switches.items())))
+
+
+def _passes(trace_path: Path, layer: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per pass of `layer`: its MACs, active PEs and duration, and the MACs its skip record spared."""
+    with hwsim.trace.open(trace_path) as t:
+        pe = np.concatenate(list(t.records("pe", layer=layer)))
+    macs = pe[(pe["op"] == Op.UPDATE) & (pe["operand"] == OTHER)]
+    skip = pe[(pe["op"] == Op.SKIP) & (pe["operand"] == OTHER)]
+    spared = dict(zip(skip["step"].tolist(), skip["words"].tolist()))
+    return macs, np.array([spared.get(s, 0) for s in macs["step"].tolist()]), macs["end_cycle"] - macs["start_cycle"]
+
+
+@pytest.mark.parametrize("switch", ["zero_gating", "zero_skipping"])
+def test_each_pass_spares_the_floor_of_its_zero_macs(tmp_path, switch: str) -> None:
+    """A profile's 60 % zero MACs on conv3 of AlexNet: each pass of W MACs on A PEs spares ⌊0.6·W⌋ MACs; gating
+    keeps its ⌈W / A⌉ cycles, skipping takes ⌈(W − ⌊0.6·W⌋) / A⌉ (eyeriss-v1: one MAC per PE-cycle, no fill)."""
+    profile = tmp_path / "p.csv"
+    profile.write_text("layer,ifmap,zero_macs\nconv3,0.5,0.6\n")
+    graph = zoo.build("alexnet")
+    switches = {"zero_gating": False, switch: True}
+    sim = simulate_network(graph, _hw(**switches), 1, tmp_path / "t.h5",
+                           sparsity=read_profile(profile, graph))
+    macs, spared, cycles = _passes(sim.trace, "conv3")
+    work, active = macs["words"], macs["address"]
+    assert np.array_equal(spared, np.floor(work * 0.6).astype(np.int64))
+    done = work - spared if switch == "zero_skipping" else work
+    assert np.array_equal(cycles, -(-done // active))
+    assert sim.metrics.layer("conv3").compute.gated_macs == spared.sum()
+    assert sim.metrics.layer("conv2").compute.gated_macs == 0  # not in the profile: dense
+    assert check_simulation(sim).ok  # the closed form counts the same per pass
+
+
+def test_measured_gating_counts_every_zero_mac(sparse, tmp_path) -> None:
+    _, result, measured, _ = sparse
+    profile = measured.profile(result.graph)
+    sim = simulate_network(result.graph, "eyeriss-v1", 2, tmp_path / "t.h5", sparsity=profile)
+    x = measured.activations["pool1"]
+    exact = _zero_macs_by_loops(x, 8, range(3), range(3), range(6), range(6), range(8))
+    assert sim.metrics.layer("conv2").compute.gated_macs == 2 * exact  # two images, every pass counted from values
+    report = check_simulation(sim)
+    assert report.ok and any(r.evidence == "tolerance" for l in report.layers for r in l.counts)
+    with hwsim.trace.open(sim.trace) as t:
+        recorded = json.loads(t.attrs["sparsity_json"])
+    assert recorded["kind"] == "measured" and "net.onnx on in.npy" in recorded["source"]

@@ -29,6 +29,11 @@ nest as `hwsim.mapping.nest.format` defines it, without walking it:
 
 Every MAC reads its three operands from the PE's RF and writes its psum there,
 except psums handed to the next PE; words entering the array are RF fills.
+
+Zeros (`hwsim.sparsity.layer`): a pass of W MACs has ⌊W · z⌋ whose ifmap word
+is zero (z: the layer's zero-MAC fraction), summed over the same length
+combinations; the array gates them (zero_gating) or skips them (zero_skipping:
+its pass then counts W − ⌊W · z⌋ MACs).
 """
 
 from __future__ import annotations
@@ -44,6 +49,8 @@ import numpy as np
 from hwsim.analytic.counts import LayerCounts, add_transfer
 from hwsim.hardware.schema import Accelerator
 from hwsim.mapping.nest.format import DIMS, REDUCTION, LoopNest, Streamed
+from hwsim.sparsity.layer import expected_zero_macs
+from hwsim.sparsity.profile import DENSE_LAYER, LayerZeros
 from hwsim.vocab import ACCESS_SHAPE, Level, Operand, ceil_div
 from hwsim.workload.ir import Layer, LayerKind
 
@@ -149,8 +156,9 @@ def _loops(nest: LoopNest) -> list[_Loop]:
 class NestCounter:
     """The counts of one layer's loop nest (see the module docstring)."""
 
-    def __init__(self, layer: Layer, nest: LoopNest, batch: int, hw: Accelerator) -> None:
-        self.layer, self.nest, self.hw = layer, nest, hw
+    def __init__(self, layer: Layer, nest: LoopNest, batch: int, hw: Accelerator,
+                 zeros: LayerZeros = DENSE_LAYER) -> None:
+        self.layer, self.nest, self.hw, self.zeros = layer, nest, hw, zeros
         self.w = window_of(layer, batch, nest.lowering)
         self.loops = _loops(nest)
         self._inside = _suffix_products(self.loops)
@@ -358,52 +366,60 @@ class NestCounter:
         count = math.prod(self.loops[i].factor for i in at)
         return min(count, ceil_div(length, inner))
 
-    def passes(self) -> tuple[int, int, int]:
-        """(passes, MACs, compute cycles) by the dataflow's pass timing."""
+    def passes(self) -> tuple[int, int, int, int]:
+        """(passes, MACs, compute cycles, MACs whose ifmap word is zero) by the dataflow's pass timing."""
         pe = self.hw.pe_array
         systolic = pe.dataflow in SYSTOLIC_FILL
         # per dim and pass length: (length, passes with it, stream positions or active PE positions)
         per_dim = [[(length, n, self._positions(d, length, "stream") if systolic else
                      self._positions(d, length, "rows") * self._positions(d, length, "cols"))
                     for length, n in lengths] for d, lengths in self._pass_lengths().items()]
-        passes = macs = cycles = 0
+        passes = macs = cycles = zero_macs = 0
         for combo in itertools.product(*per_dim):
             n = math.prod(c[1] for c in combo)
             work = math.prod(c[0] for c in combo)
             spread = math.prod(c[2] for c in combo)
+            zero = int(expected_zero_macs(np.array([work]), self.zeros.zero_macs)[0])
             passes += n
             macs += n * work
+            zero_macs += n * zero
             if systolic:  # SCALE-Sim: a fold of T streamed iterations, skewed in and out
                 cycles += n * (SYSTOLIC_FILL[pe.dataflow] * pe.rows + pe.cols + spread - 2)
             else:
-                cycles += n * (ceil_div(work, spread * pe.macs_per_cycle) + pe.fill_drain_cycles)
-        return passes, macs, cycles
+                done = work - zero if pe.zero_skipping else work
+                cycles += n * (ceil_div(done, spread * pe.macs_per_cycle) + pe.fill_drain_cycles)
+        return passes, macs, cycles, zero_macs
 
     def counts(self) -> LayerCounts:
         table, hops = self.transfers()
-        passes, macs, cycles = self.passes()
+        passes, macs, cycles, zero_macs = self.passes()
+        pe = self.hw.pe_array
+        gated = zero_macs if pe.zero_gating or pe.zero_skipping else 0
         return LayerCounts(self.layer.name, table, macs, 0, macs, macs, macs, macs - hops["psum"], hops["psum"],
-                           passes, cycles, hops["ifmap"], hops["filter"])
+                           passes, cycles, hops["ifmap"], hops["filter"], gated, gated)
 
 
 _COUNTS_CACHE_ENTRIES = 4096
 _counts_cache: dict[tuple[object, ...], LayerCounts] = {}
 
 
-def _counts_key(w: Window, nest: LoopNest, hw: Accelerator) -> tuple[object, ...]:
-    """What the counts depend on: the window, the nest without its layer's name, and the array's timing."""
+def _counts_key(w: Window, nest: LoopNest, hw: Accelerator, zeros: LayerZeros) -> tuple[object, ...]:
+    """What the counts depend on: the window, the nest without its layer's name, the array's timing and zero
+    features, and the layer's zeros."""
     pe = hw.pe_array
     window = (tuple(w.dims[d] for d in DIMS), w.stride, w.dilation, w.pad, w.in_hw, w.out_hw, w.up, w.transposed)
-    return (window, nest.key(), pe.dataflow, pe.rows, pe.cols, pe.macs_per_cycle, pe.fill_drain_cycles)
+    return (window, nest.key(), pe.dataflow, pe.rows, pe.cols, pe.macs_per_cycle, pe.fill_drain_cycles,
+            pe.zero_gating, pe.zero_skipping, zeros)
 
 
-def nest_counts(layer: Layer, nest: LoopNest, batch: int, hw: Accelerator) -> LayerCounts:
-    """`NestCounter(...).counts()`, counted once per distinct (window, nest, array): a network's repeated layer
-    shapes, and a mapper's repeated candidates, cost one count each."""
-    key = _counts_key(window_of(layer, batch, nest.lowering), nest, hw)
+def nest_counts(layer: Layer, nest: LoopNest, batch: int, hw: Accelerator,
+                zeros: LayerZeros = DENSE_LAYER) -> LayerCounts:
+    """`NestCounter(...).counts()`, counted once per distinct (window, nest, array, zeros): a network's repeated
+    layer shapes, and a mapper's repeated candidates, cost one count each."""
+    key = _counts_key(window_of(layer, batch, nest.lowering), nest, hw, zeros)
     found = _counts_cache.get(key)
     if found is None:
-        found = NestCounter(layer, nest, batch, hw).counts()
+        found = NestCounter(layer, nest, batch, hw, zeros).counts()
         if len(_counts_cache) >= _COUNTS_CACHE_ENTRIES:
             _counts_cache.pop(next(iter(_counts_cache)))
         _counts_cache[key] = found

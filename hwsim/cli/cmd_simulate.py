@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from hwsim.cli.args import add_run_arguments, mapping_request
+from hwsim.cli.args import add_run_arguments, mapping_request, sparsity_request
 from hwsim.cli.output import (
     console,
     emit_json,
@@ -61,7 +61,7 @@ def document(sim: Simulation) -> dict[str, Any]:
         })
     t = sim.totals
     return {"network": sim.metrics.network, "hardware": sim.hardware.name, "batch": sim.metrics.batch,
-            "trace": str(sim.trace), "cycles": sim.result.cycles,
+            "trace": str(sim.trace), "cycles": sim.result.cycles, "sparsity": sim.sparsity.record(),
             "latency_s": sim.result.cycles / sim.hardware.clock_hz,
             "layers": layers,
             "totals": {"energy_pj": dict(t.energy_by_component_pj), "dram_bytes": t.dram_bytes, "macs": t.macs},
@@ -103,7 +103,8 @@ def run(args: argparse.Namespace) -> int:
         for warning in warnings:
             console().print(f"[yellow]warning:[/] {warning}")
     with layer_progress(f"simulating {loaded.graph.name}", len(loaded.graph), args.json) as progress:
-        sim = simulate_network(loaded.graph, hw, args.batch, path, args.trace_levels, progress, mapping_request(args))
+        sim = simulate_network(loaded.graph, hw, args.batch, path, args.trace_levels, progress, mapping_request(args),
+                               sparsity_request(args, loaded.graph, "none"))
     if args.json:
         emit_json({**document(sim), "warnings": list(warnings)})
     else:

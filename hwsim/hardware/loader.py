@@ -359,8 +359,16 @@ def consistency_errors(acc: Accelerator) -> Iterator[str]:
         yield "l2.banks: the banks do not divide l2.size evenly"
     if acc.line_buffer is not None and acc.line_buffer.size_bytes % word:
         yield "line_buffer.size: not a whole number of words"
+    yield from _sparsity_errors(acc)
     if acc.clock_hz < 1e6:
         yield f"clock: {acc.clock_hz:g} Hz is implausibly slow; did you mean MHz?"
+
+
+def _sparsity_errors(acc: Accelerator) -> Iterator[str]:
+    """Rules of the zero features: skipping only where a pass is timed by its work."""
+    if acc.pe_array.zero_skipping and acc.pe_array.dataflow not in ("row_stationary", "no_local_reuse"):
+        yield (f"pe_array.zero_skipping: a {acc.pe_array.dataflow} systolic fold keeps its cycles whatever its zeros; "
+               "skipping is modelled for row_stationary and no_local_reuse, use zero_gating")
 
 
 def describe(acc: Any, prefix: str = "") -> Iterator[tuple[str, Any, str, str]]:

@@ -97,6 +97,11 @@ class PeArray:
     dataflow: str = choice("which loop nests the array runs and how a pass is timed: row_stationary (Eyeriss), "
                            "weight_stationary, output_stationary, input_stationary (systolic, SCALE-Sim's timing), "
                            "no_local_reuse (DianNao-style, no RF reuse)", DATAFLOW_CHOICES, "row_stationary")
+    zero_gating: bool = flag("Eyeriss' data gating: a MAC whose ifmap word is zero is gated, and so is its filter RF "
+                             "read (energy: neither is spent; cycles: unchanged, the pass keeps its slots)")
+    zero_skipping: bool = flag("a sparse array's zero skipping: the MACs of zero ifmap words are skipped (energy as "
+                               "gating; cycles: a pass lasts ⌈(MACs − skipped + ops) / (PEs · MACs per cycle)⌉, "
+                               "skips spread evenly over its PEs; rate-timed dataflows only)")
     rf: RegisterFiles | None = section("per-PE register files (omit for no_local_reuse: operands reach the MACs "
                                        "from the array, nothing is reused in a PE)", None)
     source: str = text("where the MAC and RF energies come from")

@@ -50,7 +50,7 @@ def rank(objective: str, cost: LayerCost) -> tuple[float, float, float]:
 def exact_cost(layer: Layer, nest: LoopNest, batch: int, hw: Accelerator, table: EnergyTable) -> LayerCost:
     """The closed form of `nest`: counts (`NestCounter`), energy, latency with double buffering."""
     counts = NestCounter(layer, nest, batch, hw).counts()
-    energy, _ = table.price(counts.transfers, counts.compute, 0.0)
+    energy, _ = table.price(counts.transfers, counts.compute)
     latency = pipeline_latency(layer, nest, batch, hw, counts)
     return LayerCost(sum(energy.values()), latency.estimate_cycles, latency.bound_cycles,
                      int(counts.transfers[Level.DRAM].sum()))

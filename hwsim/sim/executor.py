@@ -46,8 +46,10 @@ transfer, NoC one per bus transfer (op write), RF one per transfer (fill, or
 read for psums going out), and per pass at level `pe`: the MACs (operand
 other, op update, address = active PEs; exactly one per pass, so it also
 times the pass), non-MAC ops (other, write), the MACs' RF reads per operand
-(read), psum RF writes (psum, update) and words handed PE to PE (fill; psum:
-spatial reduction, ifmap and filter: systolic forwarding).
+(read), psum RF writes (psum, update), words handed PE to PE (fill; psum:
+spatial reduction, ifmap and filter: systolic forwarding), and what zero ifmap
+words spared when the array gates or skips them (skip: the MACs, operand
+other; their filter RF reads, operand filter).
 """
 
 from __future__ import annotations
@@ -76,7 +78,7 @@ RING_BUFFER0 = 3  # occupancy buffer id of named buffer 0 (0-2: GLB data, GLB fi
 SIM_LEVELS = TRACE_LEVELS
 SEQUENTIAL_CLOCK_GROUPS = 1024  # a sequential layer advances the simpy clock every this many groups
 
-READ, WRITE, FILL, UPDATE = int(Op.READ), int(Op.WRITE), int(Op.FILL), int(Op.UPDATE)
+READ, WRITE, FILL, UPDATE, SKIP = int(Op.READ), int(Op.WRITE), int(Op.FILL), int(Op.UPDATE), int(Op.SKIP)
 _DRAM, _L2, _GLB, _LINE_BUFFER, _RF = (int(Level.DRAM), int(Level.L2), int(Level.GLB), int(Level.LINE_BUFFER),
                                       int(Level.RF))
 _TRANSFER, _COMPUTE, _ALLOC = int(StepKind.TRANSFER), int(StepKind.COMPUTE), int(StepKind.ALLOC)
@@ -182,10 +184,11 @@ class StepRunner:
         raise HwsimError(f"level {Level(level).name} has no component in this simulator")
 
     def compute(self, index: int, s: Step, at: int) -> int:
-        """Book the PE array for a pass requested at `at`; record its work at level `pe`; its end cycle."""
-        active = max(1, s[F.ACTIVE_PES])
-        start = self.m.pe.book(s[F.MACS], s[F.OPS], active, at, s[F.STREAM_LENGTH])
-        end = self.m.pe.reserved_end_cycle
+        """Book the PE array for a pass requested at `at`; record its work at level `pe` (and what zeros spared:
+        op skip, the MACs and their filter RF reads); its end cycle."""
+        active, pe = max(1, s[F.ACTIVE_PES]), self.m.pe
+        start = pe.book(s[F.MACS], s[F.OPS], active, at, s[F.STREAM_LENGTH], s[F.ZERO_MACS])
+        end = pe.reserved_end_cycle
         self.passes += 1
         self.compute_cycles += end - start
         if self.want_pe:
@@ -195,6 +198,10 @@ class StepRunner:
                 count = s[field_index]
                 if count:
                     row("pe", start, end, op, operand, index, s[F.ACTIVE_PES] if has_address else -1, count)
+            spared = pe.spared(s[F.ZERO_MACS])
+            if spared:
+                row("pe", start, end, SKIP, OTHER, index, -1, spared)
+                row("pe", start, end, SKIP, _FILTER, index, -1, min(spared, s[F.RF_FILTER_READS]))
         return end
 
     def claim(self, s: Step, at: int, may_wait: bool) -> simpy.Event | None:

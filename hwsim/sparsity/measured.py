@@ -37,19 +37,30 @@ Ranges = dict[str, tuple[int, int]]  # conv dim -> [lo, hi)
 
 
 class Geometry(Protocol):
-    """The loop-nest problem of a layer as `hwsim.mapping.nest.problem.Problem` gives it."""
+    """The loop-nest problem of a layer as `hwsim.mapping.nest.problem.Problem` gives it (read-only)."""
 
-    dims: dict[str, int]
-    stride: tuple[int, int]
-    dilation: tuple[int, int]
-    pad_top: int
-    pad_left: int
-    in_h: int
-    in_w: int
-    out_h: int
-    out_w: int
-    transposed: bool
-    up: tuple[int, int]
+    @property
+    def dims(self) -> dict[str, int]: ...
+    @property
+    def stride(self) -> tuple[int, int]: ...
+    @property
+    def dilation(self) -> tuple[int, int]: ...
+    @property
+    def pad_top(self) -> int: ...
+    @property
+    def pad_left(self) -> int: ...
+    @property
+    def in_h(self) -> int: ...
+    @property
+    def in_w(self) -> int: ...
+    @property
+    def out_h(self) -> int: ...
+    @property
+    def out_w(self) -> int: ...
+    @property
+    def transposed(self) -> bool: ...
+    @property
+    def up(self) -> tuple[int, int]: ...
 
 
 @dataclass(frozen=True)

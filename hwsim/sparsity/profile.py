@@ -92,6 +92,15 @@ class SparsityProfile:
 DENSE = SparsityProfile("dense", "dense: no zeros anywhere")
 
 
+def profile_from_record(record: Mapping[str, Any] | None) -> SparsityProfile | None:
+    """A profile as `SparsityProfile.record` wrote it (a trace's attribute), without measured tensors; None for
+    none."""
+    if not record:
+        return None
+    layers = {name: LayerZeros(**{k: float(v) for k, v in zeros.items()}) for name, zeros in record["layers"].items()}
+    return SparsityProfile(str(record["kind"]), str(record["source"]), MappingProxyType(layers))
+
+
 def padded_sparsity(layer: Layer, sparsity: float) -> float:
     """Zero fraction of the padded ifmap: the tensor's zeros plus the padding ring (crops add none)."""
     shape = layer.in_shape

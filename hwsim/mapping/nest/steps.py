@@ -33,6 +33,7 @@ from hwsim.mapping.nest.passes import Passes, PassPlan, positions
 from hwsim.mapping.nest.problem import Problem, tile_bound_words
 from hwsim.mapping.nest.tiles import TileCounter
 from hwsim.mapping.schedule import buffer_steps, empty_steps, set_transfers
+from hwsim.sparsity.layer import LayerSparsity
 from hwsim.vocab import Level, Operand, StepKind
 
 LEVEL = {"dram": Level.DRAM, "l2": Level.L2, "glb": Level.GLB, "rf": Level.RF}
@@ -75,8 +76,10 @@ class _Boundary:
 class NestSteps:
     """The step blocks of one layer's loop nest."""
 
-    def __init__(self, nest: LoopNest, problem: Problem, hw: Accelerator, addr: TensorAddresses) -> None:
+    def __init__(self, nest: LoopNest, problem: Problem, hw: Accelerator, addr: TensorAddresses,
+                 sparsity: LayerSparsity | None = None) -> None:
         self.nest, self.problem, self.hw, self.addr = nest, problem, hw, addr
+        self.sparsity = sparsity if sparsity is not None else LayerSparsity()
         self.plan = PassPlan(nest, problem)
         self.tiles = TileCounter(problem, self.plan.loops)
         self.storage_levels = [s.level for s in nest.storage]
@@ -183,7 +186,10 @@ class NestSteps:
                 factor = int(np.prod([l.factor for l in at], dtype=np.int64))
                 stream *= positions(length[d], factor, at[-1].tile)
         hops = {op: self._hops(passes, op)[own] for op in OPERANDS}
-        return {"macs": macs, "active": active, "stream": stream, **{f"hops_{op}": hops[op] for op in OPERANDS}}
+        start = {d: passes.start[d][own] for d in DIMS}
+        zero = self.sparsity.zero_macs(start, length, macs)
+        return {"macs": macs, "active": active, "stream": stream, "zero": zero,
+                **{f"hops_{op}": hops[op] for op in OPERANDS}}
 
     def _hops(self, passes: Passes, op: str) -> np.ndarray:
         plan, all_pes = self.plan, frozenset({"rows", "cols"})
@@ -360,6 +366,7 @@ class _Table:
         col["macs"] = fields["macs"]
         col["active_pes"] = fields["active"]
         col["stream_length"] = fields["stream"]
+        col["zero_macs"] = fields["zero"]
         for name in ("rf_filter_reads", "rf_ifmap_reads", "rf_psum_reads"):
             col[name] = fields["macs"]
         col["rf_psum_writes"] = fields["macs"] - fields["hops_psum"]
