@@ -1,4 +1,4 @@
-"""Shared fixtures: running the CLI in-process and as a real subprocess."""
+"""Shared fixtures: running the CLI in-process and as a real subprocess; a trace of a jedec DRAM run."""
 
 from __future__ import annotations
 
@@ -10,10 +10,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 import yaml
 
+import hwsim.trace
 from hwsim.cli.main import main
+from hwsim.vocab import Op
 from hwsim.workload import zoo
 from hwsim.workload.ir import Graph
 
@@ -96,3 +99,19 @@ def small_zoo_graph(name: str) -> Graph:
     h, w = e.default_hw
     scale = max(1, min(h, w) // 64)
     return zoo.build(name, (max(32, h // scale), max(32, w // scale)))
+
+
+@pytest.fixture(scope="session")
+def ddr_trace(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A trace of AlexNet at 64x64 on eyeriss-v1-ddr (the jedec DRAM), with the dram, glb and pe levels."""
+    out = tmp_path_factory.mktemp("dram") / "alexnet-ddr.h5"
+    assert main(["simulate", "alexnet", "--input", "64x64", "--hw", "eyeriss-v1-ddr", "--out", str(out),
+                 "--trace-levels", "dram,glb,pe"]) == 0
+    return out
+
+
+def dram_bursts(path: Path) -> tuple[int, int]:
+    """(bursts, read bursts) of a trace's DRAM records, counted from the records."""
+    with hwsim.trace.open(path) as trace:
+        records = np.concatenate(list(trace.records("dram")))
+    return len(records), int((records["op"] == Op.READ).sum())

@@ -12,14 +12,21 @@ from hwsim.hardware.loader import load_config, parse_config, resolve_config
 from hwsim.hardware.schema import COMPONENTS, ParamInfo
 from hwsim.mapping.dataflows import DATAFLOWS
 from hwsim.sim.dram import DRAM_MODELS
-from hwsim.sim.dram.policies import ADDRESS_MAPS, ROW_POLICIES
+from hwsim.sim.dram.policies import (
+    ADDRESS_MAPS,
+    BURST_ORDERS,
+    JEDEC_ADDRESS_MAPS,
+    PAGE_POLICIES,
+    ROW_POLICIES,
+)
 from hwsim.sim.executor import EXECUTION_POLICIES
 from hwsim.sim.noc import NOC_MODELS
 from hwsim.sim.policy import SCHEDULERS, FirstComeFirstServed
 from hwsim.sparsity.codec import CODECS
 
 REGISTRY_OF_FIELD = {
-    ("Dram", "model"): DRAM_MODELS, ("Dram", "scheduler"): SCHEDULERS, ("Dram", "address_map"): ADDRESS_MAPS,
+    ("Dram", "model"): DRAM_MODELS, ("Dram", "scheduler"): BURST_ORDERS, ("Dram", "address_map"): JEDEC_ADDRESS_MAPS,
+    ("Dram", "page_policy"): PAGE_POLICIES,
     ("RowBuffer", "policy"): ROW_POLICIES, ("Noc", "model"): NOC_MODELS, ("Noc", "scheduler"): SCHEDULERS,
     ("Glb", "scheduler"): SCHEDULERS, ("L2", "scheduler"): SCHEDULERS, ("LineBuffer", "scheduler"): SCHEDULERS,
     ("PeArray", "dataflow"): DATAFLOWS, ("Compression", "format"): CODECS,
@@ -43,6 +50,12 @@ def test_every_config_choice_has_exactly_the_registered_implementations() -> Non
         assert set(choices) == set(REGISTRY_OF_FIELD[key].names()), key
 
 
+def test_the_simple_dram_takes_a_subset_of_the_dram_choices() -> None:
+    # dram.scheduler and dram.address_map list the jedec model's implementations; the simple model's are among them
+    assert set(SCHEDULERS.names()) <= set(BURST_ORDERS.names())
+    assert set(ADDRESS_MAPS.names()) <= set(JEDEC_ADDRESS_MAPS.names())
+
+
 def test_execution_policies_are_registered() -> None:
     assert EXECUTION_POLICIES.names() == ("pipelined", "sequential")
 
@@ -51,11 +64,15 @@ def test_unknown_choice_is_a_one_line_config_error() -> None:
     hw = load_config("eyeriss-v1")  # the shipped config loads with its defaults
     assert hw.dram.model == "simple" and hw.dram.scheduler == "fcfs"
     yaml_text = resolve_config("eyeriss-v1").read_text().replace("  burst: 64 B\n",
-                                                                 "  burst: 64 B\n  scheduler: frfcfs\n")
+                                                                 "  burst: 64 B\n  scheduler: lottery\n")
     with pytest.raises(ConfigError) as err:
         parse_config(yaml_text, "x.yaml")
     message = str(err.value)
     assert "\n" not in message and "dram.scheduler" in message and "fcfs" in message and "x.yaml:" in message
+    # a known name the configured model does not implement: one line naming the field and the fix
+    frfcfs = yaml_text.replace("scheduler: lottery", "scheduler: frfcfs")
+    with pytest.raises(ConfigError, match=r"^x.yaml: dram.scheduler: frfcfs needs model jedec; the simple model"):
+        parse_config(frfcfs, "x.yaml")
     with pytest.raises(ConfigError, match="use one of burst_interleave"):
         ADDRESS_MAPS.get("row_major")
 

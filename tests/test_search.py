@@ -120,3 +120,32 @@ def test_sweep_files_take_a_mapper_and_an_objective(tmp_path: Path, monkeypatch:
     assert row["status"] == "ok", row["error"]
     assert row["mapper"] == "search" and row["objective"] == "edp"
     assert list((tmp_path / "cache" / "mappings").rglob("*.json"))
+
+
+@pytest.mark.parametrize("config", ["eyeriss-v1", "scalesim-12x14-ws"])
+def test_a_searched_mapping_simulates_and_checks(cli, tmp_path: Path, config: str) -> None:
+    cache = str(tmp_path / "cache")
+    searched, rules = tmp_path / "searched.yaml", tmp_path / "rules.yaml"
+    assert cli("map", "phases_example", "--hw", config, "--objective", "energy", "--budget", "0.5", "--cache", cache,
+               "--out", str(searched)).code == 0
+    assert cli("map", "phases_example", "--hw", config, "--out", str(rules)).code == 0
+    assert searched.read_text() != rules.read_text()  # the check below runs a mapping the rules would not
+    result = cli("check", "phases_example", "--hw", config, "--mapper", "search", "--objective", "energy",
+                 "--budget", "0.5", "--cache", cache, "--json")
+    assert result.code == 0, result.err
+    doc = result.json()
+    assert doc["ok"] and not doc["mismatches"] and len(doc["layers"]) == 3  # type: ignore[index]
+
+
+def test_weights_larger_than_the_filter_partition_are_read_once_over_the_batch(tmp_path: Path) -> None:
+    # An FC layer of 1024 -> 256 at batch 16 on diannao-nlr (no RFs; GLB: a 16 Ki-word filter partition and 38 Ki
+    # words of data): 262144 weights cannot sit in the GLB at once, but 16 filters x 1024 channels = 16384 words
+    # fill the filter partition exactly; with the 16 x 1024 inputs (16384 words) kept in the data partition and the
+    # 16 images streamed past each filter tile, every DRAM word moves once: 262144 + 16384 + 16 x 256 = 282624.
+    b = GraphBuilder("fc")
+    x = b.input("x", 1024, 1, 1)
+    y = b.fc("fc", x, 256)
+    b.output("o", y)
+    hw = load_config("diannao-nlr")
+    found = search_layer(b.build().layer("fc"), hw, 16, "dram", energy_table(hw))
+    assert found.cost.dram_words == 262144 + 16384 + 16 * 256

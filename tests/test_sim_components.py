@@ -55,7 +55,8 @@ def test_dram_one_channel_pipelined_bursts() -> None:
     assert rec["address"].tolist() == [32 * i for i in range(8)]  # word addresses (64 B = 32 words)
     assert rec["words"].tolist() == [32] * 8
     assert env.now == 74
-    assert dram.bursts == 8 and dram.read_amount == 512 and dram.read_requests == 1 and dram.busy_channel_cycles == 74
+    # the data bus carried 8 bursts of 8 cycles
+    assert dram.bursts == 8 and dram.read_amount == 512 and dram.read_requests == 1 and dram.busy_channel_cycles == 64
 
 
 def test_dram_partial_bursts_cost_a_whole_slot() -> None:
@@ -101,13 +102,14 @@ def test_dram_row_buffer_hits_and_misses() -> None:
     env = simpy.Environment()
     dram = Dram(env, dram_cfg(row_buffer=rb), WORD_BYTES)
     first, again, across = run(env, dram.read(0, 256), dram.read(0, 256), dram.read(0, 512))
-    # first: row 0 closed → miss: 12 + 4·8 = 44
+    # all requested at cycle 0. first: row 0 closed → miss, data from 0 + 12, four 8-cycle slots: 12 + 32 = 44
     assert first["end_cycle"][-1] == 44
-    # again: row 0 open → hit: 44 + 4 + 32 = 80
-    assert again["end_cycle"][-1] == 80
-    # across rows 0 (open, hit 4) and 1 (miss 12): 80 + 4 + 4·8 + 12 + 4·8 = 160
-    assert across["end_cycle"].tolist() == [80 + 4 + 8 * (i + 1) for i in range(4)] + \
-        [80 + 4 + 12 + 8 * (i + 1) for i in range(4, 8)]
+    # again: row 0 open → hit, latency 4 overlapped with first's transfer: data from max(0 + 4, 44) = 44, ends 76
+    assert again["end_cycle"][-1] == 76
+    # across: row 0 hits from max(4, 76) = 76 to 108; row 1 opens: its first burst waits miss − hit = 8 after
+    # the bus frees (the channel's bank opens the row), from 108 + 8 = 116 to 116 + 32 = 148
+    assert across["end_cycle"].tolist() == [76 + 8 * (i + 1) for i in range(4)] + \
+        [116 + 8 * (i + 1) for i in range(4)]
     assert dram.row_miss_bursts == 2 and dram.row_hit_bursts == 16 - 2
 
 
@@ -116,11 +118,11 @@ def test_dram_closed_page_pays_every_row_opening() -> None:
     env = simpy.Environment()
     dram = Dram(env, dram_cfg(row_buffer=rb), WORD_BYTES)
     first, again, across = run(env, dram.read(0, 256), dram.read(0, 256), dram.read(0, 512))
-    # closed page: no row stays open, so each of them pays the miss: 12 + 4·8 = 44, then 44 + 44 = 88,
-    # then rows 0 and 1: 88 + 12 + 32 + 12 + 32 = 176
+    # closed page: every run opens its row: first 12 + 32 = 44; again opens row 0 anew, miss − hit = 8 after
+    # the bus frees: 44 + 8 + 32 = 84; across opens row 0 (84 + 8 + 32 = 124) and row 1 (124 + 8 + 32 = 164)
     assert first["end_cycle"][-1] == 44
-    assert again["end_cycle"][-1] == 88
-    assert across["end_cycle"][-1] == 176
+    assert again["end_cycle"][-1] == 84
+    assert across["end_cycle"][-1] == 164
     assert dram.row_miss_bursts == 4 and dram.row_hit_bursts == 16 - 4
 
 
@@ -131,8 +133,8 @@ def test_dram_row_buffer_far_addresses() -> None:
     # channel-local rows are 256 B: burst k is in row ⌊⌊k/2⌋·64/256⌋; byte 8192 is burst 128, row 16
     a, b, c = run(env, dram.read(0, 64), dram.read(8192, 64), dram.read(8192 + 128, 64))
     assert a["end_cycle"][0] == 12 + 8  # miss on channel 0
-    assert b["end_cycle"][0] == 20 + 12 + 8  # row 16 on channel 0: miss
-    assert c["end_cycle"][0] == 40 + 4 + 8  # burst 130, channel 0, row 16 still open: hit
+    assert b["end_cycle"][0] == 20 + (12 - 4) + 8  # row 16 on channel 0: opens after a's burst, miss − hit = 8
+    assert c["end_cycle"][0] == 36 + 8  # burst 130, channel 0, row 16 still open: hit, its latency long overlapped
 
 
 def test_dram_turnaround() -> None:
@@ -140,10 +142,11 @@ def test_dram_turnaround() -> None:
     dram = Dram(env, dram_cfg(turnaround=5), WORD_BYTES)
     w, r, r2, late = run(env, dram.write(0, 64), dram.read(0, 64), dram.read(64, 64), dram.write(0, 64),
                          at_cycles=(0, 0, 0, 200))
-    # write: 10 + 8 = 18; read after write: starts 18 + 5, ends 23 + 18 = 41; read after read: 41 + 18 = 59
+    # write: 10 + 8 = 18; read after write: the bus turns around for 5 after the write, data 23 to 31
+    # (its latency 10 ran meanwhile); read after read: right behind it, 31 to 39
     assert w["end_cycle"][0] == 18
-    assert r["end_cycle"][0] == 41
-    assert r2["end_cycle"][0] == 59
+    assert r["end_cycle"][0] == 31
+    assert r2["end_cycle"][0] == 39
     # a write long after the last read (gap ≥ turnaround) pays nothing: 200 + 18
     assert late["end_cycle"][0] == 218
     assert dram.turnaround_stall_cycles == 5
@@ -153,10 +156,11 @@ def test_dram_two_requesters_share_a_channel() -> None:
     env = simpy.Environment()
     dram = Dram(env, dram_cfg(), WORD_BYTES)
     a, b = run(env, dram.read(0, 512), dram.read(4096, 512))
-    # each alone takes 74 cycles; on one channel they finish at 74 and 74 + 74 = 148
+    # each alone takes 10 + 64 = 74 cycles; on one channel b's latency overlaps a's transfer and its bursts
+    # follow a's on the bus: 74 + 64 = 138. b's first burst waited 74 − (0 + 10) = 64 for the bus
     assert a["end_cycle"][-1] == 74
-    assert b["end_cycle"][-1] == 148
-    assert dram.queue_stall_cycles == 74
+    assert b["end_cycle"][-1] == 138
+    assert dram.queue_stall_cycles == 64
 
 
 def test_dram_request_arriving_at_a_release_queues_behind_the_waiter() -> None:
@@ -171,8 +175,9 @@ def test_dram_request_arriving_at_a_release_queues_behind_the_waiter() -> None:
 
     c_proc = env.process(late())
     a, b = run(env, dram.read(0, 512), dram.read(4096, 512))
-    # c arrives the cycle a releases the channel, with b already waiting: first come, first served
-    assert [r["end_cycle"][-1] for r in (a, b, np.asarray(c_proc.value))] == [74, 148, 222]
+    # c arrives at 74, when a's bursts are done and b's have the bus until 138: c's go after b's, first come,
+    # first served: 138 + 64 = 202
+    assert [r["end_cycle"][-1] for r in (a, b, np.asarray(c_proc.value))] == [74, 138, 202]
 
 
 def test_dram_different_channels_run_in_parallel() -> None:
@@ -186,11 +191,11 @@ def test_dram_waits_only_for_the_busy_channel() -> None:
     env = simpy.Environment()
     dram = Dram(env, dram_cfg(channels=2, bandwidth=16.0), WORD_BYTES)
     a, b = run(env, dram.read(0, 64), dram.read(0, 128))
-    # b's burst 1 takes the free channel 1 at once (10 + 8 = 18); its burst 0 waits for a on channel 0
-    # until 18 and ends at 18 + 10 + 8 = 36
+    # b's burst 1 takes the free channel 1 at once (10 + 8 = 18); its burst 0 follows a's on channel 0's bus,
+    # 18 to 26 (its latency overlapped a's transfer), after waiting 18 − 10 = 8 for the bus
     assert a["end_cycle"].tolist() == [18]
-    assert b["end_cycle"].tolist() == [36, 18]
-    assert dram.queue_stall_cycles == 18
+    assert b["end_cycle"].tolist() == [26, 18]
+    assert dram.queue_stall_cycles == 8
 
 
 def test_dram_bad_accesses() -> None:
@@ -460,9 +465,10 @@ def test_dram_same_cycle_reservations_add_up_without_events() -> None:
     dram = Dram(env, dram_cfg(), WORD_BYTES)
     a = dram.reserve_read(0, 512)
     b = dram.reserve_read(4096, 512)
-    # both requested at cycle 0 on the one channel: each takes 74 cycles, so they end at 74 and 74 + 74
-    assert (a["end_cycle"][-1], b["start_cycle"][0], b["end_cycle"][-1]) == (74, 74 + 10, 148)
-    assert dram.reserved_end_cycle == 148 and dram.queue_stall_cycles == 74
+    # both requested at cycle 0 on the one channel: a's data 10 to 74; b's latency overlaps it and its
+    # bursts follow on the bus, 74 to 74 + 64 = 138, having waited 74 − 10 = 64 beyond its latency
+    assert (a["end_cycle"][-1], b["start_cycle"][0], b["end_cycle"][-1]) == (74, 74, 138)
+    assert dram.reserved_end_cycle == 138 and dram.queue_stall_cycles == 64
     assert env.peek() == float("inf")  # nothing was scheduled: a reservation costs no simpy event
 
 

@@ -334,11 +334,13 @@ def test_dask_without_a_scheduler_starts_and_closes_a_local_cluster(cli, tmp_pat
 
     path = SWEEPS / "cnnergy-glb.yaml"
     assert cli("sweep", str(path), "--out", str(tmp_path / "one"), "--jobs", "1").code == 0
-    before, seen, running = _worker_processes(), set(), threading.Event()
+    before, running = _worker_processes(), threading.Event()
+    peak = [0]
 
-    def watch() -> None:  # the cluster's worker processes, sampled while the sweep runs
+    def watch() -> None:  # the most worker processes alive at once, sampled while the sweep runs (a worker a
+        # loaded machine restarts is a new process, not one more worker)
         while not running.wait(0.02):
-            seen.update(_worker_processes() - before)
+            peak[0] = max(peak[0], len(_worker_processes() - before))
 
     watcher = threading.Thread(target=watch)
     watcher.start()
@@ -350,7 +352,7 @@ def test_dask_without_a_scheduler_starts_and_closes_a_local_cluster(cli, tmp_pat
     assert result.code == 0, result.err
     assert len(result.json()["evaluated"]) == 64
     _assert_same_table(tmp_path / "dask", tmp_path / "one")
-    assert len(seen) == min(len(os.sched_getaffinity(0)), 64)  # one worker process per CPU, at most one per point
+    assert peak[0] == min(len(os.sched_getaffinity(0)), 64)  # one worker process per CPU, at most one per point
     assert not _worker_processes() - before  # all of them closed with the sweep
 
 

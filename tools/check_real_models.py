@@ -30,6 +30,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from throwaway_env import env_python
+
 ROOT = Path(__file__).resolve().parents[1]
 EXPORTER = ROOT / "tools" / "export_real_models.py"
 # The releases this machine keeps on disk (x86_64, Python 3.11); other machines may need other pins.
@@ -82,16 +84,9 @@ def default_cache() -> Path:
 
 def ensure_venv(venv: Path) -> Path:
     """The export environment's Python, creating the environment (minutes, several GB) on first use."""
-    python = venv / "bin" / "python"
-    stamp = venv / ".hwsim-export-ready"
-    if stamp.exists():
-        return python
-    print(f"creating the export environment in {venv} (once) ...", flush=True)
-    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
-    for packages in EXPORT_PACKAGES:
-        subprocess.run([str(python), "-m", "pip", "install", "-qq", *packages], check=True)
-    stamp.write_text("\n".join(p for group in EXPORT_PACKAGES for p in group) + "\n")
-    return python
+    if not (venv / ".hwsim-env-ready").exists():
+        print(f"creating the export environment in {venv} (once) ...", flush=True)
+    return env_python(venv, EXPORT_PACKAGES, quiet=False)
 
 
 def export(python: Path, exports: Path, only: str) -> dict[str, dict[str, Any]]:

@@ -20,11 +20,11 @@ from __future__ import annotations
 import csv
 import math
 import subprocess
-import venv
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+from throwaway_env import env_python
 
 from hwsim.hardware import load_config
 from hwsim.hardware.schema import Accelerator
@@ -173,12 +173,7 @@ HEADER = "Layer name, IFMAP Height, IFMAP Width, Filter Height, Filter Width, Ch
 
 def peer_python(env_dir: Path) -> Path:
     """A throwaway virtual environment with SCALE-Sim 3.0 (numpy < 2.4: it fails on 2.4); its python."""
-    python = env_dir / "bin" / "python"
-    if not python.exists():
-        venv.create(env_dir, with_pip=True)
-        subprocess.run([python, "-m", "pip", "install", "-q", "scalesim==3.0.0", "numpy<2.4"], check=True,
-                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    return python
+    return env_python(env_dir, [("scalesim==3.0.0", "numpy<2.4")])
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,6 @@
 """`hwsim report FILE --html OUT.html`: one self-contained page about a simulation trace.
 
-The run's configuration, a per-layer table, the energy breakdown, bandwidth and
+The run's configuration, a per-layer table, the energy breakdown, the DRAM's statistics, bandwidth and
 occupancy over time (figures embedded as PNG data URIs, so the page needs
 nothing else) and the cross-check against the analytic model:
 row-stationary traces of zoo networks are compared with the integer-tiled
@@ -22,6 +22,7 @@ from hwsim.cli.output import console, format_bytes, format_count, write_atomical
 from hwsim.flows.check import check_trace
 from hwsim.hardware.energy import COMPONENTS
 from hwsim.metrics import TraceMetrics, derive
+from hwsim.metrics.dram_stats import dram_report
 from hwsim.metrics.plots import plot, require_matplotlib
 
 FIGURES = ("energy", "bandwidth", "occupancy", "timeline")
@@ -98,6 +99,11 @@ def render(path: str, attrs: dict[str, Any], metrics: TraceMetrics, figures: dic
     all_pj = max(1e-12, sum(total_pj.values()))
     energy_rows = "".join(f"<tr><td>{e(c)}</td><td>{pj / 1e6:,.1f}</td><td>{pj / all_pj:.1%}</td></tr>"
                           for c, pj in total_pj.items() if pj)
+    dram_rows = "".join(f"<tr><td>{e(d.name)}</td><td>{d.value:,.4g}</td><td>{e(d.unit)}</td>"
+                        f"<td style='text-align:left'>{e(d.description)}</td></tr>"
+                        for d in dram_report(hw, metrics.layers))
+    dram_section = (f"<h2>DRAM ({e(hw.dram.model)})</h2><table><tr><th>statistic</th><th>value</th><th>unit</th>"
+                    f"<th>what</th></tr>{dram_rows}</table>" if dram_rows else "")
     status_class = {"PASS": "pass", "FAIL": "fail"}.get(check["status"], "na")
     config = "".join(f"<tr><td>{e(k)}</td><td>{e(v)}</td></tr>" for k, v in _config_rows(attrs))
     hardware_json = e(json.dumps(json.loads(attrs.get("hardware_json", "{}")), indent=2))
@@ -115,6 +121,7 @@ def render(path: str, attrs: dict[str, Any], metrics: TraceMetrics, figures: dic
 <h2>Layers</h2><table><tr><th>layer</th><th>cycles</th><th>ms</th><th>MACs</th><th>utilization</th>
 <th>energy µJ</th><th>DRAM</th></tr>{''.join(rows)}</table>
 <h2>Energy by component</h2><table><tr><th>component</th><th>µJ</th><th>share</th></tr>{energy_rows}</table>
+{dram_section}
 {images}
 <p class="na">hwsim {e(hwsim.__version__)}</p>
 </body></html>

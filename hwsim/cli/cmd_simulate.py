@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +19,7 @@ from hwsim.cli.output import (
 from hwsim.flows.inputs import precision_warnings
 from hwsim.flows.simulate import Simulation, simulate_network
 from hwsim.hardware import load_config
+from hwsim.metrics.dram_stats import dram_report
 from hwsim.vocab import TRACE_LEVELS
 from hwsim.workload.network import load_network
 
@@ -58,6 +60,7 @@ def document(sim: Simulation) -> dict[str, Any]:
             "resource_stall_cycles": run_.resource_stall_cycles,
             "macs": m.compute.macs, "utilization": m.utilization, "energy_pj": m.energy_pj,
             "dram_bytes": int(m.transfers[0].sum()) * sim.hardware.word_bytes,
+            "dram_energy_pj_by_command": m.dram_energy_pj,
         })
     t = sim.totals
     return {"network": sim.metrics.network, "hardware": sim.hardware.name, "batch": sim.metrics.batch,
@@ -66,7 +69,8 @@ def document(sim: Simulation) -> dict[str, Any]:
             "layers": layers,
             "totals": {"energy_pj": dict(t.energy_by_component_pj), "dram_bytes": t.dram_bytes, "macs": t.macs},
             "peak_occupancy_bytes": dict(sim.peak_occupancy_bytes), "traced_levels": sorted(sim.levels),
-            "network_macs": sim.network_macs}
+            "network_macs": sim.network_macs, "dram_model": sim.hardware.dram.model,
+            "dram": [asdict(s) for s in dram_report(sim.hardware, sim.metrics.layers)]}
 
 
 def print_report(doc: dict[str, Any]) -> None:
@@ -86,6 +90,14 @@ def print_report(doc: dict[str, Any]) -> None:
                   f"{sum(e.values()) / 1e6:.2f}", format_bytes(l["dram_bytes"]))
     out = console()
     out.print(t)
+    if doc["dram"]:
+        d = table(f"DRAM ({doc['dram_model']})", [("statistic", "left"), ("value", "right"), ("unit", "left"),
+                                                   ("what", "left")])
+        for stat in doc["dram"]:
+            value = stat["value"]
+            d.add_row(stat["name"], f"{value:.3f}" if stat["unit"] == "fraction" else format_count(value),
+                      stat["unit"], stat["description"])
+        out.print(d)
     total = sum(doc["totals"]["energy_pj"].values())
     out.print(f"{format_count(doc['cycles'])} cycles = {doc['latency_s'] * 1e3:.3f} ms, {total / 1e9:.4g} mJ "
               f"(DRAM {doc['totals']['energy_pj']['dram'] / 1e9:.4g} mJ), DRAM traffic "

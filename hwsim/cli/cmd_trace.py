@@ -1,4 +1,5 @@
-"""`hwsim trace summary|query FILE`: what a trace holds, and the records that match a filter.
+"""`hwsim trace summary|query|plot|export FILE`: what a trace holds, the records that match a filter, figures,
+and exports (Perfetto trace events; the DRAM bursts for Ramulator 2, DRAMsim3 and DRAMPower).
 
 Both stream the trace block by block (`hwsim.trace.Trace.records`), so their
 memory stays bounded whatever the trace's size: summary keeps per-layer
@@ -25,6 +26,7 @@ from hwsim.cli.output import (
 )
 from hwsim.errors import HwsimError
 from hwsim.flows.trace_stats import TraceQuery, query_trace, summarize_trace
+from hwsim.metrics.dram_export import dram_requests, write_drampower, write_dramsim3, write_ramulator
 from hwsim.metrics.perfetto import write_perfetto
 from hwsim.metrics.plots import PLOT_KINDS, plot, require_matplotlib
 
@@ -58,9 +60,17 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
                         "level and operand, or a timeline of layers with the PE array's busy share")
     g.add_argument("--out", metavar="FILE.png", required=True, help="image to write (format from the suffix)")
     g.set_defaults(run=run_plot)
-    e = verbs.add_parser("export", help="Chrome/Perfetto trace-event JSON: a track per component, counters")
+    e = verbs.add_parser("export", help="Chrome/Perfetto trace-event JSON (a track per component, counters), and the "
+                                        "DRAM traffic for Ramulator 2, DRAMsim3 or DRAMPower")
     e.add_argument("file", metavar="FILE.h5")
-    e.add_argument("--perfetto", metavar="OUT.json", required=True, help="trace-event JSON to write")
+    e.add_argument("--perfetto", metavar="OUT.json", default=None, help="trace-event JSON to write")
+    e.add_argument("--ramulator", metavar="OUT.trace", default=None,
+                   help="Ramulator 2 LoadStoreTrace of the DRAM bursts (LD/ST ADDR per line)")
+    e.add_argument("--dramsim3", metavar="OUT.trace", default=None,
+                   help="DRAMsim3 trace of the DRAM bursts (ADDR READ|WRITE CYCLE per line, DRAM clock cycles)")
+    e.add_argument("--drampower", metavar="OUT.trace", default=None,
+                   help="DRAMPower command trace (CYCLE,CMD,BANK per line) of the DRAM bursts, one file per channel "
+                        "and rank (NAME.chC.rR.SUFFIX when several); needs the jedec DRAM model")
     e.add_argument("--layer", default=None, help="only this layer's access events (layers and counters stay whole)")
     e.add_argument("--cycles", type=cycles_arg, default=None, metavar="A:B", help="only access events in [A, B)")
     e.add_argument("--max-events", type=int, default=1_000_000, metavar="N",
@@ -70,6 +80,34 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
 
 
 def run_export(args: argparse.Namespace) -> int:
+    if not any((args.perfetto, args.ramulator, args.dramsim3, args.drampower)):
+        raise HwsimError("trace export: give at least one of --perfetto, --ramulator, --dramsim3, --drampower")
+    if args.ramulator or args.dramsim3 or args.drampower:
+        export_dram(args)
+    if args.perfetto:
+        export_perfetto(args)
+    return 0
+
+
+def export_dram(args: argparse.Namespace) -> None:
+    """Write the DRAM bursts in each simulator's format asked for."""
+    with hwsim.trace.open(args.file) as trace:
+        requests = dram_requests(trace)
+    out = console()
+    clock = "DRAM" if requests.hardware.dram.is_jedec else "core"
+    if args.ramulator:
+        n = write_ramulator(requests, args.ramulator)
+        out.print(f"{format_count(n)} requests written to {args.ramulator} (Ramulator 2 LoadStoreTrace)")
+    if args.dramsim3:
+        n = write_dramsim3(requests, args.dramsim3)
+        out.print(f"{format_count(n)} requests written to {args.dramsim3} (DRAMsim3 trace, {clock} clock cycles)")
+    if args.drampower:
+        files = write_drampower(requests, args.drampower)
+        out.print(f"commands of {format_count(len(requests))} bursts written to "
+                  f"{', '.join(str(f) for f in files)} (DRAMPower command traces, DRAM clock cycles)")
+
+
+def export_perfetto(args: argparse.Namespace) -> None:
     if args.max_events < 1:
         raise HwsimError(f"--max-events {args.max_events}: give a number of events ≥ 1")
     with hwsim.trace.open(args.file) as trace:
@@ -83,7 +121,6 @@ def run_export(args: argparse.Namespace) -> int:
                 if counts["dropped"] else "")
     console().print(f"{format_count(counts['events'])} access events written to {args.perfetto}{left_out}; "
                     "open it in ui.perfetto.dev")
-    return 0
 
 
 def run_plot(args: argparse.Namespace) -> int:

@@ -88,7 +88,9 @@ def _read_write(read_pj: float, write_pj: float) -> list[float]:
 
 
 def energy_table(hw: Accelerator) -> EnergyTable:
-    """The per-access energies `hw` states (no hidden defaults: absent levels cost nothing, never used)."""
+    """The per-access energies `hw` states (no hidden defaults: absent levels cost nothing, never used). A jedec
+    DRAM's per-bit energy is derived from its device (a sequential stream's, `hwsim.hardware.dram`); a
+    simulation prices its commands instead (`hwsim.metrics.derive`)."""
     dram_word_pj = hw.dram.energy_pj_per_bit * hw.precision_bits
     rows = [
         [dram_word_pj] * 3,

@@ -5,6 +5,11 @@ the closest valid key is suggested), every numeric value is parsed in its
 field's dimension, and cross-field rules (sizes that must divide, fit or
 grow up the hierarchy) run once the tree is built. Errors name the file, the
 line, the YAML path and the fix.
+
+A config may start from another (`base:`, keys merged; a key set to null
+removes the base's), and `dram.preset` lays a standard DRAM device's sections
+under the config's `dram` keys (`hwsim.hardware.dram`); a jedec DRAM's burst,
+bandwidth, latency and energy per bit are then derived from the device.
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ import yaml
 
 import hwsim
 from hwsim.errors import ConfigError
+from hwsim.hardware.dram import dram_errors, dram_presets, with_device_fields
 from hwsim.hardware.schema import Accelerator, ParamInfo
 from hwsim.hardware.units import parse_quantity
 
@@ -200,13 +206,20 @@ def load_config(spec: str | Path, overrides: Overrides | None = None) -> Acceler
 
 
 def parse_config(text_: str, shown: str, overrides: Overrides | None = None) -> Accelerator:
-    """Parse and validate config YAML `text_` read from `shown` (named in errors), with `overrides`."""
+    """Parse and validate config YAML `text_` read from `shown` (named in errors), with `overrides`; a jedec
+    DRAM's burst, bandwidth, latency and energy per bit are derived from its device (`hwsim.hardware.dram`)."""
     acc = _parse(text_, shown, overrides)
-    for message in consistency_errors(acc):
+    _raise_first(dram_errors(acc.dram), shown, overrides)
+    acc = with_device_fields(acc)
+    _raise_first(consistency_errors(acc), shown, overrides)
+    return acc
+
+
+def _raise_first(messages: Iterator[str], shown: str, overrides: Overrides | None) -> None:
+    for message in messages:
         if overrides is not None:
             raise ConfigError(f"{shown} with {overrides.describe()} ({overrides.source}): {message}")
         raise ConfigError(f"{shown}: {message}")
-    return acc
 
 
 def check_overrides(text_: str, shown: str, overrides: Overrides) -> None:
@@ -221,10 +234,47 @@ def _parse(text_: str, shown: str, overrides: Overrides | None) -> Accelerator:
     if overrides is not None:
         for key, value in overrides.values:
             root = _override(root, key.split("."), value, overrides.source, ctx)
-    return _build(Accelerator, root, "", ctx)
+    return _build(Accelerator, _with_preset(root, shown, ctx), "", ctx)
+
+
+PRESET_KEY = "preset"  # dram.preset names a device whose sections lie under the config's dram keys
+
+
+def _with_preset(root: yaml.Node, shown: str, ctx: _Context) -> yaml.Node:
+    """`root` with the device preset `dram.preset` names laid under its `dram` section: every key the config gives
+    replaces the preset's (mappings merged key by key). Errors about a preset's keys name its file and line."""
+    dram_index = _mapping_key(root, "dram")
+    if dram_index is None:
+        return root
+    dram = root.value[dram_index][1]
+    preset_index = _mapping_key(dram, PRESET_KEY)
+    if preset_index is None:
+        return root
+    value = dram.value[preset_index][1]
+    name = str(value.value) if isinstance(value, yaml.ScalarNode) else ""
+    presets = dram_presets()
+    if name not in presets:
+        close = difflib.get_close_matches(name, list(presets), n=1, cutoff=0.5)
+        hint = f"did you mean '{close[0]}'? " if close else ""
+        raise ConfigError(f"{_where(ctx, value, 'dram.preset')}: unknown device {name!r}; {hint}use one of "
+                          f"{', '.join(presets)}")
+    path = presets[name]
+    preset = _compose(path.read_text(encoding="utf-8"), str(path))
+    _mark(preset, str(path), ctx)
+    pairs = list(root.value)
+    pairs[dram_index] = (pairs[dram_index][0], _merge(preset, dram))
+    return yaml.MappingNode(root.tag, pairs, root.start_mark, root.end_mark)
+
+
+def _mapping_key(node: yaml.Node, key: str) -> int | None:
+    """Position of `key` among the pairs of mapping `node` (None: absent, or `node` is not a mapping)."""
+    if not isinstance(node, yaml.MappingNode):
+        return None
+    return next((i for i, (k, _) in enumerate(node.value) if str(k.value) == key), None)
 
 
 BASE_KEY = "base"  # a config may start from another (a shipped name or a path relative to it) and change keys
+# (or remove them: a key set to null, ~)
 
 
 def _with_base(root: yaml.Node, shown: str, ctx: _Context, chain: tuple[str, ...]) -> yaml.Node:
@@ -265,14 +315,22 @@ def _mark(node: yaml.Node, file: str, ctx: _Context) -> None:
 
 
 def _merge(base: yaml.Node, own: yaml.Node) -> yaml.Node:
-    """`own` over `base`: mappings merge key by key, anything else replaces."""
+    """`own` over `base`: mappings merge key by key, anything else replaces; a key `own` sets to null (~) that
+    `base` gives is removed (a config drops what its base states, e.g. the simple DRAM's bandwidth)."""
     if not (isinstance(base, yaml.MappingNode) and isinstance(own, yaml.MappingNode)):
         return own
     merged = {str(k.value): (k, v) for k, v in base.value}
     for key, value in own.value:
         name = str(key.value)
+        if name in merged and _is_null(value):
+            del merged[name]
+            continue
         merged[name] = (key, _merge(merged[name][1], value) if name in merged else value)
     return yaml.MappingNode(own.tag, list(merged.values()), own.start_mark, own.end_mark)
+
+
+def _is_null(node: yaml.Node) -> bool:
+    return isinstance(node, yaml.ScalarNode) and node.tag == "tag:yaml.org,2002:null"
 
 
 @functools.lru_cache(maxsize=16)
@@ -344,9 +402,9 @@ def consistency_errors(acc: Accelerator) -> Iterator[str]:
         if width % bits:
             yield f"noc.{bus.removesuffix('_bits')}: {width} bit is not a multiple of the {bits}-bit word"
     dram = acc.dram
-    if dram.burst_bytes & (dram.burst_bytes - 1) or dram.burst_bytes % word:
+    if dram.burst_bytes and (dram.burst_bytes & (dram.burst_bytes - 1) or dram.burst_bytes % word):
         yield f"dram.burst: {dram.burst_bytes} B must be a power of two and a whole number of words"
-    if dram.row_buffer is not None:
+    if dram.row_buffer is not None and dram.burst_bytes:
         rb = dram.row_buffer
         if rb.row_bytes % dram.burst_bytes:
             yield "dram.row_buffer.row: the row size must be a multiple of dram.burst"

@@ -17,13 +17,16 @@ from hwsim.hardware.units import (
     BITS,
     BYTES,
     COUNT,
+    CURRENT,
     CYCLES,
+    DRAM_CLOCKS,
     ENERGY,
     ENERGY_PER_BIT,
     FRACTION,
     FREQUENCY,
     POWER,
     THROUGHPUT,
+    VOLTAGE,
     WORDS,
     Dimension,
 )
@@ -70,6 +73,9 @@ def choice(description: str, choices: tuple[str, ...], default: str) -> Any:
 
 SCHEDULER_CHOICES = ("fcfs",)  # hwsim.sim.policy.SCHEDULERS
 CODEC_CHOICES = ("none", "rlc")  # hwsim.sparsity.codec.CODECS
+DRAM_SCHEDULER_CHOICES = ("fcfs", "frfcfs")  # hwsim.sim.dram.policies.BURST_ORDERS (simple: fcfs only)
+DRAM_MODEL_CHOICES = ("simple", "jedec")  # hwsim.sim.dram.DRAM_MODELS
+DRAM_ADDRESS_MAP_CHOICES = ("burst_interleave", "RoBaRaCoCh", "RoCoBaRaCh", "ChRaBaRoCo")  # JEDEC_ADDRESS_MAPS
 DATAFLOW_CHOICES = ("row_stationary", "weight_stationary", "output_stationary", "input_stationary",
                     "no_local_reuse")  # hwsim.mapping.dataflows
 
@@ -204,23 +210,128 @@ class Compression:
 
 
 @dataclass(frozen=True, kw_only=True)
+class DramDevice:
+    """What a JEDEC DRAM channel is made of (`dram.model: jedec`): its clock, width, burst and banks."""
+
+    standard: str = text("the JEDEC standard the device follows (DDR4, LPDDR4, LPDDR5, HBM2), named in exports")
+    command_clock_hz: float = param(FREQUENCY, "command clock CK of the device (1/tCK); every timing is in its "
+                                               "cycles (nCK)")
+    width_bits: int = param(BITS, "data bus width of one channel (all devices of a rank side by side)", integer=True)
+    burst_length: int = param(COUNT, "data beats of one read or write command (BL)", integer=True)
+    bank_groups: int = param(COUNT, "bank groups per rank (1 where the standard has none)", integer=True)
+    banks_per_group: int = param(COUNT, "banks in each bank group", integer=True)
+    row_bytes: int = param(BYTES, "bytes of one row across the channel width (page size × devices per rank)",
+                           integer=True)
+    rows_per_bank: int = param(COUNT, "rows in each bank", integer=True)
+    devices_per_rank: int = param(COUNT, "devices side by side in a rank (whose currents add up)", integer=True)
+    source: str = text("the standard and datasheet the organisation comes from")
+
+    @property
+    def burst_bytes(self) -> int:
+        """Bytes one read or write command moves."""
+        return self.width_bits * self.burst_length // 8
+
+    @property
+    def banks(self) -> int:
+        """Banks per rank."""
+        return self.bank_groups * self.banks_per_group
+
+
+@dataclass(frozen=True, kw_only=True)
+class DramTiming:
+    """JEDEC timing parameters in command-clock cycles (nCK), as the standard's speed bin rounds them."""
+
+    tcl_nck: int = param(DRAM_CLOCKS, "CL: read command to first read data", integer=True)
+    tcwl_nck: int = param(DRAM_CLOCKS, "CWL: write command to first write data", integer=True)
+    trcd_nck: int = param(DRAM_CLOCKS, "tRCD: activate to read or write in the bank", integer=True)
+    trp_nck: int = param(DRAM_CLOCKS, "tRP: precharge to activate in the bank", integer=True)
+    tras_nck: int = param(DRAM_CLOCKS, "tRAS: activate to precharge in the bank", integer=True)
+    trc_nck: int = param(DRAM_CLOCKS, "tRC: activate to activate in the bank", integer=True)
+    tccd_s_nck: int = param(DRAM_CLOCKS, "tCCD_S: column command to column command, other bank group", integer=True)
+    tccd_l_nck: int = param(DRAM_CLOCKS, "tCCD_L: column command to column command, same bank group", integer=True)
+    trrd_s_nck: int = param(DRAM_CLOCKS, "tRRD_S: activate to activate in the rank, other bank group", integer=True)
+    trrd_l_nck: int = param(DRAM_CLOCKS, "tRRD_L: activate to activate in the rank, same bank group", integer=True)
+    tfaw_nck: int = param(DRAM_CLOCKS, "tFAW: window in which a rank takes at most four activates", integer=True)
+    twtr_s_nck: int = param(DRAM_CLOCKS, "tWTR_S: end of write data to a read command, other bank group", integer=True)
+    twtr_l_nck: int = param(DRAM_CLOCKS, "tWTR_L: end of write data to a read command, same bank group", integer=True)
+    trtw_nck: int = param(DRAM_CLOCKS, "tRTW: read command to write command on the channel (bus turnaround)",
+                      integer=True)
+    trtp_nck: int = param(DRAM_CLOCKS, "tRTP: read command to precharge in the bank", integer=True)
+    twr_nck: int = param(DRAM_CLOCKS, "tWR: end of write data to precharge in the bank (write recovery)",
+                         integer=True)
+    tbl_nck: int = param(DRAM_CLOCKS, "tBL: cycles one burst occupies the data bus (BL / beats per clock)",
+                         integer=True)
+    trfc_nck: int = param(DRAM_CLOCKS, "tRFC: an all-bank refresh blocks the rank this long", integer=True)
+    trefi_nck: int = param(DRAM_CLOCKS, "tREFI: a rank is refreshed once every this many cycles", integer=True)
+    source: str = text("the speed bin and the standard or datasheet the timing comes from")
+
+
+@dataclass(frozen=True, kw_only=True)
+class DramRail:
+    """One supply rail of a DRAM device and the IDD currents the datasheet gives on it (per device)."""
+
+    voltage_v: float = param(VOLTAGE, "rail voltage")
+    idd0_ma: float = param(CURRENT, "IDD0: one bank activate-to-precharge current (at tRC)")
+    idd2n_ma: float = param(CURRENT, "IDD2N: precharge standby current (all banks closed)")
+    idd3n_ma: float = param(CURRENT, "IDD3N: active standby current (a bank open)")
+    idd4r_ma: float = param(CURRENT, "IDD4R: burst read current")
+    idd4w_ma: float = param(CURRENT, "IDD4W: burst write current")
+    idd5b_ma: float = param(CURRENT, "IDD5B: burst refresh current (refresh commands every tRFC)")
+
+
+@dataclass(frozen=True, kw_only=True)
+class DramPower:
+    """The supply currents that price DRAM commands (DRAMPower's method, Micron TN-41-01)."""
+
+    vdd: DramRail = section("the core supply (VDD, VDD2 on LPDDR)")
+    aux: DramRail | None = section("a second supply with its own currents (DDR4 VPP, LPDDR VDD1), if any", None)
+    source: str = text("the datasheet and part the currents come from")
+
+
+@dataclass(frozen=True, kw_only=True)
 class Dram:
     """Off-chip DRAM."""
 
     channels: int = param(COUNT, "independent channels (bandwidth is split evenly)", 1, integer=True)
-    bandwidth_bytes_per_cycle: float = param(BANDWIDTH, "peak bandwidth over all channels")
-    latency_cycles: int = param(CYCLES, "access latency of a burst", integer=True, positive=False)
-    burst_bytes: int = param(BYTES, "bytes per burst (the unit of transfer)", integer=True)
-    turnaround_cycles: int = param(CYCLES, "bus idle cycles when switching between read and write", 0,
-                                   integer=True, positive=False)
-    energy_pj_per_bit: float = param(ENERGY_PER_BIT, "energy of moving one bit")
-    row_buffer: RowBuffer | None = section("row-buffer hit/miss model (omit for a flat latency)", None)
+    bandwidth_bytes_per_cycle: float = param(BANDWIDTH, "peak bandwidth over all channels (model simple; the jedec "
+                                                        "model derives it from dram.device)", 0.0)
+    latency_cycles: int = param(CYCLES, "access latency of a burst (model simple; jedec: tRCD + CL + tBL)", 0,
+                                integer=True, positive=False)
+    burst_bytes: int = param(BYTES, "bytes per burst, the unit of transfer (model simple; jedec: width × BL)", 0,
+                             integer=True)
+    turnaround_cycles: int = param(CYCLES, "bus idle cycles when switching between read and write (model simple)",
+                                   0, integer=True, positive=False)
+    energy_pj_per_bit: float = param(ENERGY_PER_BIT, "energy of moving one bit (model simple; the jedec model "
+                                                     "prices commands from dram.power)", 0.0)
+    row_buffer: RowBuffer | None = section("row-buffer hit/miss model of the simple model (omit for a flat latency)",
+                                           None)
     model: str = choice("DRAM model: simple (channels moving whole bursts, access latency, optional row buffer "
-                        "and turnaround)", ("simple",), "simple")
-    scheduler: str = choice("order in which each channel serves its transactions", SCHEDULER_CHOICES, "fcfs")
-    address_map: str = choice("how byte addresses spread over channels: burst_interleave (burst k on channel "
-                              "k mod channels)", ("burst_interleave",), "burst_interleave")
-    source: str = text("where the DRAM energy comes from")
+                        "and turnaround) or jedec (ranks, bank groups, banks, JEDEC timing, refresh)",
+                        DRAM_MODEL_CHOICES, "simple")
+    scheduler: str = choice("order in which a channel serves queued bursts: fcfs (oldest first) or frfcfs "
+                            "(row hits first, then oldest; model jedec)", DRAM_SCHEDULER_CHOICES, "fcfs")
+    address_map: str = choice("how byte addresses spread over channels (and ranks, banks, rows, columns: model "
+                              "jedec), named most significant field first: burst_interleave (burst k on channel "
+                              "k mod channels; jedec: then bank, rank, column, row), RoBaRaCoCh, RoCoBaRaCh, "
+                              "ChRaBaRoCo", DRAM_ADDRESS_MAP_CHOICES, "burst_interleave")
+    in_flight: int = param(COUNT, "bursts a channel holds at once: their latencies overlap, and the scheduler "
+                                  "picks among them", 32, integer=True)
+    preset: str = text("a standard device (jedec): ddr4-2400-x8, ddr4-2400-x16, ddr4-3200-x8, ddr4-3200-x16, "
+                       "lpddr4-3200, lpddr5-6400, hbm2; its device, timing and power sections are filled in "
+                       "and any of their keys may be given to override them", "")
+    ranks: int = param(COUNT, "ranks sharing each channel's bus (model jedec)", 1, integer=True)
+    page_policy: str = choice("open: a bank keeps its row open for later hits; closed: a bank precharges once no "
+                              "queued burst wants its row (model jedec)", ("open", "closed"), "open")
+    device: DramDevice | None = section("the device organisation (model jedec; a preset fills it in)", None)
+    timing: DramTiming | None = section("JEDEC timing (model jedec; a preset fills it in)", None)
+    power: DramPower | None = section("supply currents pricing each command (model jedec; a preset fills it in)",
+                                      None)
+    source: str = text("where the DRAM energy comes from", "")
+
+    @property
+    def is_jedec(self) -> bool:
+        """Whether the jedec model runs this DRAM (its device, timing and power are then set)."""
+        return self.model == "jedec"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -257,5 +368,5 @@ class Accelerator:
         return self.precision_bits // 8
 
 
-COMPONENTS = (Accelerator, PeArray, RegisterFiles, Noc, Glb, L2, LineBuffer, Dram, RowBuffer, Compression,
-              Control)
+COMPONENTS = (Accelerator, PeArray, RegisterFiles, Noc, Glb, L2, LineBuffer, Dram, RowBuffer, DramDevice, DramTiming,
+              DramRail, DramPower, Compression, Control)

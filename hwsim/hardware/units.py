@@ -49,6 +49,9 @@ BANDWIDTH = Dimension("bandwidth", "B/cycle",
                       {"B/cycle": 1.0, "bytes/cycle": 1.0, "bit/cycle": 1 / 8,
                        "B/s": -1.0, "kB/s": -1e3, "MB/s": -1e6, "GB/s": -1e9},
                       False, "16 B/cycle or 12.8 GB/s", "_bytes_per_cycle")
+DRAM_CLOCKS = Dimension("DRAM clock cycles", "nCK", {"nCK": 1.0, "tCK": 1.0}, True, "22 nCK", "_nck")
+VOLTAGE = Dimension("voltage", "V", {"V": 1.0, "mV": 1e-3}, False, "1.2 V", "_v")
+CURRENT = Dimension("current", "mA", {"mA": 1.0, "A": 1e3, "uA": 1e-3}, False, "57 mA", "_ma")
 CYCLES = Dimension("latency", "cycles", {"cycles": 1.0, "cycle": 1.0, "ns": -1e-9, "us": -1e-6}, True,
                    "100 cycles or 50 ns", "_cycles")
 

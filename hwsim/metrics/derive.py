@@ -1,4 +1,4 @@
-"""Derive per-layer statistics from a trace file, never from the simulator's counters.
+"""Derive per-layer statistics from a trace file, not from the simulator's counters.
 
 Counts per layer × level × operand × access come from summing the `words`
 of the records at each memory level (op read / fill / update); the PE
@@ -6,20 +6,35 @@ array's work from the `pe` records (see `hwsim.sim.executor` for the record
 conventions). Energy prices those counts with the energy table of the
 accelerator stored in the trace. Latency of a layer is the span of its
 records; utilization is its MACs over that span times the array's peak.
+
+DRAM commands are the exception: the records show bursts, not the activates, precharges and refreshes behind
+them, so the trace keeps the DRAM model's counters per layer (attribute `dram_stats_json`), and a jedec DRAM's
+energy is priced from those commands (`hwsim.hardware.dram`) rather than per word.
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
+from hwsim.hardware.dram import dram_energy_pj
 from hwsim.hardware.energy import ComputeCounts, energy_table
 from hwsim.hardware.loader import from_dict
 from hwsim.hardware.schema import Accelerator
 from hwsim.trace.reader import Trace
-from hwsim.vocab import ACCESS_OF_OP, ACCESS_SHAPE, LEVEL_NAMES, OP_NAMES, OTHER, TRACE_OPERAND_NAMES, Op, Operand
+from hwsim.vocab import (
+    ACCESS_OF_OP,
+    ACCESS_SHAPE,
+    LEVEL_NAMES,
+    OP_NAMES,
+    OTHER,
+    TRACE_OPERAND_NAMES,
+    Level,
+    Op,
+    Operand,
+)
 
 
 @dataclass(frozen=True)
@@ -36,6 +51,8 @@ class LayerMetrics:
     level_operand_pj: np.ndarray  # [level, operand]
     utilization: float  # MACs / (span · PEs · MACs per cycle)
     compute_cycles: int = 0  # Σ over passes of their cycles on the PE array
+    dram_energy_pj: dict[str, float] = field(default_factory=dict)  # by command (jedec DRAM); empty: priced per bit
+    dram_counters: dict[str, float] = field(default_factory=dict)  # the DRAM model's counters in the layer
 
     @property
     def cycles(self) -> int:
@@ -105,6 +122,7 @@ def derive(trace: Trace) -> TraceMetrics:
     """Per-layer counts, energy, latency and utilization of the trace."""
     hw = from_dict(json.loads(trace.attrs["hardware_json"]))
     table = energy_table(hw)
+    dram_stats = _dram_stats(trace)
     names = list(trace.layers)
     sums = _accumulate(trace, len(names))
     counts, pe, first, last = sums.counts, sums.pe, sums.first, sums.last
@@ -123,7 +141,30 @@ def derive(trace: Trace) -> TraceMetrics:
         span = max(0, end - start)
         layers.append(LayerMetrics(name, counts[i], compute, int(sums.passes[i]), start, end, energy, by_level,
                                    compute.macs / (span * lanes) if span else 0.0, int(sums.pass_cycles[i])))
-    return TraceMetrics(str(trace.attrs.get("network", "")), hw, int(trace.attrs.get("batch", 1)), tuple(layers))
+    return TraceMetrics(str(trace.attrs.get("network", "")), hw, int(trace.attrs.get("batch", 1)),
+                        tuple(_priced_by_command(l, hw, dram_stats.get(l.name)) for l in layers))
+
+
+def _dram_stats(trace: Trace) -> dict[str, dict[str, float]]:
+    """The DRAM model's counters and cycles per layer the trace keeps (empty for a trace without them)."""
+    raw = trace.attrs.get("dram_stats_json")
+    return dict(json.loads(str(raw))["layers"]) if raw is not None else {}
+
+
+def _priced_by_command(l: LayerMetrics, hw: Accelerator, counters: dict[str, float] | None) -> LayerMetrics:
+    """A jedec DRAM's layer energy from its commands (`hwsim.hardware.dram`) instead of per word; the DRAM row of
+    the level × operand energy is scaled to match. Per word for the simple model or a trace without counters."""
+    if counters is None:
+        return l
+    if not hw.dram.is_jedec:
+        return replace(l, dram_counters=counters)
+    parts = dram_energy_pj(hw.dram, hw.clock_hz, counters, counters.get("cycles", 0))
+    total = sum(parts.values())
+    by_level = l.level_operand_pj.copy()
+    per_word = by_level[Level.DRAM].sum()
+    by_level[Level.DRAM] = by_level[Level.DRAM] * (total / per_word) if per_word else 0.0
+    return replace(l, energy_pj={**l.energy_pj, "dram": total}, level_operand_pj=by_level, dram_energy_pj=parts,
+                   dram_counters=counters)
 
 
 def bandwidth(trace: Trace, level: str, bin_cycles: int) -> tuple[np.ndarray, np.ndarray]:

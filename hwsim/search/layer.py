@@ -2,7 +2,7 @@
 
 1. *Sample* (deterministic for a seed): every inner part the dataflow allows
    once, then random ones, each with a random outer part (a GLB factor per dim
-   from the tile sizes `space.choices` gives, an order per storage level, a
+   from the tile sizes `space.spread_sizes` gives, an order per storage level, a
    keep mode); a candidate whose GLB tiles do not fit is dropped before it is
    priced (the capacity pre-check).
 2. *Screen* each by the fast approximation (`hwsim.search.screen`) under the
@@ -32,17 +32,27 @@ from hwsim.mapping.nest.problem import Problem, lowering_for, nest_problem, tile
 from hwsim.mapping.nest.validate import check_nest
 from hwsim.search.cost import OBJECTIVES, LayerCost, exact_cost, rank
 from hwsim.search.screen import STORAGE, Screen, flat_loops
-from hwsim.search.space import KEEP_MODES, PRIORITIES, Inner, Outer, build_nest, choices, inner_space, remaining
+from hwsim.search.space import (
+    KEEP_MODES,
+    PRIORITIES,
+    Inner,
+    Outer,
+    build_nest,
+    choices,
+    inner_space,
+    remaining,
+    spread_sizes,
+)
 from hwsim.workload.ir import Layer
 
-GLB_CHOICES = 5  # GLB tile sizes tried per dim
+GLB_CHOICES = 5  # near-equal GLB tile sizes tried per dim (beside the halvings: space.spread_sizes)
 
 
 @dataclass(frozen=True)
 class Effort:
     """How much of the mapspace a search looks at (the same effort and seed give the same mapping)."""
 
-    samples: int = 1500  # candidates screened
+    samples: int = 1500  # candidates screened (and half as many again: LayerSearcher.samples)
     exact: int = 16  # best screened candidates priced exactly
     rounds: int = 4  # local refinement steps
     starts: int = 2  # best sampled candidates refined
@@ -99,16 +109,17 @@ class LayerSearcher:
         return frozenset(op for op in OPERANDS if self.screen._visit(loops, op, n_dram, True)[0]
                          < self.screen._visit(loops, op, n_above, op in nest.rf.keeps)[0])
 
-    def random_outer(self, rng: random.Random, inner: Inner) -> Outer:
+    def random_outer(self, rng: random.Random, inner: Inner, spread: bool = True) -> Outer:
         """A random outer part whose GLB tiles fit: dims in random order, each given the largest of a random
-        suffix of its tile sizes that still fits beside the others (the capacity pre-check)."""
+        suffix of its tile sizes that still fits beside the others (the capacity pre-check). The sizes are
+        `space.spread_sizes` when `spread`, else only its near-equal largest cuts."""
         rest = dict(zip(DIMS, remaining(self.p, inner)))
         extent = {d: inner.tile(d) for d in DIMS}
         factors = dict.fromkeys(DIMS, 1)
         dims = [d for d in DIMS if rest[d] > 1]
         rng.shuffle(dims)
         for d in dims:
-            sizes = choices(rest[d], rest[d], GLB_CHOICES)
+            sizes = spread_sizes(rest[d], GLB_CHOICES) if spread else choices(rest[d], rest[d], GLB_CHOICES)
             for size in sizes[rng.randrange(len(sizes)):]:
                 if self._glb_fits({**extent, d: extent[d] * size}):
                     factors[d], extent[d] = size, extent[d] * size
@@ -123,9 +134,12 @@ class LayerSearcher:
         return sum(tile_bound_words(self.p, op, extent) for op in ops) <= self.hw.glb.data_bytes // self.hw.word_bytes
 
     def samples(self, rng: random.Random, count: int) -> Iterator[_Candidate]:
-        for i in range(count):
+        """Every inner part once, then random ones, `count` in all, with GLB tiles among the largest cuts (where a
+        GLB's reuse usually is); then half as many again with GLB tiles over all scales (`space.spread_sizes`: e.g.
+        a weight-heavy layer's filter tile small enough for the filter partition while the images stream)."""
+        for i in range(count + count // 2):
             k = i if i < len(self.inners) else rng.randrange(len(self.inners))
-            yield _Candidate(k, self.random_outer(rng, self.inners[k]))
+            yield _Candidate(k, self.random_outer(rng, self.inners[k], spread=i >= count))
 
     def screened_value(self, nest: LoopNest) -> float | None:
         self.screened += 1

@@ -28,7 +28,7 @@ from hwsim.search.cost import LayerCost, exact_cost, rank
 from hwsim.search.layer import Effort, LayerSearch, search_layer, shape_signature
 from hwsim.workload.ir import Graph, Layer
 
-SAMPLES_PER_SECOND = 1500  # screened candidates per second of budget and unique shape (the default effort's rate)
+SAMPLES_PER_SECOND = 1000  # samples per second of budget and unique shape (each screens 1.5 candidates: 1500/s)
 MIN_SAMPLES, MAX_SAMPLES = 200, 20000
 DEFAULT_EFFORT = Effort()
 Progress = Callable[[int, int, str], None]  # (shapes done, shapes in all, last layer done)

@@ -10,7 +10,7 @@ enumerator per dataflow, each within its constraints and the RF's capacity):
   the rows; output rows, or images or filters when the map is narrow, over the
   columns; output columns (and images) streamed;
 - systolic (weight, output, input stationary): a tile of the rows dim, of the
-  cols dim, and of the streamed dim (whole or cut);
+  cols dim, and of the streamed dim (whole or cut, at every scale);
 - no local reuse: channels over the rows, filters over the columns, a band of
   output rows (and images) streamed;
 
@@ -82,6 +82,14 @@ def choices(extent: int, most: int, count: int = CHOICES) -> list[int]:
     return out or [1]
 
 
+def spread_sizes(extent: int, near: int) -> list[int]:
+    """Tile sizes of a dim of `extent` over all scales, largest first: the `near` largest near-equal cuts
+    (`choices`) and the halvings ⌈extent/2^k⌉ down to 1. Small tiles matter where a weight-heavy layer keeps a
+    filter tile that fits its partition while the images stream past it (GLB tiles; a systolic pass's stream)."""
+    halvings = {ceil_div(extent, 1 << k) for k in range(extent.bit_length() + 1)}
+    return sorted({*choices(extent, extent, near), *halvings}, reverse=True)
+
+
 def _loops(*pairs: tuple[str, int]) -> Loops:
     return tuple(Loop(d, f) for d, f in pairs if f > 1)
 
@@ -149,7 +157,7 @@ def _systolic(name: str) -> InnerSpace:
         d = p.dims
         for a in choices(d[row_dim], hw.pe_array.rows):
             for b in choices(d[col_dim], hw.pe_array.cols):
-                for s in choices(d[stream_dim], d[stream_dim], 4):
+                for s in spread_sizes(d[stream_dim], 4):  # whole, near-equal cuts, and halvings
                     yield Inner(Array(_loops((row_dim, a)), _loops((col_dim, b)), _loops((stream_dim, s)),
                                       {"ifmap": ifmap, "filter": filters}), Storage("rf", (), frozenset({keeps})))
     return inners
@@ -230,4 +238,4 @@ def build_nest(p: Problem, inner: Inner, outer: Outer, lowering: str, keeps: fro
 
 
 __all__ = ["INNER_SPACES", "KEEP_MODES", "PRIORITIES", "Inner", "Outer", "build_nest", "choices", "inner_space",
-           "ordered", "remaining"]
+           "ordered", "remaining", "spread_sizes"]

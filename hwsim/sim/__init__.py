@@ -5,7 +5,7 @@ state, declared statistics, the process wrapper); those that move words at an
 address from `Port` (DRAM, SRAM/L2, line buffer, NoC bus). Implementations
 and their policies are chosen by name from the config through registries
 (`hwsim.sim.policy`): `dram.model`, `dram.address_map`, `dram.scheduler`,
-`dram.row_buffer.policy`, `noc.model`, the SRAMs' `scheduler`. A transaction
+`dram.row_buffer.policy`, `dram.page_policy`, `noc.model`, the SRAMs' `scheduler`. A transaction
 books its resources when it is requested (`book`, `reserve_read`,
 `reserve_write`, `reserve`): first come, first served under `fcfs`, with the
 exact per-burst or per-transfer records returned at once as one
@@ -16,7 +16,7 @@ released at a cycle; a claim that does not fit waits for releases.
 """
 
 from hwsim.sim.component import Component, Port, Stat
-from hwsim.sim.dram import Dram, SimpleDram, build_dram
+from hwsim.sim.dram import Dram, DramModel, JedecDram, SimpleDram, build_dram
 from hwsim.sim.line_buffer import LineBuffer
 from hwsim.sim.noc import Bus, Noc
 from hwsim.sim.pe_array import PeArray
@@ -25,5 +25,5 @@ from hwsim.sim.sram import Sram
 from hwsim.sim.timing import RECORD_DTYPE
 from hwsim.vocab import NO_ADDRESS
 
-__all__ = ["NO_ADDRESS", "RECORD_DTYPE", "Bus", "Component", "Dram", "LineBuffer", "Noc", "PeArray", "Port",
-           "SimpleDram", "Space", "Sram", "Stat", "build_dram"]
+__all__ = ["NO_ADDRESS", "RECORD_DTYPE", "Bus", "Component", "Dram", "DramModel", "JedecDram", "LineBuffer", "Noc",
+           "PeArray", "Port", "SimpleDram", "Space", "Sram", "Stat", "build_dram"]

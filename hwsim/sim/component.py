@@ -63,9 +63,9 @@ class Statistic:
     @overload
     def __get__(self, obj: None, objtype: Any = None) -> Statistic: ...
     @overload
-    def __get__(self, obj: object, objtype: Any = None) -> int: ...
+    def __get__(self, obj: object, objtype: Any = None) -> float: ...
 
-    def __get__(self, obj: object | None, objtype: Any = None) -> Statistic | int:
+    def __get__(self, obj: object | None, objtype: Any = None) -> Statistic | float:
         return self if obj is None else 0
 
 

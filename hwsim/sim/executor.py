@@ -57,7 +57,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections import deque
 from collections.abc import Callable, Generator, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from itertools import pairwise
 from typing import Any
 
@@ -67,7 +67,7 @@ import simpy
 from hwsim.errors import HwsimError
 from hwsim.hardware.schema import Accelerator
 from hwsim.mapping.schedule import LayerSchedule, Schedule
-from hwsim.sim.component import Port
+from hwsim.sim.component import Port, StatInfo, declared_stats
 from hwsim.sim.machine import NAMED_LEVELS, PLACED_LEVELS, Machine
 from hwsim.sim.policy import Registry
 from hwsim.sim.recorder import Recorder
@@ -521,6 +521,7 @@ class LayerRun:
     load_wait_cycles: int  # cycles the array waited for prefetched data (DRAM bandwidth, buffer space)
     psum_wait_cycles: int  # cycles passes waited for earlier passes' psums to be stored
     resource_stall_cycles: dict[str, int]  # cycles transactions queued for each resource during the layer
+    dram_counters: dict[str, float] = field(default_factory=dict)  # the DRAM model's counters gained in the layer
 
     @property
     def cycles(self) -> int:
@@ -535,6 +536,7 @@ class SimResult:
     hardware: str
     batch: int
     layers: list[LayerRun]
+    dram_stats: tuple[StatInfo, ...] = ()  # unit and description of each of the DRAM model's counters
 
     @property
     def cycles(self) -> int:
@@ -544,11 +546,12 @@ class SimResult:
 def _run_layer(m: Machine, layer: LayerSchedule, rec: Recorder) -> LayerRun:
     ex = LayerExecutor(m, layer, rec)
     start = int(m.env.now)
-    before = m.stall_cycles()
+    before, dram_before = m.stall_cycles(), m.dram.stats()
     m.env.run(m.env.process(ex.run()))
-    after = m.stall_cycles()
+    after, dram_after = m.stall_cycles(), m.dram.stats()
+    dram = {k: dram_after[k].value - dram_before[k].value for k in dram_after}
     return LayerRun(layer.name, start, int(m.env.now), ex.steps, ex.runner.passes, ex.runner.compute_cycles,
-                    ex.rf_wait, ex.load_wait, ex.psum_wait, {k: after[k] - before[k] for k in after})
+                    ex.rf_wait, ex.load_wait, ex.psum_wait, {k: after[k] - before[k] for k in after}, dram)
 
 
 def simulate(schedule: Schedule, hw: Accelerator, sink: Callable[[str, np.ndarray], None],
@@ -582,7 +585,7 @@ def simulate(schedule: Schedule, hw: Accelerator, sink: Callable[[str, np.ndarra
         runs.append(run)
         if progress:
             progress(index, run)
-    return SimResult(schedule.network, schedule.hardware, schedule.batch, runs)
+    return SimResult(schedule.network, schedule.hardware, schedule.batch, runs, declared_stats(type(m.dram)))
 
 
 def ring_events(log: list[tuple[int, int, int]], layer: int, word_bytes: int) -> np.ndarray:

@@ -16,7 +16,7 @@ import simpy
 
 from hwsim.errors import HwsimError
 from hwsim.hardware.schema import Accelerator
-from hwsim.sim.dram import SimpleDram, build_dram
+from hwsim.sim.dram import DramModel, build_dram
 from hwsim.sim.line_buffer import LineBuffer
 from hwsim.sim.noc import NOC_MODELS, Noc
 from hwsim.sim.pe_array import PeArray
@@ -34,7 +34,7 @@ class Machine:
 
     env: simpy.Environment
     hw: Accelerator
-    dram: SimpleDram
+    dram: DramModel
     glb: Sram
     noc: Noc
     pe: PeArray
@@ -51,7 +51,7 @@ class Machine:
         line_buffer = LineBuffer(env, hw.line_buffer, wb) if hw.line_buffer else None
         l2 = Sram(env, hw.l2, wb, "l2") if hw.l2 else None
         noc = NOC_MODELS.get(hw.noc.model)(env, hw.noc, wb)
-        return cls(env, hw, build_dram(env, hw.dram, wb), Sram(env, hw.glb, wb, "glb"), noc,
+        return cls(env, hw, build_dram(env, hw.dram, wb, clock_hz=hw.clock_hz), Sram(env, hw.glb, wb, "glb"), noc,
                    PeArray(env, hw.pe_array, wb), line_buffer, l2)
 
     def ring_change(self, ring: int, words: int, cycle: int) -> None:
@@ -76,7 +76,7 @@ class Machine:
         """Cycles transactions have queued so far, by cause: DRAM channels (incl. read/write turnaround),
         GLB ports and bank conflicts, NoC buses, GLB space (claims waiting for frees)."""
         return {
-            "dram": int(self.dram.queue_stall_cycles + self.dram.turnaround_stall_cycles),
+            "dram": self.dram.stall_cycles(),
             "glb_port": int(self.glb.port_stall_cycles),
             "glb_bank": int(self.glb.bank_conflict_stall_cycles),
             "noc": int(sum(bus.queue_stall_cycles for bus in self.noc.buses.values())),

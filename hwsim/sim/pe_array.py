@@ -77,7 +77,7 @@ class PeArray(Component):
         Passes reserved beyond now run back to back up to `free_at_cycle`, so
         this is max(now, free_at_cycle) − busy_cycles.
         """
-        return max(int(self.env.now), self.free_at_cycle) - self.busy_cycles
+        return max(int(self.env.now), self.free_at_cycle) - int(self.busy_cycles)
 
     @property
     def utilization(self) -> float:

@@ -19,6 +19,8 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 
+import numpy as np
+
 from hwsim.registry import Registry as Registry  # the simulator's registries import it from here
 
 
@@ -34,6 +36,11 @@ class Scheduler(ABC):
     @abstractmethod
     def pick_server(self, ready_cycle: int, free_at_cycles: Sequence[int]) -> tuple[int, int]:
         """(server, start cycle) of a request ready at `ready_cycle` on a pool of servers (ports)."""
+
+    @abstractmethod
+    def start_cycles(self, request_cycle: int, free_at_cycles: np.ndarray) -> np.ndarray:
+        """`start_cycle` of requests made together, the i-th on a server free from `free_at_cycles[i]` (a
+        DRAM channel's in-flight slots)."""
 
 
 SCHEDULERS: Registry[type[Scheduler]] = Registry("scheduler")
@@ -53,6 +60,10 @@ class FirstComeFirstServed(Scheduler):
 
     def start_cycle(self, request_cycle: int, free_at_cycle: int) -> int:
         return max(request_cycle, free_at_cycle)
+
+    def start_cycles(self, request_cycle: int, free_at_cycles: np.ndarray) -> np.ndarray:
+        starts: np.ndarray = np.maximum(free_at_cycles, request_cycle)
+        return starts
 
     def pick_server(self, ready_cycle: int, free_at_cycles: Sequence[int]) -> tuple[int, int]:
         if len(free_at_cycles) == 1:

@@ -13,7 +13,7 @@ from hwsim.mapping.nest.format import mapping_data
 from hwsim.mapping.schedule import Schedule
 from hwsim.sim.executor import SIM_LEVELS, LayerRun, SimResult, simulate
 from hwsim.sparsity.profile import DENSE, SparsityProfile
-from hwsim.trace.writer import TraceWriter
+from hwsim.trace.writer import TraceWriter, attrs_json
 from hwsim.workload.ir import LayerKind
 
 BUFFERS = ("glb.data", "glb.filter", "line_buffer")
@@ -71,4 +71,19 @@ def simulate_to_trace(schedule: Schedule, hw: Accelerator, path: str | Path,
     buffers = BUFFERS + named_buffers(schedule)  # ids RING_BUFFER0 + k
     with TraceWriter(path, [l for l in SIM_LEVELS if l in levels], names, buffers, attrs) as writer:
         result = simulate(schedule, hw, writer.append, levels, progress, writer.append_occupancy, per_transaction)
+        writer.add_attrs({DRAM_STATS_ATTR: attrs_json(dram_stats_document(result))})
     return result
+
+
+DRAM_STATS_ATTR = "dram_stats_json"
+
+
+def dram_stats_document(result: SimResult) -> dict[str, object]:
+    """The DRAM model's counters per layer with their units and descriptions, and each layer's cycles: what a
+    trace keeps so that DRAM energy can be priced by command and DRAM behaviour reported (row hits, bank and
+    bus use, refresh) without the simulator."""
+    return {
+        "units": {s.attr: s.unit for s in result.dram_stats},
+        "descriptions": {s.attr: s.description for s in result.dram_stats},
+        "layers": {run.name: {"cycles": run.cycles, **run.dram_counters} for run in result.layers},
+    }

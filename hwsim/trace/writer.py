@@ -140,6 +140,13 @@ class TraceWriter:
         """Add a block of OCCUPANCY_DTYPE events (kept in append order)."""
         self._push(self._occupancy, block, OCCUPANCY_DTYPE)
 
+    def add_attrs(self, attrs: Mapping[str, AttrValue]) -> None:
+        """Add root attributes known only once the records are written (a run's totals), before `close`."""
+        self._require_open()
+        _check_attrs(f"trace {self.path}", attrs)
+        for key, value in attrs.items():
+            self._file.attrs[key] = value
+
     def close(self) -> None:
         """Write what is buffered and the layer index, mark the file complete and rename it to `path`."""
         if self._closed:
@@ -283,6 +290,16 @@ def _check_range(where: str, what: str, values: np.ndarray, count: int, fix: str
                          f"the trace was abandoned, {fix}")
 
 
+def _check_attrs(where: str, attrs: Mapping[str, AttrValue]) -> None:
+    for key, value in attrs.items():
+        if not isinstance(key, str) or not key or key in RESERVED_ATTRS:
+            raise TraceError(f"{where}: attribute name {key!r} is empty or reserved ({', '.join(RESERVED_ATTRS)}); "
+                             f"rename it")
+        if not isinstance(value, (str, int, float, bool)):
+            raise TraceError(f"{where}: attribute {key!r} is a {type(value).__name__}; store it as "
+                             f"attrs_json(value), or as str, int, float or bool")
+
+
 def _check_setup(path: str, levels: Sequence[str], layers: Sequence[str], buffers: Sequence[str],
                  attrs: Mapping[str, AttrValue], compression: str, chunk_records: int) -> None:
     """Reject a writer configuration that would produce a trace the reader cannot interpret."""
@@ -296,13 +313,7 @@ def _check_setup(path: str, levels: Sequence[str], layers: Sequence[str], buffer
         if not all(isinstance(n, str) and n for n in names) or len(set(names)) != len(names) or len(names) > limit:
             raise TraceError(f"{where}: {what} must be at most {limit} distinct non-empty names, got {len(names)} "
                              f"({len(set(names))} distinct); give each a unique, non-empty name")
-    for key, value in attrs.items():
-        if not isinstance(key, str) or not key or key in RESERVED_ATTRS:
-            raise TraceError(f"{where}: attribute name {key!r} is empty or reserved ({', '.join(RESERVED_ATTRS)}); "
-                             f"rename it")
-        if not isinstance(value, (str, int, float, bool)):
-            raise TraceError(f"{where}: attribute {key!r} is a {type(value).__name__}; store it as "
-                             f"attrs_json(value), or as str, int, float or bool")
+    _check_attrs(where, attrs)
     if compression not in COMPRESSIONS:
         raise TraceError(f"{where}: compression {compression!r} is not one of {', '.join(COMPRESSIONS)}")
     if not isinstance(chunk_records, int) or chunk_records < 1:

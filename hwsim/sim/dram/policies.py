@@ -1,8 +1,8 @@
-"""DRAM policies chosen by name from the config: how addresses map onto channels and rows
-(`dram.address_map`), and what a row buffer does between accesses (`dram.row_buffer.policy`).
+"""DRAM policies chosen by name from the config: how addresses map onto channels, banks and rows
+(`dram.address_map`), what a row buffer does between accesses (the simple model's `dram.row_buffer.policy`,
+the jedec model's `dram.page_policy`) and in which order a channel serves its bursts (`dram.scheduler`).
 
-Both work on whole bursts: burst k holds bytes [k·b, (k+1)·b) of the address
-space (b = `dram.burst`).
+All work on whole bursts: burst k holds bytes [k·b, (k+1)·b) of the address space (b = the burst size).
 """
 
 from __future__ import annotations
@@ -85,3 +85,139 @@ def open_row(rb: schema.RowBuffer) -> RowPolicy:
 def closed_row(rb: schema.RowBuffer) -> RowPolicy:
     """Closed page: rows are closed after each access, so every run opens its row (miss latency)."""
     return RowPolicy(rb.row_bytes, rb.miss_latency_cycles, 0, False)
+
+
+# ----- the jedec model's policies --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Coordinates:
+    """Where bursts live in a JEDEC memory: per burst its channel, rank, bank group and bank (both numbered
+    within the channel: group = rank · groups per rank + group in rank, bank likewise), row and column."""
+
+    channel: np.ndarray
+    rank: np.ndarray
+    group: np.ndarray
+    bank: np.ndarray
+    row: np.ndarray
+    column: np.ndarray
+
+
+FIELD_NAMES = ("Ro", "Co", "Ba", "Ra", "Ch")  # row, column (in bursts), bank (bank group fastest), rank, channel
+
+
+class FieldOrderMap:
+    """An address map named by its fields from the most significant to the least (`RoCoBaRaCh`): burst index k
+    = ⌊byte address / burst⌋ is read as a mixed-radix number whose digits, least significant first, are the
+    reversed fields, each taken modulo its size (channels, ranks, banks per rank, bursts per row, rows per
+    bank) except a leading row field, which keeps counting. Within `Ba` the bank group is the faster digit, so
+    consecutive bank numbers alternate bank groups (a stream spread over banks pays tCCD_S, not tCCD_L)."""
+
+    order: str = ""
+
+    def __init__(self, cfg: schema.Dram) -> None:
+        device = cfg.device
+        assert device is not None, "the jedec model has a device"
+        self.groups = device.bank_groups
+        self.banks_per_rank = device.banks
+        self.sizes = {"Ch": cfg.channels, "Ra": cfg.ranks, "Ba": device.banks,
+                      "Co": device.row_bytes // device.burst_bytes, "Ro": device.rows_per_bank}
+        fields = [self.order[i:i + 2] for i in range(0, len(self.order), 2)]
+        assert sorted(fields) == sorted(FIELD_NAMES), self.order
+        self.fields_lsb_first = tuple(reversed(fields))
+        self.row_leads = fields[0] == "Ro"
+        # a shift of the burst index by this many keeps every field but the leading row (which moves by 1):
+        # transfers that differ by it place alike
+        self.period_bursts = math.prod(self.sizes[f] for f in fields[1:]) if self.row_leads else 0
+
+    def locate(self, bursts: np.ndarray) -> Coordinates:
+        """The coordinates of each burst index."""
+        digits = {}
+        rest = bursts
+        for name in self.fields_lsb_first:
+            if name == "Ro" and self.row_leads:
+                digits[name] = rest
+                break
+            rest, digits[name] = np.divmod(rest, self.sizes[name])
+        bank_in_rank, rank = digits["Ba"], digits["Ra"]
+        group = bank_in_rank % self.groups
+        return Coordinates(channel=digits["Ch"], rank=rank, group=rank * self.groups + group,
+                           bank=rank * self.banks_per_rank + bank_in_rank, row=digits["Ro"], column=digits["Co"])
+
+
+JEDEC_ADDRESS_MAPS: Registry[type[FieldOrderMap]] = Registry("dram.address_map")
+
+
+def _field_order(name: str, order: str, doc: str) -> None:
+    """Register the map reading fields in `order` (most significant first) as `name`."""
+    cls = type(f"Map{order}", (FieldOrderMap,), {"order": order, "__doc__": doc})
+    JEDEC_ADDRESS_MAPS.register(name)(cls)
+
+
+_field_order("burst_interleave", "RoCoRaBaCh", "Burst k on channel k mod C, then bank by bank (bank groups "
+             "alternating), rank, column and row: the simple model's burst interleave carried on to the banks.")
+_field_order("RoBaRaCoCh", "RoBaRaCoCh", "Channel, then the columns of one row, rank, bank, row: a stream stays "
+             "in one open row per channel (Ramulator's default order).")
+_field_order("RoCoBaRaCh", "RoCoBaRaCh", "Channel, rank, bank (bank groups alternating), column, row: a stream "
+             "spreads over every bank and rank, each keeping its row open.")
+_field_order("ChRaBaRoCo", "ChRaBaRoCo", "Columns, rows, banks, ranks, channel: each channel holds one contiguous "
+             "range of addresses (no interleaving).")
+
+
+class BurstOrder(ABC):
+    """In which order a channel serves the bursts it holds (its queue of `in_flight` bursts)."""
+
+    @abstractmethod
+    def order(self, bank: np.ndarray, row: np.ndarray, open_row: list[int], window: int) -> np.ndarray | None:
+        """A permutation of the bursts (given oldest first) into service order; None keeps them in order."""
+
+
+BURST_ORDERS: Registry[type[BurstOrder]] = Registry("dram.scheduler")
+
+
+@BURST_ORDERS.register("fcfs")
+class FirstComeFirstServedBursts(BurstOrder):
+    """Oldest first: bursts are served in the order they are requested (address order within a transfer)."""
+
+    def order(self, bank: np.ndarray, row: np.ndarray, open_row: list[int], window: int) -> np.ndarray | None:
+        return None
+
+
+@BURST_ORDERS.register("frfcfs")
+class FirstReadyFirstComeFirstServed(BurstOrder):
+    """FR-FCFS (Rixner et al., ISCA 2000): among the bursts a channel holds, those to a bank's open row go
+    first, oldest first, and a burst that would close a row waits while later bursts still hit it. Each
+    window of `in_flight` bursts is served by row generation: a burst's generation is the position of its
+    row among the rows its bank is asked for in the window, in order of first request, with the bank's open
+    row first; bursts of generation 0 (row hits and the first row of closed banks) go first, oldest first,
+    then generation 1, and so on. Banks stay interleaved; only row switches are deferred."""
+
+    def order(self, bank: np.ndarray, row: np.ndarray, open_row: list[int], window: int) -> np.ndarray | None:
+        n = len(bank)
+        key = bank * (int(row.max()) + 1) + row
+        groups, first, inverse = np.unique(key, return_index=True, return_inverse=True)
+        group_bank = bank[first]
+        if len(np.unique(group_bank)) == len(groups):
+            return None  # one row per bank: nothing to defer
+        window_of = np.arange(n) // window
+        by_bank = np.lexsort((first, window_of[first], group_bank))  # groups by (bank, window, first request)
+        gb, gw = group_bank[by_bank], window_of[first][by_bank]
+        head = np.r_[True, (gb[1:] != gb[:-1]) | (gw[1:] != gw[:-1])]
+        starts = np.flatnonzero(head)
+        generation = np.empty(len(groups), dtype=np.int64)
+        generation[by_bank] = np.arange(len(groups)) - np.repeat(starts, np.diff(np.r_[starts, len(groups)]))
+        opened = np.array([open_row[b] for b in group_bank.tolist()]) == groups - group_bank * (int(row.max()) + 1)
+        generation = np.where(opened, -1, generation)
+        return np.lexsort((np.arange(n), generation[inverse], window_of))
+
+
+@dataclass(frozen=True)
+class PagePolicy:
+    """What a bank does with its row once no burst it holds wants it."""
+
+    keeps_rows_open: bool
+
+
+PAGE_POLICIES: Registry[PagePolicy] = Registry("dram.page_policy")
+PAGE_POLICIES.register("open")(PagePolicy(keeps_rows_open=True))
+PAGE_POLICIES.register("closed")(PagePolicy(keeps_rows_open=False))

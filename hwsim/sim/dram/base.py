@@ -1,0 +1,90 @@
+"""What every DRAM model shares: a `Port` of bytes whose transactions are whole bursts, one record each.
+
+A transaction of n bytes at byte address A covers the aligned bursts k = ⌊A/b⌋ … ⌊(A+n−1)/b⌋ (b = the
+burst size). A partial first or last burst still costs a whole burst, as in real DRAM; its record counts
+only the words asked for. Addresses and sizes are given in bytes (word-aligned); records hold word
+addresses and word counts like every other component.
+"""
+
+from __future__ import annotations
+
+from abc import abstractmethod
+
+import numpy as np
+import simpy
+
+from hwsim.errors import HwsimError
+from hwsim.hardware import schema
+from hwsim.sim.component import Port, Statistic
+from hwsim.sim.timing import RECORD_DTYPE, check_count
+
+TEMPLATE_CACHE_ENTRIES = 4096
+
+
+class DramModel(Port):
+    """Off-chip DRAM: a port moving bytes in whole bursts of `burst_bytes`."""
+
+    read_amount = Statistic("bytes", "bytes asked for by reads")
+    written_amount = Statistic("bytes", "bytes asked for by writes")
+    bursts = Statistic("count", "burst slots used (partial bursts count whole)")
+
+    def __init__(self, env: simpy.Environment, cfg: schema.Dram, word_bytes: int, name: str = "dram",
+                 clock_hz: float | None = None) -> None:
+        """`clock_hz` is the core clock the simulation counts cycles of (a model whose timing is in its own
+        clock converts; None: the model's own clock, or the config's cycles)."""
+        super().__init__(env, name)
+        if cfg.burst_bytes % word_bytes:
+            raise HwsimError(f"{name}.burst: {cfg.burst_bytes} B is not a whole number of "
+                             f"{word_bytes}-byte words; use a multiple of {word_bytes} B")
+        self.cfg = cfg
+        self.word_bytes = word_bytes
+        self.burst_bytes = cfg.burst_bytes
+        self.period_bytes = 0  # transfers whose addresses differ by a multiple of this place alike (0: none do)
+        self._templates: dict[tuple[int, int], np.ndarray] = {}
+
+    def _check(self, address: int, amount: int) -> None:
+        check_count(address, "address", self.name)
+        check_count(amount, "size", self.name)
+        if address % self.word_bytes or amount % self.word_bytes:
+            raise HwsimError(f"{self.name}: access of {amount} B at byte {address} is not aligned to "
+                             f"{self.word_bytes}-byte words")
+
+    def burst_range(self, address: int, amount: int) -> np.ndarray:
+        """The indices of the bursts a transaction of `amount` bytes at byte `address` covers."""
+        b = self.burst_bytes
+        return np.arange(address // b, (address + amount - 1) // b + 1, dtype=np.int64)
+
+    def burst_records(self, start_cycles: np.ndarray, end_cycles: np.ndarray, address: int,
+                      amount: int) -> np.ndarray:
+        """One record per burst of a transaction: the cycles its data takes and the words of the transaction it
+        carries (a partial first or last burst carries fewer)."""
+        period = self.period_bytes
+        offset = address % period if period else address
+        template = self._templates.get((offset, amount))
+        if template is None:
+            if len(self._templates) >= TEMPLATE_CACHE_ENTRIES:
+                self._templates.clear()
+            template = self._templates[(offset, amount)] = self._words_template(offset, amount)
+        out = np.empty((len(template), 4), dtype=np.int64)
+        out[:, 0] = start_cycles
+        out[:, 1] = end_cycles
+        out[:, 2:] = template
+        if address != offset:
+            out[:, 2] += (address - offset) // self.word_bytes
+        return out.view(RECORD_DTYPE).reshape(-1)
+
+    def _words_template(self, address: int, amount: int) -> np.ndarray:
+        """(first word address, words) of each burst of a transaction."""
+        bursts, b, wb = self.burst_range(address, amount), self.burst_bytes, self.word_bytes
+        lo = np.maximum(bursts * b, address)
+        hi = np.minimum((bursts + 1) * b, address + amount)
+        template = np.stack((lo // wb, (hi - lo) // wb), axis=1)
+        template.flags.writeable = False
+        return template
+
+    @abstractmethod
+    def stall_cycles(self) -> int:
+        """Cycles transactions have waited so far beyond an unloaded access (the machine's DRAM stall)."""
+
+
+__all__ = ["DramModel"]

@@ -1,0 +1,169 @@
+"""The `jedec` DRAM model: channels of ranks, bank groups and banks under JEDEC timing, with refresh, a request
+queue per channel served by a scheduling policy, an open- or closed-page policy and an address map by name.
+
+A transaction is booked when it is requested, with no simpy event per burst or command: its bursts are
+placed by the address map (`dram.address_map`), each channel's share is put in service order by the
+scheduler (`dram.scheduler`: fcfs, frfcfs) and booked arithmetically against that channel's bank state
+(`hwsim.sim.dram.banks`), in numpy over the bursts. Times inside the model are DRAM clock cycles (nCK); a
+request at core cycle r enters at DRAM cycle ⌈r · f_DRAM / f_core⌉, and each burst's record spans the core
+cycles its data occupies the bus: [⌊d · f_core / f_DRAM⌋, ⌈(d + tBL) · f_core / f_DRAM⌉) with d = the
+column command + CL (read) or + CWL (write).
+
+Its counters (row hits, misses and conflicts, commands, refreshes, data-bus and bank busy time) are what the
+trace keeps per layer to price DRAM energy by command (`hwsim.hardware.dram`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from fractions import Fraction
+
+import numpy as np
+import simpy
+
+from hwsim.hardware import schema
+from hwsim.sim.component import Statistic
+from hwsim.sim.dram.banks import ChannelBanks, Segment, Timing, segments
+from hwsim.sim.dram.base import DramModel
+from hwsim.sim.dram.policies import BURST_ORDERS, JEDEC_ADDRESS_MAPS, PAGE_POLICIES, Coordinates
+from hwsim.sim.timing import MAX_RATE_DENOMINATOR
+
+_PLAN_CACHE_ENTRIES = 4096
+
+
+@dataclass(frozen=True)
+class _Part:
+    """A transaction's bursts on one channel: which they are (indices into the transaction, in service order)
+    and their segments, or None where the service order depends on the open rows (then the bursts are in
+    address order and their bank, bank group, rank and row are kept to order them at booking time)."""
+
+    channel: int
+    bursts: np.ndarray
+    segments: tuple[Segment, ...] | None
+    where: Coordinates
+
+
+class JedecDram(DramModel):
+    """JEDEC DRAM (`dram.model: jedec`); addresses and sizes in bytes, records one per burst in words."""
+
+    read_bursts = Statistic("count", "read bursts (RD commands)")
+    write_bursts = Statistic("count", "write bursts (WR commands)")
+    row_hit_bursts = Statistic("count", "bursts to their bank's open row")
+    row_miss_bursts = Statistic("count", "bursts that activated a row in a closed bank")
+    row_conflict_bursts = Statistic("count", "bursts that precharged another open row, then activated theirs")
+    activates = Statistic("count", "ACT commands")
+    precharges = Statistic("count", "PRE commands (auto-precharges and those before a refresh included)")
+    refreshes = Statistic("count", "all-bank REF commands (one per rank)")
+    refresh_dram_cycles = Statistic("DRAM cycles", "channel-cycles the channels spent refreshing (tRFC each)")
+    refresh_stall_dram_cycles = Statistic("DRAM cycles", "cycles requests arrived during a refresh and waited")
+    data_bus_dram_cycles = Statistic("DRAM cycles", "channel-cycles the data buses carried bursts (tBL each)")
+    bank_busy_dram_cycles = Statistic("DRAM cycles", "bank-cycles banks spent activating (tRCD), precharging "
+                                                     "(tRP) or moving data (tBL)")
+    row_open_dram_cycles = Statistic("DRAM cycles", "bank-cycles rows were open, counted when they were closed")
+    queue_stall_cycles = Statistic("cycles", "core cycles first bursts arrived later than a row hit on an idle "
+                                             "channel would (misses, conflicts, busy banks and bus, refresh)")
+
+    def __init__(self, env: simpy.Environment, cfg: schema.Dram, word_bytes: int, name: str = "dram",
+                 clock_hz: float | None = None) -> None:
+        super().__init__(env, cfg, word_bytes, name, clock_hz)
+        device, timing = cfg.device, cfg.timing
+        assert device is not None and timing is not None, "the loader checks that a jedec DRAM has both"
+        self.timing = t = Timing.of(timing)
+        self.device = device
+        self._map = JEDEC_ADDRESS_MAPS.get(cfg.address_map)(cfg)
+        self._order = BURST_ORDERS.get(cfg.scheduler)()
+        keeps_open = PAGE_POLICIES.get(cfg.page_policy).keeps_rows_open
+        self.channels = [ChannelBanks(t, cfg.ranks, device.banks, device.bank_groups, cfg.in_flight, keeps_open)
+                         for _ in range(cfg.channels)]
+        # DRAM cycles per core cycle (1 without a core clock: the simulation then counts DRAM cycles)
+        ratio = Fraction(1) if clock_hz is None else Fraction(device.command_clock_hz) / Fraction(clock_hz)
+        ratio = ratio.limit_denominator(MAX_RATE_DENOMINATOR)
+        self._dram_num, self._dram_den = ratio.numerator, ratio.denominator  # DRAM cycles per core cycle
+        self._plans: dict[tuple[int, int], tuple[_Part, ...]] = {}
+        self.period_bytes = self._map.period_bursts * self.burst_bytes
+        self._booked: tuple[np.ndarray, np.ndarray] | None = None
+
+    def stall_cycles(self) -> int:
+        return int(self.queue_stall_cycles)
+
+    def to_dram_cycle(self, core_cycle: int) -> int:
+        """The first DRAM cycle at or after core cycle `core_cycle`."""
+        return -(-core_cycle * self._dram_num // self._dram_den)
+
+    def _book(self, is_read: bool, address: int, amount: int, now: int) -> int:
+        t, b = self.timing, self.burst_bytes
+        first_burst = address // b
+        n = (address + amount - 1) // b - first_burst + 1
+        period = self._map.period_bursts
+        base, offset = divmod(first_burst, period) if period else (0, first_burst)
+        self.bursts += n
+        request = self.to_dram_cycle(now)
+        plan = self._plan(offset, n)
+        only = plan[0].segments if len(plan) == 1 else None
+        in_order = only is not None  # one channel, served in address order
+        if only is not None:
+            column = self.channels[plan[0].channel].serve(only, base, not is_read, request, self)
+        else:
+            column = np.empty(n, dtype=np.int64)
+            for part in plan:
+                banks = self.channels[part.channel]
+                bursts, batch = part.bursts, part.segments
+                if batch is None:
+                    bursts, batch = self._reordered(part, base, banks.open_row)
+                column[bursts] = banks.serve(batch, base, not is_read, request, self)
+        latency, num, den = (t.cl if is_read else t.cwl), self._dram_num, self._dram_den
+        data = column + latency
+        if num == den:
+            start, end = data, data + t.bl
+        else:
+            data *= den
+            start = data // num
+            end = -(-(data + t.bl * den) // num)
+        # served in order, column commands never go back: the first burst starts first, the last ends last
+        first, last = (int(start[0]), int(end[-1])) if in_order else (int(start.min()), int(end.max()))
+        unloaded = (request + latency) * den // num
+        self.queue_stall_cycles += max(0, first - unloaded)
+        self.reserved_end_cycle = last
+        self._booked = (start, end)
+        return first
+
+    def _reordered(self, part: _Part, base: int, open_row: list[int]) -> tuple[np.ndarray, tuple[Segment, ...]]:
+        """A part whose service order depends on the open rows: its bursts in that order, and their segments."""
+        w = part.where
+        order = self._order.order(w.bank, w.row + base, open_row, self.cfg.in_flight)
+        if order is None:
+            order = np.arange(len(part.bursts))
+        return part.bursts[order], segments(w.bank[order], w.group[order], w.rank[order], w.row[order], self.timing,
+                                            self.channels[part.channel].piece)
+
+    def _plan(self, offset: int, n: int) -> tuple[_Part, ...]:
+        """The cached channel parts of `n` bursts from burst `offset` into the address period."""
+        key = (offset, n)
+        plan = self._plans.get(key)
+        if plan is None:
+            if len(self._plans) >= _PLAN_CACHE_ENTRIES:
+                self._plans.clear()
+            plan = self._plans[key] = self._make_plan(offset, n)
+        return plan
+
+    def _make_plan(self, offset: int, n: int) -> tuple[_Part, ...]:
+        where = self._map.locate(np.arange(offset, offset + n, dtype=np.int64))
+        parts = []
+        for ch in np.unique(where.channel).tolist():
+            mine = np.flatnonzero(where.channel == ch)
+            w = Coordinates(*(getattr(where, f)[mine] for f in ("channel", "rank", "group", "bank", "row", "column")))
+            bank_rows = len(np.unique(w.bank * (int(w.row.max()) + 1) + w.row))  # distinct (bank, row) pairs
+            if self.cfg.scheduler != "fcfs" and bank_rows > len(np.unique(w.bank)):  # frfcfs may reorder
+                parts.append(_Part(ch, mine, None, w))
+                continue
+            batch = segments(w.bank, w.group, w.rank, w.row, self.timing, self.channels[ch].piece)
+            parts.append(_Part(ch, mine, batch, w))
+        return tuple(parts)
+
+    def _records(self, start_cycle: int, address: int, amount: int) -> np.ndarray:
+        assert self._booked is not None
+        start, end = self._booked
+        return self.burst_records(start, end, address, amount)
+
+
+__all__ = ["JedecDram"]
