@@ -102,6 +102,7 @@ STEP_DTYPE = np.dtype([
     ("dst", np.uint8),  # Level or NO_LEVEL
     ("group", np.int64),  # processing pass this step belongs to
     ("words", np.int64),  # words moved (TRANSFER) or claimed/released (ALLOC/FREE)
+    ("coded_words", np.int64),  # TRANSFER: the words it takes at an end that keeps tiles coded (= words otherwise)
     ("src_addr", np.int64),  # first word address read in src
     ("dst_addr", np.int64),  # first word address written in dst
     ("active_pes", np.int32),  # COMPUTE: PEs busy in this pass
@@ -134,6 +135,7 @@ class StepField:
     DST = _step_field("dst")
     GROUP = _step_field("group")
     WORDS = _step_field("words")
+    CODED_WORDS = _step_field("coded_words")
     SRC_ADDR = _step_field("src_addr")
     DST_ADDR = _step_field("dst_addr")
     ACTIVE_PES = _step_field("active_pes")

@@ -11,6 +11,7 @@ import pytest
 import sparse_net
 
 import hwsim.trace
+from hwsim.analytic.graph_adapter import ALEXNET_MEASURED
 from hwsim.flows.check import check_simulation
 from hwsim.flows.simulate import simulate_network
 from hwsim.hardware.loader import Overrides, load_config
@@ -285,3 +286,91 @@ def test_measured_gating_counts_every_zero_mac(sparse, tmp_path) -> None:
     with hwsim.trace.open(sim.trace) as t:
         recorded = json.loads(t.attrs["sparsity_json"])
     assert recorded["kind"] == "measured" and "net.onnx on in.npy" in recorded["source"]
+
+
+# ----- compressed DRAM traffic ---------------------------------------------------------------------------------
+
+RLC_CONFIG = "base: eyeriss-v1\ndram:\n  compression:\n    format: rlc\n"
+
+# The rule mapping of the small network at batch 2, except conv2: DRAM splits the output rows in two halves and,
+# inside them, the filters in two halves, so each image reads two ifmap tiles (rows 0-3 and 2-5 of all 8
+# channels: 3 output rows, 3 kernel rows, padding 1) and writes four ofmap tiles (4 filters x 3 rows x 6 columns).
+SMALL_MAPPING = """format: hwsim-mapping 1
+network: net
+hardware: eyeriss-v1
+dataflow: row_stationary
+batch: 2
+layers:
+- layer: conv1
+  dims: {N: 2, G: 1, M: 8, C: 3, P: 12, Q: 12, R: 3, S: 3}
+  dram: {loops: [G=1, M=1, N=1, P=1, Q=1, C=1, R=1, S=1], keeps: [ifmap, filter, psum]}
+  glb: {loops: [P=1, N=2], keeps: [ifmap, filter, psum]}
+  array: {rows: [R=3, C=1, M=1], cols: [P=12], stream: [Q=12], delivery: {ifmap: multicast, filter: multicast}}
+  rf: {loops: [C=3, M=8, S=3], keeps: [ifmap, filter, psum]}
+- {layer: pool1, streamed: 1}
+- layer: conv2
+  dims: {N: 2, G: 1, M: 8, C: 8, P: 6, Q: 6, R: 3, S: 3}
+  dram: {loops: [G=1, P=2, M=2, N=1, Q=1, C=1, R=1, S=1], keeps: [ifmap, filter, psum]}
+  glb: {loops: [P=1, N=2], keeps: [ifmap, filter, psum]}
+  array: {rows: [R=3, C=2, M=1], cols: [P=3], stream: [Q=6], delivery: {ifmap: multicast, filter: multicast}}
+  rf: {loops: [C=4, M=4, S=3], keeps: [ifmap, filter, psum]}
+- layer: fc
+  dims: {N: 2, G: 1, M: 10, C: 8, P: 1, Q: 1, R: 6, S: 6}
+  dram: {loops: [G=1, M=1, N=1, P=1, Q=1, C=2, R=1, S=1], keeps: [ifmap, filter, psum]}
+  glb: {loops: [P=1, N=2], keeps: [ifmap, filter, psum]}
+  array: {rows: [R=6, C=2, M=1], cols: [P=1], stream: [Q=1], delivery: {ifmap: multicast, filter: multicast}}
+  rf: {loops: [C=2, M=10, S=6], keeps: [ifmap, filter, psum]}
+"""
+
+
+def coded_words(tile: np.ndarray) -> int:
+    """16-bit words a tile takes run-length coded (three pairs per 64-bit word = 4 words), or raw if fewer."""
+    pairs = len(literal_pairs(tile.reshape(-1).tolist()))
+    return min(tile.size, -(-pairs // 3) * 4)
+
+
+def _dram_words(trace_path: Path, layer: str) -> dict[tuple[int, int], int]:
+    """(op, operand) -> words of the layer's DRAM records."""
+    with hwsim.trace.open(trace_path) as t:
+        records = np.concatenate(list(t.records("dram", layer=layer)))
+    out: dict[tuple[int, int], int] = {}
+    for op, operand, words in zip(records["op"].tolist(), records["operand"].tolist(), records["words"].tolist()):
+        out[(op, operand)] = out.get((op, operand), 0) + words
+    return out
+
+
+def test_simulated_dram_words_are_the_exact_rlc_of_each_tile(sparse, tmp_path) -> None:
+    _, result, measured, _ = sparse
+    (tmp_path / "hw.yaml").write_text(RLC_CONFIG)
+    (tmp_path / "map.yaml").write_text(SMALL_MAPPING)
+    sim = simulate_network(result.graph, tmp_path / "hw.yaml", 2, tmp_path / "t.h5", mapping=tmp_path / "map.yaml",
+                           sparsity=measured.profile(result.graph))
+    x, y = measured.activations["pool1"], measured.activations["conv2"]
+    conv2 = _dram_words(sim.trace, "conv2")
+    ifmap = 2 * (coded_words(x[:, 0:4, :]) + coded_words(x[:, 2:6, :]))
+    ofmap = 2 * sum(coded_words(y[m:m + 4, p:p + 3, :]) for p in (0, 3) for m in (0, 4))
+    assert conv2[(Op.READ, 0)] == ifmap < 2 * 2 * 8 * 4 * 6  # smaller than the raw tiles
+    assert conv2[(Op.UPDATE, 3)] == ofmap
+    assert conv2[(Op.READ, 1)] == 4 * 4 * 8 * 9  # raw filters: 4 of them per (row half, filter half) visit
+    pool1 = _dram_words(sim.trace, "pool1")  # streamed in one piece per image
+    assert pool1[(Op.READ, 0)] == 2 * coded_words(measured.activations["conv1"])
+    assert pool1[(Op.UPDATE, 3)] == 2 * coded_words(x)
+    conv1 = _dram_words(sim.trace, "conv1")
+    assert conv1[(Op.READ, 0)] == 2 * 3 * 12 * 12  # the dense image moves raw
+    total = sum(sum(_dram_words(sim.trace, l).values()) for l in ("conv1", "pool1", "conv2", "fc")) * 2
+    assert sim.totals.dram_bytes == total  # what the report gives is the records' coded words
+
+
+def test_average_compression_is_counted_exactly_by_the_closed_form(tmp_path) -> None:
+    (tmp_path / "hw.yaml").write_text(RLC_CONFIG)
+    graph = zoo.build("alexnet")
+    sim = simulate_network(graph, tmp_path / "hw.yaml", 2, tmp_path / "t.h5", sparsity=ALEXNET_MEASURED)
+    report = check_simulation(sim)
+    assert report.ok and not any(r.tolerance for l in report.layers for r in l.counts)
+    dense = simulate_network(graph, tmp_path / "hw.yaml", 2, tmp_path / "d.h5")
+    # A dense tile would grow coded (4 words per 3 values): it moves raw, so dense traffic is unchanged.
+    assert dense.metrics.layer("conv3").transfers[0].sum() == simulate_network(
+        graph, "eyeriss-v1", 2, tmp_path / "e.h5").metrics.layer("conv3").transfers[0].sum()
+    coded = sim.metrics.layer("conv3").transfers[0, 0, 0]  # conv3's ifmap reads: 72.5 % zeros
+    raw = dense.metrics.layer("conv3").transfers[0, 0, 0]
+    assert 0.3 < coded / raw < 0.4  # (1 − 0.725) · 4/3 = 0.367, tile by tile rounded up

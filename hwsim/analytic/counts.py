@@ -51,8 +51,10 @@ class LayerCounts:
         return total
 
 
-def add_transfer(table: np.ndarray, operand: Operand, src: Level, dst: Level, words: int) -> None:
-    """Account `words` moved src → dst: a read at src, a fill at dst (an update for psums/ofmaps moving out)."""
+def add_transfer(table: np.ndarray, operand: Operand, src: Level, dst: Level, words: int,
+                 dst_words: int | None = None) -> None:
+    """Account `words` moved src → dst: a read at src, a fill at dst (an update for psums/ofmaps moving out);
+    `dst_words` when the destination takes another count (one end keeps tiles coded)."""
     table[src, operand, Access.READ] += words
     outward = dst < src and operand in (Operand.PSUM, Operand.OFMAP)
-    table[dst, operand, Access.UPDATE if outward else Access.FILL] += words
+    table[dst, operand, Access.UPDATE if outward else Access.FILL] += words if dst_words is None else dst_words

@@ -133,7 +133,7 @@ def layer_counts(layer: Layer, entry: LayerMapping | None, hw: Accelerator, batc
         return empty_counts(layer)
     if isinstance(entry, LoopNest):
         return nest_counts(layer, entry, batch, hw, zeros)
-    return streamed_counts(layer, entry, hw, batch)
+    return streamed_counts(layer, entry, hw, batch, zeros)
 
 
 def estimate_layer(layer: Layer, entry: LayerMapping | None, hw: Accelerator, batch: int, table: EnergyTable,

@@ -49,6 +49,7 @@ import numpy as np
 from hwsim.analytic.counts import LayerCounts, add_transfer
 from hwsim.hardware.schema import Accelerator
 from hwsim.mapping.nest.format import DIMS, REDUCTION, LoopNest, Streamed
+from hwsim.sparsity.codec import Codec, Links
 from hwsim.sparsity.layer import expected_zero_macs
 from hwsim.sparsity.profile import DENSE_LAYER, LayerZeros
 from hwsim.vocab import ACCESS_SHAPE, Level, Operand, ceil_div
@@ -159,6 +160,7 @@ class NestCounter:
     def __init__(self, layer: Layer, nest: LoopNest, batch: int, hw: Accelerator,
                  zeros: LayerZeros = DENSE_LAYER) -> None:
         self.layer, self.nest, self.hw, self.zeros = layer, nest, hw, zeros
+        self.links = Links.of(hw)
         self.w = window_of(layer, batch, nest.lowering)
         self.loops = _loops(nest)
         self._inside = _suffix_products(self.loops)
@@ -249,18 +251,48 @@ class NestCounter:
         key = (len(group), grids, w.stride[axis], w.dilation[axis], w.pad[axis], w.in_hw[axis], w.up[axis],
                w.out_hw[axis])
         if key not in _group_sums:
-            ranges = [self._split(d, *self._ranges(d, c), axes) for d, c in zip(group, cuts)]
-            if len(group) == 2:
-                (a0, a1), (k0, k1) = ranges
-                rows = progression_union(a0[:, None], a1[:, None], k0[None, :], k1[None, :], w.stride[axis],
-                                         w.dilation[axis], w.pad[axis], w.in_hw[axis])
-            else:
-                ((lo, hi),) = ranges
-                rows = _owned(lo, hi, w.up[axis], w.dims[group[0]], w.out_hw[axis])
             if len(_group_sums) >= _GROUP_SUMS_ENTRIES:
                 _group_sums.pop(next(iter(_group_sums)))
-            _group_sums[key] = int(rows.sum())
+            _group_sums[key] = int(self._group_values(op, group, cuts, axes).sum())
         return _group_sums[key]
+
+    def _group_values(self, op: str, group: tuple[str, ...], cuts: tuple[int, ...],
+                      axes: frozenset[str] = frozenset()) -> np.ndarray:
+        """The distinct elements of each of the group's ranges (or pairs of ranges), one value per range."""
+        w = self.w
+        ranges = [self._split(d, *self._ranges(d, c), axes) for d, c in zip(group, cuts)]
+        if len(group) == 1 and not (op == "psum" and w.transposed and group[0] in ("P", "Q")):
+            ((lo, hi),) = ranges
+            lengths: np.ndarray = hi - lo
+            return lengths
+        axis = 0 if group[0] == "P" else 1
+        if len(group) == 2:
+            (a0, a1), (k0, k1) = ranges
+            rows = progression_union(a0[:, None], a1[:, None], k0[None, :], k1[None, :], w.stride[axis],
+                                     w.dilation[axis], w.pad[axis], w.in_hw[axis])
+            return rows.ravel()
+        ((lo, hi),) = ranges
+        return _owned(lo, hi, w.up[axis], w.dims[group[0]], w.out_hw[axis])
+
+    def coded_words(self, op: str, cut: int, codec: Codec, fraction: float) -> int:
+        """Σ over the visits of the first `cut` (storage) loops, image by image for activations, of the coded words
+        of `op`'s tile, by the codec's expectation for a `fraction` of zeros: each group of dims gives the
+        distinct tile extents with their multiplicities, and the tiles of one shape are priced once. For psums,
+        only the last visit of each output tile (the ofmap written back)."""
+        total = 1  # transfers per tile shape: the copies of the dims the operand ignores, and one per image
+        for d in DIMS:
+            if d not in self.relevant[op] and op != "psum":  # a psum's other dims are reduced: one last visit
+                total *= self._copies(d, cut, frozenset())
+        values, counts = np.ones(1, dtype=np.int64), np.ones(1, dtype=np.int64)
+        for group in self._groups(op):
+            if group == ("N",) and op != "filter":
+                total *= self.w.dims["N"]
+                continue
+            found, found_counts = np.unique(self._group_values(op, group, tuple(cut for _ in group)),
+                                            return_counts=True)
+            values, inverse = np.unique(np.outer(values, found).ravel(), return_inverse=True)
+            counts = np.bincount(inverse, weights=np.outer(counts, found_counts).ravel()).astype(np.int64)
+        return total * int((counts * codec.expected_words(values, fraction)).sum())
 
     def _grid_key(self, dim: str, cut: int, axes: frozenset[str]) -> tuple[int, int, int, int]:
         """What a dim's ranges at `cut`, cut into PE sub-ranges along `axes`, depend on: (extent, granularity,
@@ -325,7 +357,7 @@ class NestCounter:
             axes = self._axes(op) if level == "rf" and op != "psum" else frozenset()
             words = self.words(op, cut, axes, coarse)
             if op != "psum":
-                add_transfer(table, Operand[op.upper()], LEVEL[parent], LEVEL[level], words)
+                self._add(table, op, parent, level, words, cut)
                 if level == "rf" and axes and self.nest.array.delivery[op].startswith("forward"):
                     hops[op] += self.words(op, cut, frozenset({"rows", "cols"})) - words
                 continue
@@ -334,13 +366,27 @@ class NestCounter:
         hops["psum"] = self.words("psum", k, frozenset({"rows", "cols"})) - self.words("psum", k)
         return table, hops
 
+    def _add(self, table: np.ndarray, op: str, src: str, dst: str, words: int, cut: int) -> None:
+        """A transfer of `words` words of `op` ("ifmap", "filter", or "ofmap": psums written back last) from `src`
+        to `dst`, its coded words at an end that keeps tiles coded."""
+        operand = Operand[op.upper()]
+        codec = self.links.coded(op, src, dst)
+        if codec is None:
+            add_transfer(table, operand, LEVEL[src], LEVEL[dst], words)
+            return
+        tile_op = "psum" if op == "ofmap" else op
+        coded = self.coded_words(tile_op, cut, codec, getattr(self.zeros, op))
+        levels = self.links.levels
+        add_transfer(table, operand, LEVEL[src], LEVEL[dst], coded if src in levels else words,
+                     coded if dst in levels else words)
+
     def _psums(self, table: np.ndarray, level: str, parent: str, cut: int, words: int) -> None:
         """Reads on every visit but the first over the reduction dims outside j, write-backs on every visit."""
         revisits = int(np.prod([len(self._ranges(d, cut)[0]) for d in REDUCTION], dtype=np.int64))
         once = words // revisits
         add_transfer(table, Operand.PSUM, LEVEL[parent], LEVEL[level], words - once)
         if parent == "dram":
-            add_transfer(table, Operand.OFMAP, LEVEL[level], LEVEL[parent], once)
+            self._add(table, "ofmap", level, parent, once, cut)
             add_transfer(table, Operand.PSUM, LEVEL[level], LEVEL[parent], words - once)
         else:
             add_transfer(table, Operand.PSUM, LEVEL[level], LEVEL[parent], words)
@@ -408,8 +454,9 @@ def _counts_key(w: Window, nest: LoopNest, hw: Accelerator, zeros: LayerZeros) -
     features, and the layer's zeros."""
     pe = hw.pe_array
     window = (tuple(w.dims[d] for d in DIMS), w.stride, w.dilation, w.pad, w.in_hw, w.out_hw, w.up, w.transposed)
+    coding = (hw.dram.compression, hw.l2.compression if hw.l2 is not None else None)
     return (window, nest.key(), pe.dataflow, pe.rows, pe.cols, pe.macs_per_cycle, pe.fill_drain_cycles,
-            pe.zero_gating, pe.zero_skipping, zeros)
+            pe.zero_gating, pe.zero_skipping, zeros, coding)
 
 
 def nest_counts(layer: Layer, nest: LoopNest, batch: int, hw: Accelerator,
@@ -426,21 +473,39 @@ def nest_counts(layer: Layer, nest: LoopNest, batch: int, hw: Accelerator,
     return dataclasses.replace(found, layer=layer.name, transfers=found.transfers.copy())
 
 
-def streamed_counts(layer: Layer, mapping: Streamed, hw: Accelerator, batch: int) -> LayerCounts:
+def _piece_sizes(total: int, pieces: int) -> tuple[tuple[int, int], ...]:
+    """(size, how many) of `pieces` near-equal pieces of `total` words, larger first."""
+    small, larger = divmod(total, pieces)
+    return ((small + 1, larger), (small, pieces - larger))
+
+
+def _pieces_coded(total: int, pieces: int, codec: Codec | None, fraction: float) -> int:
+    """Words of `pieces` near-equal pieces of `total` words, each coded by the codec's expectation (raw: none)."""
+    if codec is None:
+        return total
+    return sum(n * int(codec.expected_words(np.array([size]), fraction)[0]) for size, n in _piece_sizes(total, pieces)
+               if n)
+
+
+def streamed_counts(layer: Layer, mapping: Streamed, hw: Accelerator, batch: int,
+                    zeros: LayerZeros = DENSE_LAYER) -> LayerCounts:
     """A streamed layer: each image's inputs DRAM → GLB → array in `mapping.tiles` near-equal pieces (larger
-    ones first), the ops on min(ops, PEs) PEs per piece, outputs back the same way."""
+    ones first), the ops on min(ops, PEs) PEs per piece, outputs back the same way; a DRAM that keeps tiles coded
+    moves each piece's coded words."""
     ins = sum(s.elements for s in layer.in_shapes) * batch
     out = layer.out_shape.elements * batch
+    n, pe, links = mapping.tiles, hw.pe_array, Links.of(hw)
+    coded_in = batch * sum(_pieces_coded(s.elements, n, links.coded("ifmap", "dram", "glb"), zeros.ifmap)
+                           for s in layer.in_shapes)
+    coded_out = batch * _pieces_coded(layer.out_shape.elements, n, links.coded("ofmap", "glb", "dram"), zeros.ofmap)
+    dram_coded = "dram" in links.levels
     table = np.zeros(ACCESS_SHAPE, dtype=np.int64)
-    add_transfer(table, Operand.IFMAP, Level.DRAM, Level.GLB, ins)
+    add_transfer(table, Operand.IFMAP, Level.DRAM, Level.GLB, coded_in if dram_coded else ins, ins)
     add_transfer(table, Operand.IFMAP, Level.GLB, Level.RF, ins)
     add_transfer(table, Operand.OFMAP, Level.RF, Level.GLB, out)
-    add_transfer(table, Operand.OFMAP, Level.GLB, Level.DRAM, out)
-    n, pe = mapping.tiles, hw.pe_array
-    small, larger = divmod(layer.ops, n)
-    sizes = [(small + 1, larger), (small, n - larger)]
+    add_transfer(table, Operand.OFMAP, Level.GLB, Level.DRAM, out, coded_out if dram_coded else out)
     cycles = sum(count * (ceil_div(ops, max(1, min(ops, pe.pes)) * pe.macs_per_cycle) + pe.fill_drain_cycles)
-                 for ops, count in sizes)
+                 for ops, count in _piece_sizes(layer.ops, n))
     return LayerCounts(layer.name, table, 0, layer.ops * batch, 0, 0, 0, 0, 0, n * batch, cycles * batch)
 
 

@@ -31,6 +31,7 @@ from hwsim.errors import ConfigError
 from hwsim.hardware.dram import dram_errors, dram_presets, with_device_fields
 from hwsim.hardware.schema import Accelerator, ParamInfo
 from hwsim.hardware.units import parse_quantity
+from hwsim.sparsity.codec import format_errors
 
 if TYPE_CHECKING:
     from _typeshed import DataclassInstance
@@ -423,10 +424,17 @@ def consistency_errors(acc: Accelerator) -> Iterator[str]:
 
 
 def _sparsity_errors(acc: Accelerator) -> Iterator[str]:
-    """Rules of the zero features: skipping only where a pass is timed by its work."""
+    """Rules of the zero features: skipping only where a pass is timed by its work; a usable code; DRAM and L2
+    coding tiles alike when both do."""
     if acc.pe_array.zero_skipping and acc.pe_array.dataflow not in ("row_stationary", "no_local_reuse"):
         yield (f"pe_array.zero_skipping: a {acc.pe_array.dataflow} systolic fold keeps its cycles whatever its zeros; "
                "skipping is modelled for row_stationary and no_local_reuse, use zero_gating")
+    dram, l2 = acc.dram.compression, acc.l2.compression if acc.l2 is not None else None
+    for where, cfg in (("dram.compression", dram), ("l2.compression", l2)):
+        if cfg is not None:
+            yield from format_errors(cfg, acc.precision_bits, where)
+    if dram is not None and l2 is not None and dram != l2:
+        yield "l2.compression: differs from dram.compression; a tile moves between them as it is, give both the same"
 
 
 def describe(acc: Any, prefix: str = "") -> Iterator[tuple[str, Any, str, str]]:

@@ -166,6 +166,9 @@ class L2:
     read_energy_pj: float = param(ENERGY, "energy of reading one word")
     write_energy_pj: float = param(ENERGY, "energy of writing one word")
     scheduler: str = choice("order in which the port serves transfers", SCHEDULER_CHOICES, "fcfs")
+    compression: Compression | None = section("keep ifmap and ofmap tiles coded in the L2 (omit: raw): the L2's "
+                                              "reads and fills of them move, and are priced and timed by, the "
+                                              "coded words; space is still claimed for the raw tile", None)
     source: str = text("where the L2 energies come from")
 
 
@@ -326,6 +329,10 @@ class Dram:
     timing: DramTiming | None = section("JEDEC timing (model jedec; a preset fills it in)", None)
     power: DramPower | None = section("supply currents pricing each command (model jedec; a preset fills it in)",
                                       None)
+    compression: Compression | None = section("keep ifmap and ofmap tiles coded in DRAM (omit: raw): the transfers "
+                                              "between DRAM and an on-chip buffer move the coded words, so DRAM "
+                                              "time, DRAM energy and bandwidth follow them; words streamed "
+                                              "straight between DRAM and the PE array move raw", None)
     source: str = text("where the DRAM energy comes from", "")
 
     @property

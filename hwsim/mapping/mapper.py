@@ -88,14 +88,25 @@ def layer_sparsity(layer: Layer, entry: LoopNest, batch: int, profile: SparsityP
     return LayerSparsity(zeros, tensors.layer_tiles(layer, problem, conv, entry.lowering == "im2col"))
 
 
+def streamed_sparsity(layer: Layer, profile: SparsityProfile | None) -> LayerSparsity:
+    """The zeros of a streamed layer's pieces: the profile's fractions, and its measured tensors flattened."""
+    if profile is None:
+        return LayerSparsity()
+    tensors = profile.tensors
+    names = (*layer.inputs, layer.output)
+    if tensors is None or any(t not in tensors.activations for t in names):
+        return LayerSparsity(profile.zeros(layer.name))
+    return LayerSparsity(profile.zeros(layer.name), flats=tuple(tensors.flat(t) for t in names))
+
+
 def _layer_schedule(layer: Layer, entry: LayerMapping | None, hw: Accelerator, addr: DramLayout,
                     batch: int, sparsity: SparsityProfile | None) -> LayerSchedule:
     if entry is None or layer.kind in NO_STEPS:
         return LayerSchedule(layer, {"mapping": "none"}, lambda: iter(()))
     if isinstance(entry, Streamed):
-        tiles = entry.tiles
+        tiles, zeros = entry.tiles, streamed_sparsity(layer, sparsity)
         return LayerSchedule(layer, {"mapping": "stream", "tiles": tiles},
-                             lambda: stream_steps(layer, hw, addr, batch, tiles))
+                             lambda: stream_steps(layer, hw, addr, batch, tiles, zeros))
     steps = NestSteps(entry, nest_problem(layer, batch, entry.lowering), hw, _addresses(layer, addr),
                       layer_sparsity(layer, entry, batch, sparsity))
     params: dict[str, object] = {"mapping": "nest", "lowering": entry.lowering,

@@ -41,7 +41,8 @@ ALLOC whose `src_addr` is a word address (≥ 0) places its words there (see
 `hwsim.sim.machine`).
 
 Records (see `hwsim.trace.schema`; op codes `hwsim.vocab.Op`): DRAM one per
-burst (or one per transaction when asked), GLB / L2 / line buffer one per
+burst (or one per transaction when asked; a level that keeps tiles coded
+moves and records a transfer's coded words), GLB / L2 / line buffer one per
 transfer, NoC one per bus transfer (op write), RF one per transfer (fill, or
 read for psums going out), and per pass at level `pe`: the MACs (operand
 other, op update, address = active PEs; exactly one per pass, so it also
@@ -71,8 +72,9 @@ from hwsim.sim.component import Port, StatInfo, declared_stats
 from hwsim.sim.machine import NAMED_LEVELS, PLACED_LEVELS, Machine
 from hwsim.sim.policy import Registry
 from hwsim.sim.recorder import Recorder
+from hwsim.sparsity.codec import Links
 from hwsim.trace.schema import OCCUPANCY_DTYPE
-from hwsim.vocab import NO_ADDRESS, OTHER, TRACE_LEVELS, Level, Op, Operand, StepField, StepKind
+from hwsim.vocab import LEVEL_NAMES, NO_ADDRESS, OTHER, TRACE_LEVELS, Level, Op, Operand, StepField, StepKind
 
 RING_BUFFER0 = 3  # occupancy buffer id of named buffer 0 (0-2: GLB data, GLB filter, line buffer)
 SIM_LEVELS = TRACE_LEVELS
@@ -89,6 +91,7 @@ _BUS_OF_OPERAND = ("ifmap", "filter", "psum", "psum")  # NoC bus of each operand
 F = StepField
 KIND, OPERAND, SRC, DST, GROUP, WORDS, SRC_ADDR, DST_ADDR = (F.KIND, F.OPERAND, F.SRC, F.DST, F.GROUP, F.WORDS,
                                                              F.SRC_ADDR, F.DST_ADDR)
+CODED_WORDS = F.CODED_WORDS
 
 # A pass's further records at level `pe` (its first is the MACs: other, update, one per pass even without MACs):
 # (step field, op, operand, address = active PEs?) — non-MAC ops (other, write), the MACs' RF reads per operand,
@@ -125,20 +128,24 @@ class StepRunner:
         self.want_noc, self.want_rf, self.want_pe = rec.wants("noc"), rec.wants("rf"), rec.wants("pe")
         self.dram_per_burst = rec.wants("dram") and "dram" not in rec.per_transaction
         self.buses = [m.noc.bus(name) for name in _BUS_OF_OPERAND]
+        self.coded_levels = frozenset(LEVEL_NAMES.index(level) for level in Links.of(m.hw).levels)
         self.passes = 0
         self.compute_cycles = 0
 
     def transfer(self, index: int, s: Step, at: int) -> int:
-        """Book the source, destination and bus of a transfer requested at `at`, record it; its end cycle."""
+        """Book the source, destination and bus of a transfer requested at `at`, record it; its end cycle. An end
+        that keeps tiles coded (DRAM, L2 with `compression`) moves the step's coded words."""
         operand, src, dst, words = s[OPERAND], s[SRC], s[DST], s[WORDS]
         if words == 0:
             return at
-        end = at
+        end, coded = at, self.coded_levels
         if src != _RF:
-            end = max(end, self._side(src, True, s[SRC_ADDR], words, READ, operand, index, at))
+            moved = s[CODED_WORDS] if src in coded else words
+            end = max(end, self._side(src, True, s[SRC_ADDR], moved, READ, operand, index, at))
         if dst != _RF:
             outward = dst < src and operand in (_PSUM, _OFMAP)
-            end = max(end, self._side(dst, False, s[DST_ADDR], words, UPDATE if outward else FILL, operand, index,
+            moved = s[CODED_WORDS] if dst in coded else words
+            end = max(end, self._side(dst, False, s[DST_ADDR], moved, UPDATE if outward else FILL, operand, index,
                                       at))
         if src == _RF or dst == _RF:  # the RF end rides the NoC
             bus = self.buses[operand]

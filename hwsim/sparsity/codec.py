@@ -35,10 +35,11 @@ values instead, and `hwsim check` reports the difference with a tolerance.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from dataclasses import dataclass
 
 import numpy as np
 
-from hwsim.hardware.schema import Compression
+from hwsim.hardware.schema import Accelerator, Compression
 from hwsim.registry import Registry
 
 
@@ -140,3 +141,35 @@ def format_errors(cfg: Compression, data_bits: int, where: str) -> list[str]:
         errors.append(f"{where}.word: a coded word of {cfg.word_bits} bit is not a whole number of {data_bits}-bit "
                       "data words; use a multiple")
     return errors
+
+
+CODED_LEVELS = ("dram", "l2")  # levels whose config may keep tiles coded
+BUFFER_LEVELS = ("dram", "l2", "glb", "line_buffer")  # the ends between which a codec runs (not the PE array)
+
+
+@dataclass(frozen=True)
+class Links:
+    """Which levels of an accelerator keep tiles coded, and the code: what a transfer moves at each end."""
+
+    codec: Codec | None  # the one code of every compressing level (the loader makes them agree)
+    levels: frozenset[str]  # the compressing levels, of CODED_LEVELS
+    filters: bool  # filter tiles are coded too
+
+    @classmethod
+    def of(cls, hw: Accelerator) -> Links:
+        configs = {"dram": hw.dram.compression, "l2": hw.l2.compression if hw.l2 is not None else None}
+        on = {level: cfg for level, cfg in configs.items() if cfg is not None and cfg.format != "none"}
+        if not on:
+            return cls(None, frozenset(), False)
+        cfg = next(iter(on.values()))
+        return cls(codec(cfg, hw.precision_bits), frozenset(on), cfg.filters)
+
+    def coded(self, operand: str, src: str, dst: str) -> Codec | None:
+        """The code of a transfer of `operand` ("ifmap", "filter", "psum", "ofmap") from `src` to `dst` (level
+        names), or None when it moves raw: only tiles of ifmaps, ofmaps (and filters if configured) between a
+        compressing level and another buffer are coded."""
+        if self.codec is None or operand == "psum" or (operand == "filter" and not self.filters):
+            return None
+        if src not in BUFFER_LEVELS or dst not in BUFFER_LEVELS:
+            return None
+        return self.codec if src in self.levels or dst in self.levels else None

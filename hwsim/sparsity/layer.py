@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from itertools import pairwise
 
 import numpy as np
 
@@ -39,7 +40,8 @@ class LayerSparsity:
     """One layer's zero fractions and, when measured, its tiles (module docstring)."""
 
     zeros: LayerZeros = DENSE_LAYER
-    tiles: LayerTiles | None = None
+    tiles: LayerTiles | None = None  # a loop-nest layer's measured tiles
+    flats: tuple[np.ndarray, ...] | None = None  # a streamed layer's measured inputs, then its output, flattened
     _coded: dict[tuple[object, ...], int] = field(default_factory=dict, repr=False)
 
     @property
@@ -60,21 +62,31 @@ class LayerSparsity:
         return value
 
     def coded_words(self, operand: str, codec: Codec, words: np.ndarray,
-                    ranges: Mapping[str, tuple[np.ndarray, np.ndarray]] | None) -> np.ndarray:
+                    ranges: Mapping[str, tuple[np.ndarray, np.ndarray]] | None, keep: np.ndarray) -> np.ndarray:
         """Per transfer of `words` words of `operand`: the words it takes coded. Measured tensors and the tiles'
-        `ranges` (per conv dim, [lo, hi) per transfer): each tile's actual values, coded once per distinct tile;
-        else the codec's expectation for the operand's zero fraction."""
+        `ranges` (per conv dim, [lo, hi) per transfer): the actual values of each tile that moves (`keep`), coded
+        once per distinct tile; else the codec's expectation for the operand's zero fraction."""
         if self.tiles is None or ranges is None:
             return codec.expected_words(words, self.fraction(operand))
-        out = np.empty(len(words), dtype=np.int64)
-        for i in range(len(words)):
-            tile = {d: (int(lo[i]), int(hi[i])) for d, (lo, hi) in ranges.items()}
+        out = np.array(words, dtype=np.int64)
+        for i in np.flatnonzero(keep & (out > 0)).tolist():
+            tile = {d: (int(lo[i]), int(hi[i])) for d, (lo, hi) in ranges.items() if d != "N"}  # images alike
             key = (operand, id(codec), *sorted(tile.items()))
             if key not in self._coded:
                 values = self._values(operand, tile)
                 self._coded[key] = int(codec.coded_words(values[None, :])[0]) if values.size else 0
             out[i] = self._coded[key]
         return out
+
+    def piece_words(self, tensor: int, operand: str, codec: Codec, sizes: np.ndarray) -> np.ndarray:
+        """The coded words of consecutive pieces of `sizes` words of a streamed layer's tensor number `tensor` (its
+        inputs, then its output) holding `operand` ("ifmap" or "ofmap"): from the measured values, else the
+        codec's expectation for the operand's zero fraction."""
+        if self.flats is None:
+            return codec.expected_words(sizes, self.fraction(operand))
+        values, edges = self.flats[tensor], np.concatenate([[0], np.cumsum(sizes)]).tolist()
+        return np.array([codec.coded_words(values[None, a:b])[0] if b > a else 0 for a, b in pairwise(edges)],
+                        dtype=np.int64)
 
     def _values(self, operand: str, tile: Ranges) -> np.ndarray:
         assert self.tiles is not None
