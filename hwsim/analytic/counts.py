@@ -31,13 +31,15 @@ class LayerCounts:
     inter_pe_filter_words: int = 0  # filter words forwarded PE to PE (systolic)
     gated_macs: int = 0  # MACs a zero ifmap word gated or skipped
     gated_filter_reads: int = 0  # filter RF reads gated or skipped with them
+    gated_psum_accesses: int = 0  # psum RF reads and writes spared with them (zero_gating_psums)
 
     @property
     def compute(self) -> ComputeCounts:
         """The passes' work in the energy table's terms."""
         return ComputeCounts(self.macs, self.ops, self.rf_filter_reads, self.rf_ifmap_reads, self.rf_psum_reads,
                              self.rf_psum_writes, self.inter_pe_words, self.inter_pe_ifmap_words,
-                             self.inter_pe_filter_words, self.gated_macs, self.gated_filter_reads)
+                             self.inter_pe_filter_words, self.gated_macs, self.gated_filter_reads,
+                             self.gated_psum_accesses)
 
     @property
     def accesses(self) -> np.ndarray:

@@ -33,7 +33,9 @@ except psums handed to the next PE; words entering the array are RF fills.
 Zeros (`hwsim.sparsity.layer`): a pass of W MACs has ⌊W · z⌋ whose ifmap word
 is zero (z: the layer's zero-MAC fraction), summed over the same length
 combinations; the array gates them (zero_gating) or skips them (zero_skipping:
-its pass then counts W − ⌊W · z⌋ MACs).
+its pass then counts W − ⌊W · z⌋ MACs), with their filter RF reads and, with
+zero_gating_psums, their psum RF reads and writes (the writes at most the
+layer's).
 """
 
 from __future__ import annotations
@@ -441,8 +443,10 @@ class NestCounter:
         passes, macs, cycles, zero_macs = self.passes()
         pe = self.hw.pe_array
         gated = zero_macs if pe.zero_gating or pe.zero_skipping else 0
-        return LayerCounts(self.layer.name, table, macs, 0, macs, macs, macs, macs - hops["psum"], hops["psum"],
-                           passes, cycles, hops["ifmap"], hops["filter"], gated, gated)
+        writes = macs - hops["psum"]
+        psums = gated + min(gated, writes) if pe.zero_gating_psums else 0
+        return LayerCounts(self.layer.name, table, macs, 0, macs, macs, macs, writes, hops["psum"],
+                           passes, cycles, hops["ifmap"], hops["filter"], gated, gated, psums)
 
 
 _COUNTS_CACHE_ENTRIES = 4096

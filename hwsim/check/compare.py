@@ -28,7 +28,8 @@ MEASURED_RTOL = 0.10
 """With measured tensors the simulation takes each pass's zero MACs and each tile's coded words from the values,
 the closed form from the layer's average (`hwsim.sparsity.layer`): those counts, the energy and the latency bound
 agree within this relative tolerance instead of exactly (a stated bound, not evidence of equality)."""
-ZERO_DEPENDENT = frozenset({("pe", "gated_macs"), ("pe", "gated_filter_reads"), ("pe", "compute_cycles"),
+ZERO_DEPENDENT = frozenset({("pe", "gated_macs"), ("pe", "gated_filter_reads"), ("pe", "gated_psum_accesses"),
+                            ("pe", "compute_cycles"),
                             *((level, op) for level in ("dram", "l2") for op in ("ifmap", "filter", "ofmap"))})
 """(level, operand) of the counts the zeros change: the PE array's gated work and its cycles, and the coded words
 at a compressing level."""

@@ -35,6 +35,7 @@ class ComputeCounts:
     inter_pe_filter_words: int = 0  # filter words forwarded PE to PE (systolic arrays)
     gated_macs: int = 0  # of the MACs, those a zero ifmap word gated or skipped (zero_gating, zero_skipping)
     gated_filter_reads: int = 0  # of the filter RF reads, those gated or skipped with their MACs
+    gated_psum_accesses: int = 0  # of the psum RF reads and writes, those spared with them (zero_gating_psums)
 
     @property
     def hops(self) -> int:
@@ -62,16 +63,18 @@ class EnergyTable:
         `transfers[level, operand, access]` are the words the layer's transfers
         read, filled and updated. A MAC a zero ifmap word gated or skipped
         (Eyeriss' zero gating) costs no MAC energy, and neither does its filter
-        RF read; its ifmap RF read still happens (it is how the zero is seen) and
-        its psum stays in the RF, read and written as the pass runs. Clock energy
-        is per MAC the passes cover (CNNergy's P_clk at the reference throughput).
+        RF read; its ifmap RF read still happens (it is how the zero is seen); its
+        psum RF read and write are spared where the counts say so
+        (`zero_gating_psums`). Clock energy is per MAC the passes cover (CNNergy's
+        P_clk at the reference throughput).
         """
         by_level = np.einsum("loa,la->lo", transfers.astype(np.float64), self.word_pj)
         rf = Level.RF
         rf_pj = self.word_pj[rf, 0]
         by_level[rf, Operand.FILTER] += rf_pj * (compute.rf_filter_reads - compute.gated_filter_reads)
         by_level[rf, Operand.IFMAP] += rf_pj * compute.rf_ifmap_reads
-        by_level[rf, Operand.PSUM] += rf_pj * (compute.rf_psum_reads + compute.rf_psum_writes)
+        by_level[rf, Operand.PSUM] += rf_pj * (compute.rf_psum_reads + compute.rf_psum_writes
+                                               - compute.gated_psum_accesses)
         energy = {
             "mac": self.mac_pj * (compute.macs - compute.gated_macs + compute.ops),
             "rf": float(by_level[rf].sum()),

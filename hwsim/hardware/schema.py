@@ -105,6 +105,8 @@ class PeArray:
                            "no_local_reuse (DianNao-style, no RF reuse)", DATAFLOW_CHOICES, "row_stationary")
     zero_gating: bool = flag("Eyeriss' data gating: a MAC whose ifmap word is zero is gated, and so is its filter RF "
                              "read (energy: neither is spent; cycles: unchanged, the pass keeps its slots)")
+    zero_gating_psums: bool = flag("a gated or skipped MAC leaves its psum in place: its psum RF read and write are "
+                                   "spared too (CNNergy's e_RF·(3·NZ + NZ − IPE + MACs − NZ); energy only)")
     zero_skipping: bool = flag("a sparse array's zero skipping: the MACs of zero ifmap words are skipped (energy as "
                                "gating; cycles: a pass lasts ⌈(MACs − skipped + ops) / (PEs · MACs per cycle)⌉, "
                                "skips spread evenly over its PEs; rate-timed dataflows only)")

@@ -134,7 +134,8 @@ def derive(trace: Trace) -> TraceMetrics:
                                 int(p[Op.READ, Operand.IFMAP]), int(p[Op.READ, Operand.PSUM]),
                                 int(p[Op.UPDATE, Operand.PSUM]), int(p[Op.FILL, Operand.PSUM]),
                                 int(p[Op.FILL, Operand.IFMAP]), int(p[Op.FILL, Operand.FILTER]),
-                                int(p[Op.SKIP, OTHER]), int(p[Op.SKIP, Operand.FILTER]))
+                                int(p[Op.SKIP, OTHER]), int(p[Op.SKIP, Operand.FILTER]),
+                                int(p[Op.SKIP, Operand.PSUM]))
         energy, by_level = table.price(counts[i], compute)
         start = int(first[i]) if last[i] >= 0 else -1
         end = int(last[i]) if last[i] >= 0 else -1

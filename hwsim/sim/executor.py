@@ -50,7 +50,8 @@ times the pass), non-MAC ops (other, write), the MACs' RF reads per operand
 (read), psum RF writes (psum, update), words handed PE to PE (fill; psum:
 spatial reduction, ifmap and filter: systolic forwarding), and what zero ifmap
 words spared when the array gates or skips them (skip: the MACs, operand
-other; their filter RF reads, operand filter).
+other; their filter RF reads, operand filter; with zero_gating_psums their
+psum RF reads and writes, operand psum).
 """
 
 from __future__ import annotations
@@ -209,6 +210,9 @@ class StepRunner:
             if spared:
                 row("pe", start, end, SKIP, OTHER, index, -1, spared)
                 row("pe", start, end, SKIP, _FILTER, index, -1, min(spared, s[F.RF_FILTER_READS]))
+                if pe.cfg.zero_gating_psums:
+                    row("pe", start, end, SKIP, _PSUM, index, -1,
+                        min(spared, s[F.RF_PSUM_READS]) + min(spared, s[F.RF_PSUM_WRITES]))
         return end
 
     def claim(self, s: Step, at: int, may_wait: bool) -> simpy.Event | None:
