@@ -444,7 +444,7 @@ class NestCounter:
         pe = self.hw.pe_array
         gated = zero_macs if pe.zero_gating or pe.zero_skipping else 0
         writes = macs - hops["psum"]
-        psums = gated + min(gated, writes) if pe.zero_gating_psums else 0
+        psums = gated + min(gated, max(0, writes)) if pe.zero_gating_psums else 0
         return LayerCounts(self.layer.name, table, macs, 0, macs, macs, macs, writes, hops["psum"],
                            passes, cycles, hops["ifmap"], hops["filter"], gated, gated, psums)
 

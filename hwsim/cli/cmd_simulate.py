@@ -7,6 +7,8 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+from rich.console import JustifyMethod as Justify
+
 from hwsim.cli.args import add_run_arguments, mapping_request, sparsity_request
 from hwsim.cli.output import (
     console,
@@ -58,9 +60,9 @@ def document(sim: Simulation) -> dict[str, Any]:
             "stall_cycles": {"load": run_.load_wait_cycles, "rf_filter": run_.rf_wait_cycles,
                              "psum": run_.psum_wait_cycles},
             "resource_stall_cycles": run_.resource_stall_cycles,
-            "macs": m.compute.macs, "utilization": m.utilization, "energy_pj": m.energy_pj,
-            "dram_bytes": int(m.transfers[0].sum()) * sim.hardware.word_bytes,
-            "dram_energy_pj_by_command": m.dram_energy_pj,
+            "macs": m.compute.macs, "gated_macs": m.compute.gated_macs, "utilization": m.utilization,
+            "energy_pj": m.energy_pj, "dram_bytes": int(m.transfers[0].sum()) * sim.hardware.word_bytes,
+            "dram_energy_pj_by_command": m.dram_energy_pj, "zeros": sim.sparsity.zeros(run_.name).record(),
         })
     t = sim.totals
     return {"network": sim.metrics.network, "hardware": sim.hardware.name, "batch": sim.metrics.batch,
@@ -73,23 +75,34 @@ def document(sim: Simulation) -> dict[str, Any]:
             "dram": [asdict(s) for s in dram_report(sim.hardware, sim.metrics.layers)]}
 
 
-def print_report(doc: dict[str, Any]) -> None:
+def _layer_table(doc: dict[str, Any]) -> Any:
+    """The per-layer table; with zeros, each layer's input and output zero fractions and its gated MACs."""
+    sparse = doc["sparsity"]["kind"] != "dense"
+    zero_columns: list[tuple[str, Justify]] = [("zeros if/of", "right"), ("gated MACs", "right")] if sparse else []
     t = table(f"{doc['network']} on {doc['hardware']}, batch {doc['batch']}: simulated (energy in µJ, from the trace)",
               [("layer", "left"), ("cycles", "right"), ("util", "right"), ("load stall", "right"),
                ("filter stall", "right"), ("psum stall", "right"), ("queued: DRAM/GLB/NoC", "right"),
                ("MAC+RF", "right"), ("GLB", "right"),
-               ("DRAM", "right"), ("ctrl", "right"), ("total", "right"), ("DRAM bytes", "right")])
+               ("DRAM", "right"), ("ctrl", "right"), ("total", "right"), ("DRAM bytes", "right"), *zero_columns])
     for l in doc["layers"]:
-        e = l["energy_pj"]
+        e, z = l["energy_pj"], l["zeros"]
+        zeros = [f"{z['ifmap']:.0%}/{z['ofmap']:.0%}", format_count(l["gated_macs"])] if sparse else []
         t.add_row(l["name"], format_count(l["cycles"]), f"{l['utilization']:.0%}",
                   format_count(l["stall_cycles"]["load"]), format_count(l["stall_cycles"]["rf_filter"]),
                   format_count(l["stall_cycles"]["psum"]),
                   "/".join(format_count(l["resource_stall_cycles"][k]) for k in ("dram", "glb_port", "noc")),
                   f"{(e['mac'] + e['rf'] + e['inter_pe']) / 1e6:.2f}",
                   f"{e['glb'] / 1e6:.2f}", f"{e['dram'] / 1e6:.2f}", f"{(e['clock'] + e['control']) / 1e6:.2f}",
-                  f"{sum(e.values()) / 1e6:.2f}", format_bytes(l["dram_bytes"]))
+                  f"{sum(e.values()) / 1e6:.2f}", format_bytes(l["dram_bytes"]), *zeros)
+    return t
+
+
+def print_report(doc: dict[str, Any]) -> None:
     out = console()
-    out.print(t)
+    out.print(_layer_table(doc))
+    if doc["sparsity"]["kind"] != "dense":
+        out.print(f"zeros: {doc['sparsity']['source']} (zeros if/of: the share of zero words in the layer's input "
+                  "and output tensors; gated MACs: those a zero ifmap word gated or skipped)")
     if doc["dram"]:
         d = table(f"DRAM ({doc['dram_model']})", [("statistic", "left"), ("value", "right"), ("unit", "left"),
                                                    ("what", "left")])

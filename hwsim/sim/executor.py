@@ -212,7 +212,7 @@ class StepRunner:
                 row("pe", start, end, SKIP, _FILTER, index, -1, min(spared, s[F.RF_FILTER_READS]))
                 if pe.cfg.zero_gating_psums:
                     row("pe", start, end, SKIP, _PSUM, index, -1,
-                        min(spared, s[F.RF_PSUM_READS]) + min(spared, s[F.RF_PSUM_WRITES]))
+                        min(spared, s[F.RF_PSUM_READS]) + min(spared, max(0, s[F.RF_PSUM_WRITES])))
         return end
 
     def claim(self, s: Step, at: int, may_wait: bool) -> simpy.Event | None:
