@@ -160,7 +160,8 @@ class SparsityModel:
             zero_macs = default_zero_macs(layer, ifmap)
             if layer.name in self.measured:
                 ifmap = zero_macs = self.measured[layer.name][0]
-            layers[layer.name] = LayerZeros(ifmap, 0.0, zeros[layer.output], zero_macs)
+            each = tuple(zeros[t] for t in layer.inputs) if len(layer.inputs) > 1 else ()
+            layers[layer.name] = LayerZeros(ifmap, 0.0, zeros[layer.output], zero_macs, each)
         kind = "preset" if self.measured else "defaults"
         return SparsityProfile(kind, f"{self.name}: {self.source}", MappingProxyType(layers))
 

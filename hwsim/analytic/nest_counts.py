@@ -499,8 +499,8 @@ def streamed_counts(layer: Layer, mapping: Streamed, hw: Accelerator, batch: int
     ins = sum(s.elements for s in layer.in_shapes) * batch
     out = layer.out_shape.elements * batch
     n, pe, links = mapping.tiles, hw.pe_array, Links.of(hw)
-    coded_in = batch * sum(_pieces_coded(s.elements, n, links.coded("ifmap", "dram", "glb"), zeros.ifmap)
-                           for s in layer.in_shapes)
+    coded_in = batch * sum(_pieces_coded(s.elements, n, links.coded("ifmap", "dram", "glb"), zeros.input(i))
+                           for i, s in enumerate(layer.in_shapes))
     coded_out = batch * _pieces_coded(layer.out_shape.elements, n, links.coded("ofmap", "glb", "dram"), zeros.ofmap)
     dram_coded = "dram" in links.levels
     table = np.zeros(ACCESS_SHAPE, dtype=np.int64)

@@ -83,7 +83,8 @@ class LayerSparsity:
         inputs, then its output) holding `operand` ("ifmap" or "ofmap"): from the measured values, else the
         codec's expectation for the operand's zero fraction."""
         if self.flats is None:
-            return codec.expected_words(sizes, self.fraction(operand))
+            fraction = self.zeros.input(tensor) if operand == "ifmap" else self.fraction(operand)
+            return codec.expected_words(sizes, fraction)
         values, edges = self.flats[tensor], np.concatenate([[0], np.cumsum(sizes)]).tolist()
         return np.array([codec.coded_words(values[None, a:b])[0] if b > a else 0 for a, b in pairwise(edges)],
                         dtype=np.int64)

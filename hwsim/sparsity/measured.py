@@ -78,11 +78,12 @@ class MeasuredTensors:
     def layer_zeros(self, layer: Layer) -> LayerZeros:
         """The layer's zero fractions, counted: its inputs (element-weighted), filters, output, and its MACs."""
         sizes = [self.activations[t].size for t in layer.inputs]
-        zeros = [self.zero_fraction(t) * n for t, n in zip(layer.inputs, sizes)]
-        ifmap = sum(zeros) / max(1, sum(sizes))
+        each = tuple(self.zero_fraction(t) for t in layer.inputs)
+        ifmap = sum(z * n for z, n in zip(each, sizes)) / max(1, sum(sizes))
         weights = self.weights.get(layer.name)
         filt = float(np.count_nonzero(weights == 0)) / weights.size if weights is not None and weights.size else 0.0
-        return LayerZeros(ifmap, filt, self.zero_fraction(layer.output), self._zero_macs(layer, ifmap))
+        return LayerZeros(ifmap, filt, self.zero_fraction(layer.output), self._zero_macs(layer, ifmap),
+                          each if len(each) > 1 else ())
 
     def _zero_macs(self, layer: Layer, ifmap: float) -> float:
         if layer.kind not in (LayerKind.CONV, LayerKind.FC, LayerKind.CONV_TRANSPOSE) or not layer.macs:

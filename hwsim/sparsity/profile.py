@@ -58,9 +58,16 @@ class LayerZeros:
     filter: float = 0.0
     ofmap: float = 0.0
     zero_macs: float = 0.0
+    inputs: tuple[float, ...] = ()  # a layer of several inputs (add, concat): each one's, `ifmap` their mean
 
-    def record(self) -> dict[str, float]:
-        return {"ifmap": self.ifmap, "filter": self.filter, "ofmap": self.ofmap, "zero_macs": self.zero_macs}
+    def input(self, index: int) -> float:
+        """The zero fraction of input `index` (every input's `ifmap` when the inputs are not told apart)."""
+        return self.inputs[index] if index < len(self.inputs) else self.ifmap
+
+    def record(self) -> dict[str, float | list[float]]:
+        fractions: dict[str, float | list[float]] = {"ifmap": self.ifmap, "filter": self.filter, "ofmap": self.ofmap,
+                                                     "zero_macs": self.zero_macs}
+        return {**fractions, "inputs": list(self.inputs)} if self.inputs else fractions
 
 
 DENSE_LAYER = LayerZeros()
@@ -97,7 +104,9 @@ def profile_from_record(record: Mapping[str, Any] | None) -> SparsityProfile | N
     none."""
     if not record:
         return None
-    layers = {name: LayerZeros(**{k: float(v) for k, v in zeros.items()}) for name, zeros in record["layers"].items()}
+    layers = {name: LayerZeros(float(z["ifmap"]), float(z["filter"]), float(z["ofmap"]), float(z["zero_macs"]),
+                               tuple(float(v) for v in z.get("inputs", ())))
+              for name, z in record["layers"].items()}
     return SparsityProfile(str(record["kind"]), str(record["source"]), MappingProxyType(layers))
 
 
