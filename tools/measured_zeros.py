@@ -25,6 +25,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+from throwaway_env import env_python
+
 from hwsim.flows.check import check_simulation
 from hwsim.flows.inputs import measure_activations
 from hwsim.flows.simulate import simulate_network
@@ -53,12 +55,8 @@ def export(cache: Path) -> tuple[Path, Path]:
     model, picture = cache / "resnet18.onnx", cache / "astronaut.png"
     if model.exists() and picture.exists():
         return model, picture
-    venv = cache / "venv"
-    python = venv / "bin" / "python"
-    if not python.exists():
-        print(f"creating the export environment in {venv} (once) ...", flush=True)
-        subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
-        subprocess.run([str(python), "-m", "pip", "install", "-q", *PACKAGES], check=True)
+    print(f"the export environment in {cache / 'venv'} (created once) ...", flush=True)
+    python = env_python(cache / "venv", [PACKAGES])
     subprocess.run([str(python), "-c", EXPORT, str(model), str(picture)], check=True)
     return model, picture
 
