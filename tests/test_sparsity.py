@@ -11,7 +11,6 @@ import pytest
 import sparse_net
 
 import hwsim.trace
-from hwsim.analytic.graph_adapter import ALEXNET_MEASURED
 from hwsim.flows.check import check_simulation
 from hwsim.flows.simulate import simulate_network
 from hwsim.hardware.loader import Overrides, load_config
@@ -361,16 +360,23 @@ def test_simulated_dram_words_are_the_exact_rlc_of_each_tile(sparse, tmp_path) -
     assert sim.totals.dram_bytes == total  # what the report gives is the records' coded words
 
 
-def test_average_compression_is_counted_exactly_by_the_closed_form(tmp_path) -> None:
+def test_average_compression_is_counted_exactly_by_the_closed_form(sparse, tmp_path) -> None:
+    _, result, _, _ = sparse
     (tmp_path / "hw.yaml").write_text(RLC_CONFIG)
-    graph = zoo.build("alexnet")
-    sim = simulate_network(graph, tmp_path / "hw.yaml", 2, tmp_path / "t.h5", sparsity=ALEXNET_MEASURED)
+    (tmp_path / "map.yaml").write_text(SMALL_MAPPING)
+    (tmp_path / "zeros.csv").write_text("layer,ifmap,ofmap\nconv1,0,0.5\npool1,0.5,0.4\nconv2,0.4,0.45\nfc,0.45,0\n")
+    graph, profile = result.graph, read_profile(tmp_path / "zeros.csv", result.graph)
+
+    def run(hw: str | Path, name: str, zeros: object = None):
+        return simulate_network(graph, hw, 2, tmp_path / f"{name}.h5", mapping=tmp_path / "map.yaml", sparsity=zeros)
+
+    sim = run(tmp_path / "hw.yaml", "coded", profile)
     report = check_simulation(sim)
-    assert report.ok and not any(r.tolerance for l in report.layers for r in l.counts)
-    dense = simulate_network(graph, tmp_path / "hw.yaml", 2, tmp_path / "d.h5")
+    assert report.ok and not any(r.tolerance for l in report.layers for r in l.counts)  # exact, not a tolerance
+    # conv2's two ifmap tiles per image (8 x 4 x 6 = 192 words each), 40 % zeros: ⌈192 · 0.6⌉ = 116 pairs, 39
+    # coded words = 156 words each.
+    assert sim.metrics.layer("conv2").transfers[0, 0, 0] == 2 * 2 * 156
     # A dense tile would grow coded (4 words per 3 values): it moves raw, so dense traffic is unchanged.
-    assert dense.metrics.layer("conv3").transfers[0].sum() == simulate_network(
-        graph, "eyeriss-v1", 2, tmp_path / "e.h5").metrics.layer("conv3").transfers[0].sum()
-    coded = sim.metrics.layer("conv3").transfers[0, 0, 0]  # conv3's ifmap reads: 72.5 % zeros
-    raw = dense.metrics.layer("conv3").transfers[0, 0, 0]
-    assert 0.3 < coded / raw < 0.4  # (1 − 0.725) · 4/3 = 0.367, tile by tile rounded up
+    dense, plain = run(tmp_path / "hw.yaml", "dense"), run("eyeriss-v1", "plain")
+    for layer in ("conv1", "pool1", "conv2", "fc"):
+        assert np.array_equal(dense.metrics.layer(layer).transfers, plain.metrics.layer(layer).transfers)

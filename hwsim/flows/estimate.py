@@ -81,8 +81,9 @@ def estimate_mapping(network: NetworkLike, hw: HardwareLike, batch: int = 1, spa
     `sparsity` (a model of defaults, a profile; None: dense)."""
     graph = as_graph(network)
     priced = with_control(as_hardware(hw), clock_power_w, throughput_gmacs)
-    chosen = as_mapping(mapping, graph, priced, batch)
-    e = estimate_network(graph, priced, chosen, as_profile(sparsity, graph))
+    profile = as_profile(sparsity, graph)
+    chosen = as_mapping(mapping, graph, priced, batch, profile)
+    e = estimate_network(graph, priced, chosen, profile)
     return MappingEstimate(e, priced, estimate_totals(e, priced), chosen)
 
 

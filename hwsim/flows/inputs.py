@@ -73,14 +73,16 @@ def check_batch(batch: int) -> int:
     return batch
 
 
-def as_mapping(mapping: MappingLike, graph: Graph, hw: Accelerator, batch: int) -> NetworkMapping:
-    """The mapping to run: hwsim's default for `batch` images, the one a search finds, or the given one (a file is
-    read), checked against the network and the hardware; a given mapping fixes the batch, so a different `batch`
-    is an error."""
+def as_mapping(mapping: MappingLike, graph: Graph, hw: Accelerator, batch: int,
+               sparsity: SparsityProfile | None = None) -> NetworkMapping:
+    """The mapping to run: hwsim's default for `batch` images, the one a search finds (pricing the zeros of
+    `sparsity` unless its settings name others), or the given one (a file is read), checked against the network
+    and the hardware; a given mapping fixes the batch, so a different `batch` is an error."""
     if mapping is None:
         return default_mapping(graph, hw, check_batch(batch))
     if isinstance(mapping, SearchSettings):
-        return search_network(graph, hw, check_batch(batch), mapping).mapping
+        settings = mapping if mapping.sparsity is not None else replace(mapping, sparsity=sparsity)
+        return search_network(graph, hw, check_batch(batch), settings).mapping
     given = mapping if isinstance(mapping, NetworkMapping) else load_mapping(mapping)
     if batch not in (1, given.batch):
         raise MappingError(f"mapping of {given.network!r}: made for batch {given.batch}, asked for {batch}; map the "

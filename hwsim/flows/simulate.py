@@ -87,8 +87,8 @@ def simulate_network(network: NetworkLike, hw: HardwareLike, batch: int = 1, tra
     dense), recording `levels` to the trace at `trace_path` (default traces/NETWORK-CONFIG.h5), and derive the
     report from the trace."""
     graph, accelerator = as_graph(network), as_hardware(hw)
-    chosen = as_mapping(mapping, graph, accelerator, batch)
     profile = as_profile(sparsity, graph) or DENSE
+    chosen = as_mapping(mapping, graph, accelerator, batch, profile)
     path = Path(trace_path) if trace_path is not None else Path("traces") / f"{graph.name}-{accelerator.name}.h5"
     schedule = network_schedule(graph, accelerator, chosen.batch, chosen, profile)
     result = simulate_to_trace(schedule, accelerator, path, levels, sparsity=profile, progress=progress)
