@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import sparse_net
+from conftest import assert_one_line_error
 
 import hwsim.trace
 from hwsim.flows.check import check_simulation
@@ -380,3 +381,19 @@ def test_average_compression_is_counted_exactly_by_the_closed_form(sparse, tmp_p
     dense, plain = run(tmp_path / "hw.yaml", "dense"), run("eyeriss-v1", "plain")
     for layer in ("conv1", "pool1", "conv2", "fc"):
         assert np.array_equal(dense.metrics.layer(layer).transfers, plain.metrics.layer(layer).transfers)
+
+
+# ----- bad input ------------------------------------------------------------------------------------------------
+
+
+def test_bad_sparsity_input_is_one_line(cli, tmp_path) -> None:
+    assert_one_line_error(cli("simulate", "alexnet", "--hw", "eyeriss-v1", "--activations-from", "x.npy"),
+                          "--activations-from", "not an .onnx file")
+    assert_one_line_error(cli("estimate", "alexnet", "--hw", "eyeriss-v1", "--sparsity", "half"),
+                          "--sparsity half", "profile file")
+    (tmp_path / "hw.yaml").write_text(RLC_CONFIG + "    pairs_per_word: 4\n")
+    assert_one_line_error(cli("config", "validate", str(tmp_path / "hw.yaml")), "dram.compression.pairs_per_word",
+                          "84")
+    (tmp_path / "ws.yaml").write_text("base: scalesim-12x14-ws\npe_array:\n  zero_skipping: true\n")
+    assert_one_line_error(cli("config", "validate", str(tmp_path / "ws.yaml")), "pe_array.zero_skipping",
+                          "zero_gating")
