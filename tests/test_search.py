@@ -149,3 +149,10 @@ def test_weights_larger_than_the_filter_partition_are_read_once_over_the_batch(t
     hw = load_config("diannao-nlr")
     found = search_layer(b.build().layer("fc"), hw, 16, "dram", energy_table(hw))
     assert found.cost.dram_words == 262144 + 16384 + 16 * 256
+
+
+def test_the_objective_names_the_cli_offers_are_the_registered_objectives() -> None:
+    from hwsim.search.cost import OBJECTIVES
+    from hwsim.search.names import OBJECTIVE_NAMES
+
+    assert set(OBJECTIVES.names()) == set(OBJECTIVE_NAMES)

@@ -12,11 +12,14 @@ import sparse_net
 from conftest import assert_one_line_error
 
 import hwsim.trace
+from hwsim.analytic.graph_adapter import SPARSITY_PRESETS
 from hwsim.flows.check import check_simulation
+from hwsim.flows.inputs import SPARSITY_CHOICES
 from hwsim.flows.simulate import simulate_network
 from hwsim.hardware.loader import Overrides, load_config
 from hwsim.hardware.schema import Compression
 from hwsim.mapping.nest.problem import nest_problem
+from hwsim.sparsity import names
 from hwsim.sparsity.codec import codec, format_errors, rlc_pairs
 from hwsim.sparsity.onnx_run import measure_onnx
 from hwsim.sparsity.profile import LayerZeros, SparsityError, read_profile
@@ -397,3 +400,8 @@ def test_bad_sparsity_input_is_one_line(cli, tmp_path) -> None:
     (tmp_path / "ws.yaml").write_text("base: scalesim-12x14-ws\npe_array:\n  zero_skipping: true\n")
     assert_one_line_error(cli("config", "validate", str(tmp_path / "ws.yaml")), "pe_array.zero_skipping",
                           "zero_gating")
+
+
+def test_the_sparsity_names_the_cli_offers_are_the_presets() -> None:
+    assert tuple(SPARSITY_PRESETS) == names.PRESETS
+    assert names.SPARSITY_CHOICES == SPARSITY_CHOICES

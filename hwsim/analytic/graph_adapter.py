@@ -56,6 +56,7 @@ from types import MappingProxyType
 from hwsim.analytic.cnnergy import CnnergyLayer, cnnergy_schedule
 from hwsim.errors import ConfigError, NetworkError
 from hwsim.hardware.schema import Accelerator
+from hwsim.sparsity.names import DEFAULT_RELU_SPARSITY
 from hwsim.sparsity.profile import LayerZeros, SparsityProfile, default_zero_macs, padded_sparsity
 from hwsim.vocab import ceil_div
 from hwsim.workload.ir import Graph, Layer, LayerKind
@@ -63,9 +64,9 @@ from hwsim.workload.ir import Graph, Layer, LayerKind
 RELU_FAMILY = frozenset({"relu", "relu6", "thresholded_relu"})
 """Activations that output exact zeros for a whole range of inputs."""
 
-DEFAULT_RELU_SPARSITY = 0.5
-"""Zero fraction after a ReLU-family activation when nothing was measured: half the pre-activations
-negative. Conservative next to measured AlexNet layers (0.51-0.91 zeros)."""
+# DEFAULT_RELU_SPARSITY (hwsim.sparsity.names, where the command line reads it): the zero fraction after a
+# ReLU-family activation when nothing was measured, half the pre-activations negative. Conservative next to
+# measured AlexNet layers (0.51-0.91 zeros).
 
 DEFAULT_MAX_BATCH = 18
 """Cap on CNNergy's batch n: the largest batch of the reference AlexNet run (FC layers)."""

@@ -7,14 +7,18 @@ from __future__ import annotations
 import argparse
 import math
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from hwsim.analytic.graph_adapter import DEFAULT_RELU_SPARSITY
 from hwsim.errors import HwsimError
-from hwsim.flows.inputs import SPARSITY_CHOICES, MappingLike, SparsityLike, measure_activations, sparsity_choice
-from hwsim.flows.mapping import MAPPERS, OBJECTIVE_NAMES, SearchSettings
 from hwsim.hardware.units import BYTES, parse_quantity
-from hwsim.workload.ir import Graph
+from hwsim.search.names import MAPPERS, OBJECTIVE_NAMES
+from hwsim.sparsity.names import DEFAULT_RELU_SPARSITY, SPARSITY_CHOICES
 from hwsim.workload.network import parse_input_size
+
+if TYPE_CHECKING:  # the flows are loaded by the command that runs, not by every command's parser
+    from hwsim.flows.inputs import MappingLike, SparsityLike
+    from hwsim.search.network import SearchSettings
+    from hwsim.workload.ir import Graph
 
 
 def input_size_arg(text: str) -> tuple[int, int]:
@@ -61,6 +65,8 @@ def add_sparsity_arguments(parser: argparse.ArgumentParser, default: str) -> Non
 
 def sparsity_request(args: argparse.Namespace, graph: Graph, default: str) -> SparsityLike:
     """The zeros the options ask for: measured with --activations-from, else --sparsity (or `default`)."""
+    from hwsim.flows.inputs import measure_activations, sparsity_choice
+
     if args.activations_from is not None:
         if args.sparsity is not None:
             raise HwsimError("--sparsity and --activations-from both say where zeros come from; give one of them")
@@ -106,6 +112,8 @@ def _seed(text: str) -> int:
 
 def search_settings(args: argparse.Namespace, jobs: int = 1) -> SearchSettings:
     """The search the arguments of add_search_arguments describe."""
+    from hwsim.search.network import SearchSettings
+
     cache = getattr(args, "cache", None)
     return SearchSettings(objective=args.objective or "energy", seed=args.seed, jobs=jobs,
                           cache_dir=Path(cache) if cache not in (None, "none") else None,

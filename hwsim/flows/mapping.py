@@ -10,12 +10,11 @@ from hwsim.analytic.estimate import NetworkEstimate, estimate_network
 from hwsim.flows.inputs import HardwareLike, NetworkLike, as_graph, as_hardware, as_mapping, check_batch
 from hwsim.hardware.schema import Accelerator
 from hwsim.mapping.nest.format import NetworkMapping, save_mapping
-from hwsim.search.cost import OBJECTIVE_UNITS, OBJECTIVES
+from hwsim.search.cost import OBJECTIVE_UNITS
 from hwsim.search.layer import Effort
+from hwsim.search.names import MAPPERS, OBJECTIVE_NAMES
 from hwsim.search.network import Progress, SearchedMapping, SearchSettings, search_network, unique_shapes
 from hwsim.workload.ir import Graph
-
-MAPPERS = ("rules", "search")
 
 
 @dataclass(frozen=True)
@@ -50,8 +49,6 @@ def shapes_to_search(network: NetworkLike, hw: HardwareLike, batch: int = 1) -> 
     """How many weighted layers of distinct shape a search of `network` looks at (for a progress bar)."""
     return unique_shapes(as_graph(network), as_hardware(hw), batch)
 
-
-OBJECTIVE_NAMES = OBJECTIVES.names()
 
 __all__ = ["MAPPERS", "OBJECTIVE_NAMES", "OBJECTIVE_UNITS", "Effort", "MappedNetwork", "SearchSettings",
            "map_network", "shapes_to_search"]

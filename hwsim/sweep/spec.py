@@ -41,6 +41,7 @@ import yaml
 from hwsim.errors import ConfigError, NetworkError, SweepError
 from hwsim.hardware.loader import Overrides, check_overrides, resolve_config
 from hwsim.hardware.units import BYTES, parse_quantity
+from hwsim.search.names import MAPPERS, OBJECTIVE_NAMES
 from hwsim.workload.network import is_onnx_path, load_network, parse_input_size
 
 Scalar = str | int | float
@@ -53,8 +54,6 @@ BATCH = "batch"  # an axis of the mapping, not of the hardware
 GLB_DATA_SIZE = "glb.data_size"  # ifmap+psum capacity with the energy-size law (hwsim.hardware.energy)
 TOP_KEYS = ("name", "description", "config", "networks", "mode", "batch", "mapper", "objective", "axes", "combine",
             "outputs")
-MAPPERS = ("rules", "search")  # hwsim.flows.mapping.MAPPERS
-OBJECTIVES = ("dram", "edp", "energy", "latency")  # hwsim.search.cost.OBJECTIVES
 RANGE_KEYS = ("from", "to", "step", "scale")
 SCALES = ("linear", "log2")
 MAX_AXIS_VALUES = 10_000
@@ -165,7 +164,7 @@ def parse_sweep(doc: dict[str, Any], shown: str, folder: Path) -> Sweep:
     mapper = _choice(doc.get("mapper", "rules"), MAPPERS, shown, "mapper")
     if "objective" in doc and mapper != "search":
         raise SweepError(f"{shown}: objective: a search's objective; add mapper: search or drop it")
-    objective = _choice(doc.get("objective", "energy"), OBJECTIVES, shown, "objective")
+    objective = _choice(doc.get("objective", "energy"), OBJECTIVE_NAMES, shown, "objective")
     points = _points(shown, configs, networks, (mode, mapper, objective), batch, _expand(axes, shown))
     return Sweep(shown, name, mode, keys, _outputs(doc.get("outputs", {}), shown), points)
 

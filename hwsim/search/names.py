@@ -1,0 +1,9 @@
+"""The names a user picks a mapper and a search objective by: plain constants with no imports, so the command
+line can offer them without loading the search (hwsim.search.cost registers one objective per name)."""
+
+from __future__ import annotations
+
+MAPPERS = ("rules", "search")  # the dataflow's rule mapping, or the best mapping a search finds
+OBJECTIVE_NAMES = ("energy", "latency", "edp", "dram")  # what a search minimises per layer
+
+__all__ = ["MAPPERS", "OBJECTIVE_NAMES"]
