@@ -55,12 +55,14 @@ class Access(IntEnum):
 
 class Op(IntEnum):
     """The `op` code of a trace record: an `Access`, or a write that is none of them (a NoC transfer, a
-    non-MAC operation)."""
+    non-MAC operation), or work a zero spared (at level `pe`: MACs and filter RF reads a zero ifmap word gated or
+    skipped)."""
 
     READ = 0
     WRITE = 1
     FILL = 2
     UPDATE = 3
+    SKIP = 4
 
 
 class StepKind(IntEnum):
@@ -79,7 +81,7 @@ def _names(enum: type[IntEnum]) -> tuple[str, ...]:
 LEVEL_NAMES = _names(Level)  # ("dram", "l2", "glb", "line_buffer", "rf")
 OPERAND_NAMES = _names(Operand)  # ("ifmap", "filter", "psum", "ofmap")
 ACCESS_NAMES = _names(Access)  # ("read", "fill", "update")
-OP_NAMES = _names(Op)  # ("read", "write", "fill", "update"): trace `op` code = index
+OP_NAMES = _names(Op)  # ("read", "write", "fill", "update", "skip"): trace `op` code = index
 TRACE_OPERAND_NAMES = (*OPERAND_NAMES, "other")  # trace `operand` code = index
 OTHER = len(OPERAND_NAMES)  # the trace operand code of PE-array work that moves no operand
 TRACE_LEVELS = ("dram", "l2", "glb", "line_buffer", "noc", "rf", "pe")  # one trace dataset each; pe: passes
@@ -100,6 +102,7 @@ STEP_DTYPE = np.dtype([
     ("dst", np.uint8),  # Level or NO_LEVEL
     ("group", np.int64),  # processing pass this step belongs to
     ("words", np.int64),  # words moved (TRANSFER) or claimed/released (ALLOC/FREE)
+    ("coded_words", np.int64),  # TRANSFER: the words it takes at an end that keeps tiles coded (= words otherwise)
     ("src_addr", np.int64),  # first word address read in src
     ("dst_addr", np.int64),  # first word address written in dst
     ("active_pes", np.int32),  # COMPUTE: PEs busy in this pass
@@ -113,6 +116,7 @@ STEP_DTYPE = np.dtype([
     ("inter_pe_ifmap_words", np.int64),  # COMPUTE: ifmap words forwarded PE to PE (systolic lanes)
     ("inter_pe_filter_words", np.int64),  # COMPUTE: filter words forwarded PE to PE (systolic lanes)
     ("stream_length", np.int64),  # COMPUTE: iterations the array streams in this pass (a systolic fold's T)
+    ("zero_macs", np.int64),  # COMPUTE: of its MACs, those whose ifmap word is zero (gated or skipped by the array)
 ])
 
 _STEP_NAMES: tuple[str, ...] = STEP_DTYPE.names or ()
@@ -131,6 +135,7 @@ class StepField:
     DST = _step_field("dst")
     GROUP = _step_field("group")
     WORDS = _step_field("words")
+    CODED_WORDS = _step_field("coded_words")
     SRC_ADDR = _step_field("src_addr")
     DST_ADDR = _step_field("dst_addr")
     ACTIVE_PES = _step_field("active_pes")
@@ -144,6 +149,7 @@ class StepField:
     INTER_PE_IFMAP_WORDS = _step_field("inter_pe_ifmap_words")
     INTER_PE_FILTER_WORDS = _step_field("inter_pe_filter_words")
     STREAM_LENGTH = _step_field("stream_length")
+    ZERO_MACS = _step_field("zero_macs")
 
 
 @overload

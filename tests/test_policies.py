@@ -22,13 +22,14 @@ from hwsim.sim.dram.policies import (
 from hwsim.sim.executor import EXECUTION_POLICIES
 from hwsim.sim.noc import NOC_MODELS
 from hwsim.sim.policy import SCHEDULERS, FirstComeFirstServed
+from hwsim.sparsity.codec import CODECS
 
 REGISTRY_OF_FIELD = {
     ("Dram", "model"): DRAM_MODELS, ("Dram", "scheduler"): BURST_ORDERS, ("Dram", "address_map"): JEDEC_ADDRESS_MAPS,
     ("Dram", "page_policy"): PAGE_POLICIES,
     ("RowBuffer", "policy"): ROW_POLICIES, ("Noc", "model"): NOC_MODELS, ("Noc", "scheduler"): SCHEDULERS,
     ("Glb", "scheduler"): SCHEDULERS, ("L2", "scheduler"): SCHEDULERS, ("LineBuffer", "scheduler"): SCHEDULERS,
-    ("PeArray", "dataflow"): DATAFLOWS,
+    ("PeArray", "dataflow"): DATAFLOWS, ("Compression", "format"): CODECS,
 }
 
 

@@ -80,7 +80,7 @@ def steps(block: np.ndarray) -> list[tuple[int, int]]:
 
 def test_codes_keep_their_documented_values() -> None:
     assert OPERANDS[:4] == ("ifmap", "filter", "psum", "ofmap")
-    assert OPS == ("read", "write", "fill", "update")
+    assert OPS == ("read", "write", "fill", "update", "skip")
     # 8 + 8 + 1 + 1 + 4 + 8 + 8 + 8 bytes, packed; occupancy 2 + 8 + 8 + 4 (16-bit buffer ids)
     assert RECORD_DTYPE.itemsize == 46 and OCCUPANCY_DTYPE.itemsize == 22
     assert issubclass(TraceError, HwsimError)
@@ -96,7 +96,7 @@ def test_round_trip_exact_values(tmp_path: Path, compression: str) -> None:
         assert (trace.n_records("glb"), trace.n_records("dram")) == (10, 3)
         for key, value in ATTRS.items():
             assert trace.attrs[key] == value and type(trace.attrs[key]) is type(value)
-        assert trace.attrs["complete"] is True and trace.attrs["hwsim_trace_version"] == 2
+        assert trace.attrs["complete"] is True and trace.attrs["hwsim_trace_version"] == 3
         assert trace.units["start_cycle"] == "cycles" and trace.units["bytes"] == "bytes"
         glb = trace.select("glb")
         assert glb.dtype == RECORD_DTYPE

@@ -44,7 +44,7 @@ def test_names_and_codes() -> None:
     assert OPERAND_NAMES == ("ifmap", "filter", "psum", "ofmap")
     assert TRACE_OPERAND_NAMES == ("ifmap", "filter", "psum", "ofmap", "other")
     assert ACCESS_NAMES == ("read", "fill", "update")
-    assert OP_NAMES == ("read", "write", "fill", "update")
+    assert OP_NAMES == ("read", "write", "fill", "update", "skip")
     assert {OP_NAMES[op]: ACCESS_NAMES[a] for op, a in ACCESS_OF_OP.items()} == {
         "read": "read", "fill": "fill", "update": "update"}
     assert Op.WRITE not in ACCESS_OF_OP

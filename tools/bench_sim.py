@@ -20,7 +20,11 @@ environment and runs it beside hwsim (tools/scalesim_peer.py writes its inputs):
   the six shipped SCALE-Sim arrays (12x14 and 32x32, WS/OS/IS) against SCALE-Sim's closed form, and
   against SCALE-Sim itself on a subset of layers that runs in minutes.
 
+--zeros runs each network again with zeros (`--sparsity relu`; `--measured FILE.onnx INPUT` adds an exported
+network measured on a real input) beside its dense run: wall time, its ratio (target <= 1.5x) and DRAM MB.
+
 Usage: python tools/bench_sim.py [--nets alexnet,resnet50] [--with-peers] [--peer-layers conv1,conv2]
+                                 [--zeros [--measured FILE.onnx INPUT]]
 """
 
 from __future__ import annotations
@@ -125,6 +129,7 @@ class SimRun:
     macs_source: str
     cycles: int
     records: int
+    dram_bytes: int = 0
 
     @property
     def macs_per_s(self) -> float:
@@ -135,13 +140,15 @@ class SimRun:
         return self.records / self.measured.wall_s
 
 
-def bench_network(net: str, work_dir: Path) -> SimRun:
-    trace = work_dir / f"{net}.h5"
+def bench_network(net: str, work_dir: Path, zeros: tuple[str, ...] = (), tag: str = "") -> SimRun:
+    """One `hwsim simulate` of `net` in a fresh process, with the zeros options `zeros` (none: dense)."""
+    name = Path(net).stem + tag
+    trace = work_dir / f"{name}.h5"
     m = measure([sys.executable, "-m", "hwsim.cli.main", "simulate", net, "--hw", HW, "--trace-levels", LEVELS,
-                 "--out", str(trace), "--json"], work_dir, net)
+                 "--out", str(trace), "--json", *zeros], work_dir, name)
     doc = json.loads(m.stdout)
     macs, source = doc["network_macs"], "simulate"  # the workload's MACs (a dram,glb trace has no pe records)
-    return SimRun(net, m, macs, source, doc["cycles"], trace_records(trace))
+    return SimRun(net, m, macs, source, doc["cycles"], trace_records(trace), doc["totals"]["dram_bytes"])
 
 
 def ratio(value: float, target: float, higher_is_better: bool = False) -> str:
@@ -164,6 +171,27 @@ def print_networks(runs: list[SimRun]) -> None:
     print("targets: wall <= 10 s (alexnet), <= 60 s (resnet50); peak RSS < 2 GiB; >= 5 M records/s "
           "(ratio = measured / target; 'ok' when on the right side)")
 
+
+
+def bench_sparse(nets: list[str], measured: list[tuple[str, str]], work_dir: Path,
+                 dense: dict[str, SimRun]) -> None:
+    """Each network dense beside the same run with zeros: `--sparsity relu` (zoo networks: half the words after
+    a ReLU are zero) or `--activations-from INPUT` (an exported network measured on a real input); eyeriss-v1
+    gates zero MACs and run-length codes its DRAM tiles, so the zeros change what the simulator books."""
+    rows = []
+    cases = [(net, ("--sparsity", "relu")) for net in nets] + [(f, ("--activations-from", i)) for f, i in measured]
+    for net, zeros in cases:
+        base = dense.get(net) or bench_network(net, work_dir)
+        sparse = bench_network(net, work_dir, zeros, "-zeros")
+        slower = sparse.measured.wall_s / base.measured.wall_s
+        rows.append([Path(net).stem, " ".join(zeros[:1]).lstrip("-"), f"{base.measured.wall_s:.2f}",
+                     f"{sparse.measured.wall_s:.2f}", f"{slower:.2f} {'ok' if slower <= 1.5 else 'MISS'}",
+                     f"{base.dram_bytes / 1e6:.1f}", f"{sparse.dram_bytes / 1e6:.1f}"])
+    print(f"\nzeros on: hwsim simulate on {HW} dense and with zeros (gating, coded DRAM), one fresh process each")
+    print_table(["network", "zeros from", "dense wall s", "zeros wall s", "zeros / dense", "dense DRAM MB",
+                 "coded DRAM MB"], rows)
+    print("target: the run with zeros within 1.5x the dense run's wall time; a measured run includes running the "
+          "network with onnxruntime")
 
 
 # ----- SCALE-Sim beside hwsim ---------------------------------------------------------------------------
@@ -237,6 +265,11 @@ def main() -> None:
     parser.add_argument("--with-peers", action="store_true", help="also run SCALE-Sim on AlexNet's conv layers")
     parser.add_argument("--peer-layers", default=None, metavar="LAYERS",
                         help="SCALE-Sim on these conv layers only, e.g. conv1,conv2 (default all five)")
+    parser.add_argument("--zeros", action="store_true",
+                        help="also run each network with zeros (--sparsity relu) beside the dense run")
+    parser.add_argument("--measured", nargs=2, action="append", default=[], metavar=("FILE.onnx", "INPUT"),
+                        help="with --zeros: also an exported network dense and measured on INPUT (needs the measure "
+                             "extra)")
     args = parser.parse_args()
     print(f"bench_sim: {load_average()}, python {sys.version.split()[0]}")
     with tempfile.TemporaryDirectory(prefix="bench-sim-") as tmp:
@@ -244,6 +277,10 @@ def main() -> None:
         runs = [bench_network(net.strip(), work_dir) for net in args.nets.split(",") if net.strip()]
         print_networks(runs)
         print(f"({load_average()})")
+        if args.zeros:
+            bench_sparse([r.network for r in runs], [tuple(m) for m in args.measured], work_dir,
+                         {r.network: r for r in runs})
+            print(f"({load_average()})")
         if args.with_peers:
             python = scalesim_peer.peer_python(work_dir / "venv")
             peer_rate = bench_peer_speed(python, args.peer_layers.split(",") if args.peer_layers else None, work_dir)

@@ -29,13 +29,17 @@ class LayerCounts:
     compute_cycles: int  # Σ over passes of the array's pass time (the dataflow's timing)
     inter_pe_ifmap_words: int = 0  # ifmap words forwarded PE to PE (systolic)
     inter_pe_filter_words: int = 0  # filter words forwarded PE to PE (systolic)
+    gated_macs: int = 0  # MACs a zero ifmap word gated or skipped
+    gated_filter_reads: int = 0  # filter RF reads gated or skipped with them
+    gated_psum_accesses: int = 0  # psum RF reads and writes spared with them (zero_gating_psums)
 
     @property
     def compute(self) -> ComputeCounts:
         """The passes' work in the energy table's terms."""
         return ComputeCounts(self.macs, self.ops, self.rf_filter_reads, self.rf_ifmap_reads, self.rf_psum_reads,
                              self.rf_psum_writes, self.inter_pe_words, self.inter_pe_ifmap_words,
-                             self.inter_pe_filter_words)
+                             self.inter_pe_filter_words, self.gated_macs, self.gated_filter_reads,
+                             self.gated_psum_accesses)
 
     @property
     def accesses(self) -> np.ndarray:
@@ -49,8 +53,10 @@ class LayerCounts:
         return total
 
 
-def add_transfer(table: np.ndarray, operand: Operand, src: Level, dst: Level, words: int) -> None:
-    """Account `words` moved src → dst: a read at src, a fill at dst (an update for psums/ofmaps moving out)."""
+def add_transfer(table: np.ndarray, operand: Operand, src: Level, dst: Level, words: int,
+                 dst_words: int | None = None) -> None:
+    """Account `words` moved src → dst: a read at src, a fill at dst (an update for psums/ofmaps moving out);
+    `dst_words` when the destination takes another count (one end keeps tiles coded)."""
     table[src, operand, Access.READ] += words
     outward = dst < src and operand in (Operand.PSUM, Operand.OFMAP)
-    table[dst, operand, Access.UPDATE if outward else Access.FILL] += words
+    table[dst, operand, Access.UPDATE if outward else Access.FILL] += words if dst_words is None else dst_words

@@ -1,14 +1,13 @@
 """Energy and latency bounds from a mapping's closed-form counts: the fast answer `hwsim estimate` prints.
 
 Counts come from the mapping alone (`hwsim.analytic.nest_counts`: loop nests
-by tile analysis, streamed layers by their pieces). Energy prices every access
-of `counts.LayerCounts` with the config's
-energy table (`hwsim.hardware.energy`). Zero gating (Eyeriss): when a
-fraction z of a layer's ifmap words are zero, a zero skips the MAC and its
-filter and psum RF accesses, but its ifmap RF read still happens (it is how
-the zero is detected): CNNergy's `e_RF·(3·NZ + NZ − IPE + MACs − NZ)`. Clock
-energy is CNNergy's P_clk per MAC at the reference throughput; other
-control is `other_fraction` of the on-chip total.
+by tile analysis, streamed layers by their pieces) and the layer's zeros (a
+`hwsim.sparsity.profile.SparsityProfile`). Energy prices every access of
+`counts.LayerCounts` with the config's energy table (`hwsim.hardware.energy`):
+a MAC a zero ifmap word gated or skipped (the config's `zero_gating`,
+`zero_skipping`) costs neither its MAC nor its filter RF read. Clock energy
+is CNNergy's P_clk per MAC at the reference throughput; other control is
+`other_fraction` of the on-chip total.
 
 Latency lower bound per layer: the largest of the compute cycles (each pass
 spread evenly over its active PEs, plus fill/drain) and each resource's
@@ -20,7 +19,6 @@ finish sooner than its busiest resource.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -30,6 +28,7 @@ from hwsim.analytic.nest_counts import empty_counts, nest_counts, streamed_count
 from hwsim.hardware.energy import EnergyTable, energy_table
 from hwsim.hardware.schema import Accelerator
 from hwsim.mapping.nest.format import LayerMapping, LoopNest, NetworkMapping, Streamed
+from hwsim.sparsity.profile import DENSE, DENSE_LAYER, LayerZeros, SparsityProfile
 from hwsim.vocab import LEVEL_NAMES, OPERAND_NAMES, Access, Level, Operand
 from hwsim.workload.ir import Graph, Layer, LayerKind
 
@@ -54,7 +53,7 @@ class LayerEstimate:
     layer: Layer
     mapping: dict[str, object]
     counts: LayerCounts
-    ifmap_zero_fraction: float
+    ifmap_zero_fraction: float  # of its MACs, those whose ifmap word is zero (what gating and skipping spare)
     energy_pj: dict[str, float]  # by hwsim.hardware.energy.COMPONENTS
     level_operand_pj: np.ndarray  # [Level, Operand] energy of the accesses at each level
     latency: LatencyBound
@@ -85,9 +84,9 @@ class NetworkEstimate:
         return sum(l.latency.bound_cycles for l in self.layers)
 
 
-def layer_energy(c: LayerCounts, table: EnergyTable, zeros: float) -> tuple[dict[str, float], np.ndarray]:
+def layer_energy(c: LayerCounts, table: EnergyTable) -> tuple[dict[str, float], np.ndarray]:
     """Energy by component and the [Level, Operand] energy of one layer's counts (pJ)."""
-    return table.price(c.transfers, c.compute, zeros)
+    return table.price(c.transfers, c.compute)
 
 
 def latency_bound(c: LayerCounts, hw: Accelerator) -> LatencyBound:
@@ -127,31 +126,32 @@ def mapping_summary(entry: LayerMapping | None) -> dict[str, object]:
     return out
 
 
-def layer_counts(layer: Layer, entry: LayerMapping | None, hw: Accelerator, batch: int) -> LayerCounts:
-    """The closed-form counts of one layer as its mapping entry says (none: nothing to run)."""
+def layer_counts(layer: Layer, entry: LayerMapping | None, hw: Accelerator, batch: int,
+                 zeros: LayerZeros = DENSE_LAYER) -> LayerCounts:
+    """The closed-form counts of one layer as its mapping entry says (none: nothing to run), with its zeros."""
     if entry is None:
         return empty_counts(layer)
     if isinstance(entry, LoopNest):
-        return nest_counts(layer, entry, batch, hw)
-    return streamed_counts(layer, entry, hw, batch)
+        return nest_counts(layer, entry, batch, hw, zeros)
+    return streamed_counts(layer, entry, hw, batch, zeros)
 
 
 def estimate_layer(layer: Layer, entry: LayerMapping | None, hw: Accelerator, batch: int, table: EnergyTable,
-                   zeros: float) -> LayerEstimate:
+                   zeros: LayerZeros) -> LayerEstimate:
     """Counts, energy and latency bound of one layer."""
-    counts = layer_counts(layer, entry, hw, batch)
-    energy, by_level = layer_energy(counts, table, zeros)
-    return LayerEstimate(layer, mapping_summary(entry), counts, zeros, energy, by_level, latency_bound(counts, hw))
+    counts = layer_counts(layer, entry, hw, batch, zeros)
+    energy, by_level = layer_energy(counts, table)
+    return LayerEstimate(layer, mapping_summary(entry), counts, zeros.zero_macs, energy, by_level,
+                         latency_bound(counts, hw))
 
 
 def estimate_network(graph: Graph, hw: Accelerator, mapping: NetworkMapping,
-                     ifmap_zeros: Mapping[str, float] | None = None) -> NetworkEstimate:
-    """Every layer of `graph` as `mapping` maps it; `ifmap_zeros` gives a layer's ifmap zero fraction (default
-    dense)."""
+                     sparsity: SparsityProfile | None = None) -> NetworkEstimate:
+    """Every layer of `graph` as `mapping` maps it, with the zeros of `sparsity` (default dense)."""
     table = energy_table(hw)
-    zeros = ifmap_zeros or {}
+    profile = sparsity or DENSE
     entries = {m.layer: m for m in mapping.layers}
-    layers = tuple(estimate_layer(l, entries.get(l.name), hw, mapping.batch, table, zeros.get(l.name, 0.0))
+    layers = tuple(estimate_layer(l, entries.get(l.name), hw, mapping.batch, table, profile.zeros(l.name))
                    for l in graph if l.kind not in (LayerKind.INPUT, LayerKind.OUTPUT))
     return NetworkEstimate(graph.name, hw.name, mapping.batch, hw.clock_hz, layers)
 
@@ -168,6 +168,7 @@ def layer_record(e: LayerEstimate, hw: Accelerator) -> dict[str, object]:
         "ops": c.ops,
         "passes": c.passes,
         "ifmap_zero_fraction": e.ifmap_zero_fraction,
+        "gated_macs": c.gated_macs,
         "accesses_words": {
             LEVEL_NAMES[lv]: {OPERAND_NAMES[op]: {a.name.lower(): int(accesses[lv, op, a]) for a in Access}
                               for op in range(len(Operand)) if accesses[lv, op].any()}

@@ -56,15 +56,17 @@ from types import MappingProxyType
 from hwsim.analytic.cnnergy import CnnergyLayer, cnnergy_schedule
 from hwsim.errors import ConfigError, NetworkError
 from hwsim.hardware.schema import Accelerator
+from hwsim.sparsity.names import DEFAULT_RELU_SPARSITY
+from hwsim.sparsity.profile import LayerZeros, SparsityProfile, default_zero_macs, padded_sparsity
 from hwsim.vocab import ceil_div
 from hwsim.workload.ir import Graph, Layer, LayerKind
 
 RELU_FAMILY = frozenset({"relu", "relu6", "thresholded_relu"})
 """Activations that output exact zeros for a whole range of inputs."""
 
-DEFAULT_RELU_SPARSITY = 0.5
-"""Zero fraction after a ReLU-family activation when nothing was measured: half the pre-activations
-negative. Conservative next to measured AlexNet layers (0.51-0.91 zeros)."""
+# DEFAULT_RELU_SPARSITY (hwsim.sparsity.names, where the command line reads it): the zero fraction after a
+# ReLU-family activation when nothing was measured, half the pre-activations negative. Conservative next to
+# measured AlexNet layers (0.51-0.91 zeros).
 
 DEFAULT_MAX_BATCH = 18
 """Cap on CNNergy's batch n: the largest batch of the reference AlexNet run (FC layers)."""
@@ -145,6 +147,25 @@ class SparsityModel:
             return max(zeros[t] for t in layer.inputs)
         return 0.0
 
+    def profile(self, graph: Graph) -> SparsityProfile:
+        """Every layer's zero fractions under this model, as the simulator and the closed form read them: the
+        tensors' zeros (element-weighted over a layer's inputs), the MACs' zeros as `layer_sparsity` gives
+        them (a measured sp_if as given, a derived one with the padding), dense filters."""
+        zeros = self.tensor_sparsities(graph)
+        layers = {}
+        for layer in graph:
+            if not layer.inputs:
+                continue
+            sizes = [s.elements for s in layer.in_shapes]
+            ifmap = sum(zeros[t] * n for t, n in zip(layer.inputs, sizes)) / max(sum(sizes), 1)
+            zero_macs = default_zero_macs(layer, ifmap)
+            if layer.name in self.measured:
+                ifmap = zero_macs = self.measured[layer.name][0]
+            each = tuple(zeros[t] for t in layer.inputs) if len(layer.inputs) > 1 else ()
+            layers[layer.name] = LayerZeros(ifmap, 0.0, zeros[layer.output], zero_macs, each)
+        kind = "preset" if self.measured else "defaults"
+        return SparsityProfile(kind, f"{self.name}: {self.source}", MappingProxyType(layers))
+
     def layer_sparsity(self, layer: Layer, zeros: Mapping[str, float]) -> tuple[float, float]:
         """(sp_if, sp_of) of a weighted layer: measured, or derived from its tensors and padding."""
         if layer.name in self.measured:
@@ -158,17 +179,6 @@ class SparsityModel:
 def _check_fraction(what: str, value: float) -> None:
     if not 0.0 <= value <= 1.0:
         raise NetworkError(f"{what} is a fraction of zeros in [0, 1], got {value}")
-
-
-def padded_sparsity(layer: Layer, sparsity: float) -> float:
-    """Zero fraction of the padded ifmap: the tensor's zeros plus the padding ring (crops add none)."""
-    shape = layer.in_shape
-    padded_h = shape.h + layer.padding.top + layer.padding.bottom
-    padded_w = shape.w + layer.padding.left + layer.padding.right
-    padded_area, area = padded_h * padded_w, shape.h * shape.w
-    if padded_area <= area:
-        return sparsity
-    return (sparsity * area + padded_area - area) / padded_area
 
 
 ALEXNET_MEASURED = SparsityModel(

@@ -29,6 +29,13 @@ nest as `hwsim.mapping.nest.format` defines it, without walking it:
 
 Every MAC reads its three operands from the PE's RF and writes its psum there,
 except psums handed to the next PE; words entering the array are RF fills.
+
+Zeros (`hwsim.sparsity.layer`): a pass of W MACs has ⌊W · z⌋ whose ifmap word
+is zero (z: the layer's zero-MAC fraction), summed over the same length
+combinations; the array gates them (zero_gating) or skips them (zero_skipping:
+its pass then counts W − ⌊W · z⌋ MACs), with their filter RF reads and, with
+zero_gating_psums, their psum RF reads and writes (the writes at most the
+layer's).
 """
 
 from __future__ import annotations
@@ -44,6 +51,9 @@ import numpy as np
 from hwsim.analytic.counts import LayerCounts, add_transfer
 from hwsim.hardware.schema import Accelerator
 from hwsim.mapping.nest.format import DIMS, REDUCTION, LoopNest, Streamed
+from hwsim.sparsity.codec import Codec, Links
+from hwsim.sparsity.layer import expected_zero_macs
+from hwsim.sparsity.profile import DENSE_LAYER, LayerZeros
 from hwsim.vocab import ACCESS_SHAPE, Level, Operand, ceil_div
 from hwsim.workload.ir import Layer, LayerKind
 
@@ -149,8 +159,10 @@ def _loops(nest: LoopNest) -> list[_Loop]:
 class NestCounter:
     """The counts of one layer's loop nest (see the module docstring)."""
 
-    def __init__(self, layer: Layer, nest: LoopNest, batch: int, hw: Accelerator) -> None:
-        self.layer, self.nest, self.hw = layer, nest, hw
+    def __init__(self, layer: Layer, nest: LoopNest, batch: int, hw: Accelerator,
+                 zeros: LayerZeros = DENSE_LAYER) -> None:
+        self.layer, self.nest, self.hw, self.zeros = layer, nest, hw, zeros
+        self.links = Links.of(hw)
         self.w = window_of(layer, batch, nest.lowering)
         self.loops = _loops(nest)
         self._inside = _suffix_products(self.loops)
@@ -241,18 +253,48 @@ class NestCounter:
         key = (len(group), grids, w.stride[axis], w.dilation[axis], w.pad[axis], w.in_hw[axis], w.up[axis],
                w.out_hw[axis])
         if key not in _group_sums:
-            ranges = [self._split(d, *self._ranges(d, c), axes) for d, c in zip(group, cuts)]
-            if len(group) == 2:
-                (a0, a1), (k0, k1) = ranges
-                rows = progression_union(a0[:, None], a1[:, None], k0[None, :], k1[None, :], w.stride[axis],
-                                         w.dilation[axis], w.pad[axis], w.in_hw[axis])
-            else:
-                ((lo, hi),) = ranges
-                rows = _owned(lo, hi, w.up[axis], w.dims[group[0]], w.out_hw[axis])
             if len(_group_sums) >= _GROUP_SUMS_ENTRIES:
                 _group_sums.pop(next(iter(_group_sums)))
-            _group_sums[key] = int(rows.sum())
+            _group_sums[key] = int(self._group_values(op, group, cuts, axes).sum())
         return _group_sums[key]
+
+    def _group_values(self, op: str, group: tuple[str, ...], cuts: tuple[int, ...],
+                      axes: frozenset[str] = frozenset()) -> np.ndarray:
+        """The distinct elements of each of the group's ranges (or pairs of ranges), one value per range."""
+        w = self.w
+        ranges = [self._split(d, *self._ranges(d, c), axes) for d, c in zip(group, cuts)]
+        if len(group) == 1 and not (op == "psum" and w.transposed and group[0] in ("P", "Q")):
+            ((lo, hi),) = ranges
+            lengths: np.ndarray = hi - lo
+            return lengths
+        axis = 0 if group[0] == "P" else 1
+        if len(group) == 2:
+            (a0, a1), (k0, k1) = ranges
+            rows = progression_union(a0[:, None], a1[:, None], k0[None, :], k1[None, :], w.stride[axis],
+                                     w.dilation[axis], w.pad[axis], w.in_hw[axis])
+            return rows.ravel()
+        ((lo, hi),) = ranges
+        return _owned(lo, hi, w.up[axis], w.dims[group[0]], w.out_hw[axis])
+
+    def coded_words(self, op: str, cut: int, codec: Codec, fraction: float) -> int:
+        """Σ over the visits of the first `cut` (storage) loops, image by image for activations, of the coded words
+        of `op`'s tile, by the codec's expectation for a `fraction` of zeros: each group of dims gives the
+        distinct tile extents with their multiplicities, and the tiles of one shape are priced once. For psums,
+        only the last visit of each output tile (the ofmap written back)."""
+        total = 1  # transfers per tile shape: the copies of the dims the operand ignores, and one per image
+        for d in DIMS:
+            if d not in self.relevant[op] and op != "psum":  # a psum's other dims are reduced: one last visit
+                total *= self._copies(d, cut, frozenset())
+        values, counts = np.ones(1, dtype=np.int64), np.ones(1, dtype=np.int64)
+        for group in self._groups(op):
+            if group == ("N",) and op != "filter":
+                total *= self.w.dims["N"]
+                continue
+            found, found_counts = np.unique(self._group_values(op, group, tuple(cut for _ in group)),
+                                            return_counts=True)
+            values, inverse = np.unique(np.outer(values, found).ravel(), return_inverse=True)
+            counts = np.bincount(inverse, weights=np.outer(counts, found_counts).ravel()).astype(np.int64)
+        return total * int((counts * codec.expected_words(values, fraction)).sum())
 
     def _grid_key(self, dim: str, cut: int, axes: frozenset[str]) -> tuple[int, int, int, int]:
         """What a dim's ranges at `cut`, cut into PE sub-ranges along `axes`, depend on: (extent, granularity,
@@ -317,7 +359,7 @@ class NestCounter:
             axes = self._axes(op) if level == "rf" and op != "psum" else frozenset()
             words = self.words(op, cut, axes, coarse)
             if op != "psum":
-                add_transfer(table, Operand[op.upper()], LEVEL[parent], LEVEL[level], words)
+                self._add(table, op, parent, level, words, cut)
                 if level == "rf" and axes and self.nest.array.delivery[op].startswith("forward"):
                     hops[op] += self.words(op, cut, frozenset({"rows", "cols"})) - words
                 continue
@@ -326,13 +368,27 @@ class NestCounter:
         hops["psum"] = self.words("psum", k, frozenset({"rows", "cols"})) - self.words("psum", k)
         return table, hops
 
+    def _add(self, table: np.ndarray, op: str, src: str, dst: str, words: int, cut: int) -> None:
+        """A transfer of `words` words of `op` ("ifmap", "filter", or "ofmap": psums written back last) from `src`
+        to `dst`, its coded words at an end that keeps tiles coded."""
+        operand = Operand[op.upper()]
+        codec = self.links.coded(op, src, dst)
+        if codec is None:
+            add_transfer(table, operand, LEVEL[src], LEVEL[dst], words)
+            return
+        tile_op = "psum" if op == "ofmap" else op
+        coded = self.coded_words(tile_op, cut, codec, getattr(self.zeros, op))
+        levels = self.links.levels
+        add_transfer(table, operand, LEVEL[src], LEVEL[dst], coded if src in levels else words,
+                     coded if dst in levels else words)
+
     def _psums(self, table: np.ndarray, level: str, parent: str, cut: int, words: int) -> None:
         """Reads on every visit but the first over the reduction dims outside j, write-backs on every visit."""
         revisits = int(np.prod([len(self._ranges(d, cut)[0]) for d in REDUCTION], dtype=np.int64))
         once = words // revisits
         add_transfer(table, Operand.PSUM, LEVEL[parent], LEVEL[level], words - once)
         if parent == "dram":
-            add_transfer(table, Operand.OFMAP, LEVEL[level], LEVEL[parent], once)
+            self._add(table, "ofmap", level, parent, once, cut)
             add_transfer(table, Operand.PSUM, LEVEL[level], LEVEL[parent], words - once)
         else:
             add_transfer(table, Operand.PSUM, LEVEL[level], LEVEL[parent], words)
@@ -358,73 +414,102 @@ class NestCounter:
         count = math.prod(self.loops[i].factor for i in at)
         return min(count, ceil_div(length, inner))
 
-    def passes(self) -> tuple[int, int, int]:
-        """(passes, MACs, compute cycles) by the dataflow's pass timing."""
+    def passes(self) -> tuple[int, int, int, int]:
+        """(passes, MACs, compute cycles, MACs whose ifmap word is zero) by the dataflow's pass timing."""
         pe = self.hw.pe_array
         systolic = pe.dataflow in SYSTOLIC_FILL
         # per dim and pass length: (length, passes with it, stream positions or active PE positions)
         per_dim = [[(length, n, self._positions(d, length, "stream") if systolic else
                      self._positions(d, length, "rows") * self._positions(d, length, "cols"))
                     for length, n in lengths] for d, lengths in self._pass_lengths().items()]
-        passes = macs = cycles = 0
+        passes = macs = cycles = zero_macs = 0
         for combo in itertools.product(*per_dim):
             n = math.prod(c[1] for c in combo)
             work = math.prod(c[0] for c in combo)
             spread = math.prod(c[2] for c in combo)
+            zero = int(expected_zero_macs(np.array([work]), self.zeros.zero_macs)[0])
             passes += n
             macs += n * work
+            zero_macs += n * zero
             if systolic:  # SCALE-Sim: a fold of T streamed iterations, skewed in and out
                 cycles += n * (SYSTOLIC_FILL[pe.dataflow] * pe.rows + pe.cols + spread - 2)
             else:
-                cycles += n * (ceil_div(work, spread * pe.macs_per_cycle) + pe.fill_drain_cycles)
-        return passes, macs, cycles
+                done = work - zero if pe.zero_skipping else work
+                cycles += n * (ceil_div(done, spread * pe.macs_per_cycle) + pe.fill_drain_cycles)
+        return passes, macs, cycles, zero_macs
 
     def counts(self) -> LayerCounts:
         table, hops = self.transfers()
-        passes, macs, cycles = self.passes()
-        return LayerCounts(self.layer.name, table, macs, 0, macs, macs, macs, macs - hops["psum"], hops["psum"],
-                           passes, cycles, hops["ifmap"], hops["filter"])
+        passes, macs, cycles, zero_macs = self.passes()
+        pe = self.hw.pe_array
+        gated = zero_macs if pe.zero_gating or pe.zero_skipping else 0
+        writes = macs - hops["psum"]
+        psums = gated + min(gated, max(0, writes)) if pe.zero_gating_psums else 0
+        return LayerCounts(self.layer.name, table, macs, 0, macs, macs, macs, writes, hops["psum"],
+                           passes, cycles, hops["ifmap"], hops["filter"], gated, gated, psums)
 
 
 _COUNTS_CACHE_ENTRIES = 4096
 _counts_cache: dict[tuple[object, ...], LayerCounts] = {}
 
 
-def _counts_key(w: Window, nest: LoopNest, hw: Accelerator) -> tuple[object, ...]:
-    """What the counts depend on: the window, the nest without its layer's name, and the array's timing."""
+def _counts_key(w: Window, nest: LoopNest, hw: Accelerator, zeros: LayerZeros) -> tuple[object, ...]:
+    """What the counts depend on: the window, the nest without its layer's name, the array's timing and zero
+    features, and the layer's zeros."""
     pe = hw.pe_array
     window = (tuple(w.dims[d] for d in DIMS), w.stride, w.dilation, w.pad, w.in_hw, w.out_hw, w.up, w.transposed)
-    return (window, nest.key(), pe.dataflow, pe.rows, pe.cols, pe.macs_per_cycle, pe.fill_drain_cycles)
+    coding = (hw.dram.compression, hw.l2.compression if hw.l2 is not None else None)
+    return (window, nest.key(), pe.dataflow, pe.rows, pe.cols, pe.macs_per_cycle, pe.fill_drain_cycles,
+            pe.zero_gating, pe.zero_skipping, zeros, coding)
 
 
-def nest_counts(layer: Layer, nest: LoopNest, batch: int, hw: Accelerator) -> LayerCounts:
-    """`NestCounter(...).counts()`, counted once per distinct (window, nest, array): a network's repeated layer
-    shapes, and a mapper's repeated candidates, cost one count each."""
-    key = _counts_key(window_of(layer, batch, nest.lowering), nest, hw)
+def nest_counts(layer: Layer, nest: LoopNest, batch: int, hw: Accelerator,
+                zeros: LayerZeros = DENSE_LAYER) -> LayerCounts:
+    """`NestCounter(...).counts()`, counted once per distinct (window, nest, array, zeros): a network's repeated
+    layer shapes, and a mapper's repeated candidates, cost one count each."""
+    key = _counts_key(window_of(layer, batch, nest.lowering), nest, hw, zeros)
     found = _counts_cache.get(key)
     if found is None:
-        found = NestCounter(layer, nest, batch, hw).counts()
+        found = NestCounter(layer, nest, batch, hw, zeros).counts()
         if len(_counts_cache) >= _COUNTS_CACHE_ENTRIES:
             _counts_cache.pop(next(iter(_counts_cache)))
         _counts_cache[key] = found
     return dataclasses.replace(found, layer=layer.name, transfers=found.transfers.copy())
 
 
-def streamed_counts(layer: Layer, mapping: Streamed, hw: Accelerator, batch: int) -> LayerCounts:
+def _piece_sizes(total: int, pieces: int) -> tuple[tuple[int, int], ...]:
+    """(size, how many) of `pieces` near-equal pieces of `total` words, larger first."""
+    small, larger = divmod(total, pieces)
+    return ((small + 1, larger), (small, pieces - larger))
+
+
+def _pieces_coded(total: int, pieces: int, codec: Codec | None, fraction: float) -> int:
+    """Words of `pieces` near-equal pieces of `total` words, each coded by the codec's expectation (raw: none)."""
+    if codec is None:
+        return total
+    return sum(n * int(codec.expected_words(np.array([size]), fraction)[0]) for size, n in _piece_sizes(total, pieces)
+               if n)
+
+
+def streamed_counts(layer: Layer, mapping: Streamed, hw: Accelerator, batch: int,
+                    zeros: LayerZeros = DENSE_LAYER) -> LayerCounts:
     """A streamed layer: each image's inputs DRAM → GLB → array in `mapping.tiles` near-equal pieces (larger
-    ones first), the ops on min(ops, PEs) PEs per piece, outputs back the same way."""
+    ones first), the ops on min(ops, PEs) PEs per piece, outputs back the same way; a DRAM that keeps tiles coded
+    moves each piece's coded words."""
     ins = sum(s.elements for s in layer.in_shapes) * batch
     out = layer.out_shape.elements * batch
+    n, pe, links = mapping.tiles, hw.pe_array, Links.of(hw)
+    coded_in = batch * sum(_pieces_coded(s.elements, n, links.coded("ifmap", "dram", "glb"), zeros.input(i))
+                           for i, s in enumerate(layer.in_shapes))
+    coded_out = batch * _pieces_coded(layer.out_shape.elements, n, links.coded("ofmap", "glb", "dram"), zeros.ofmap)
+    dram_coded = "dram" in links.levels
     table = np.zeros(ACCESS_SHAPE, dtype=np.int64)
-    add_transfer(table, Operand.IFMAP, Level.DRAM, Level.GLB, ins)
+    add_transfer(table, Operand.IFMAP, Level.DRAM, Level.GLB, coded_in if dram_coded else ins, ins)
     add_transfer(table, Operand.IFMAP, Level.GLB, Level.RF, ins)
     add_transfer(table, Operand.OFMAP, Level.RF, Level.GLB, out)
-    add_transfer(table, Operand.OFMAP, Level.GLB, Level.DRAM, out)
-    n, pe = mapping.tiles, hw.pe_array
-    small, larger = divmod(layer.ops, n)
-    sizes = [(small + 1, larger), (small, n - larger)]
+    add_transfer(table, Operand.OFMAP, Level.GLB, Level.DRAM, out, coded_out if dram_coded else out)
     cycles = sum(count * (ceil_div(ops, max(1, min(ops, pe.pes)) * pe.macs_per_cycle) + pe.fill_drain_cycles)
-                 for ops, count in sizes)
+                 for ops, count in _piece_sizes(layer.ops, n))
     return LayerCounts(layer.name, table, 0, layer.ops * batch, 0, 0, 0, 0, 0, n * batch, cycles * batch)
 
 

@@ -12,11 +12,13 @@ from typing import TYPE_CHECKING
 from hwsim.errors import HwsimError
 from hwsim.hardware.units import BYTES, parse_quantity
 from hwsim.search.names import MAPPERS, OBJECTIVE_NAMES
+from hwsim.sparsity.names import DEFAULT_RELU_SPARSITY, SPARSITY_CHOICES
 from hwsim.workload.network import parse_input_size
 
 if TYPE_CHECKING:  # the flows are loaded by the command that runs, not by every command's parser
-    from hwsim.flows.inputs import MappingLike
+    from hwsim.flows.inputs import MappingLike, SparsityLike
     from hwsim.search.network import SearchSettings
+    from hwsim.workload.ir import Graph
 
 
 def input_size_arg(text: str) -> tuple[int, int]:
@@ -38,12 +40,38 @@ def add_network_arguments(parser: argparse.ArgumentParser, required: bool = True
 
 
 def add_run_arguments(parser: argparse.ArgumentParser) -> None:
-    """The network arguments, --hw (required), --batch, --mapping and --json: what a simulating command takes."""
+    """The network arguments, --hw (required), --batch, --mapping, the sparsity options and --json: what a simulating
+    command takes."""
     add_network_arguments(parser)
     parser.add_argument("--hw", required=True, metavar="CONFIG", help="accelerator config: a path or a shipped name")
     parser.add_argument("--batch", type=positive_int, default=1, metavar="N", help="images per run (default 1)")
     add_mapping_argument(parser)
+    add_sparsity_arguments(parser, "none")
     parser.add_argument("--json", action="store_true", help="print one JSON document instead of tables")
+
+
+def add_sparsity_arguments(parser: argparse.ArgumentParser, default: str) -> None:
+    """--sparsity, --relu-sparsity and --activations-from: where the layers' zeros come from."""
+    parser.add_argument("--sparsity", default=None, metavar="SOURCE",
+                        help=f"the layers' zeros (zero gating, zero skipping, compression): none (dense), "
+                             f"{', '.join(SPARSITY_CHOICES)} (defaults by activation, measured presets), or a "
+                             f"profile FILE.csv/.yaml with one row per layer (default {default})")
+    parser.add_argument("--relu-sparsity", type=fraction_arg, default=DEFAULT_RELU_SPARSITY, metavar="F",
+                        help=f"zeros after a ReLU where nothing was measured (default {DEFAULT_RELU_SPARSITY})")
+    parser.add_argument("--activations-from", metavar="INPUT", default=None,
+                        help="measure the zeros: run the ONNX network once on INPUT (.npy array or image file) "
+                             "with onnxruntime (pip install 'hwsim[measure]'); tiles are coded from their values")
+
+
+def sparsity_request(args: argparse.Namespace, graph: Graph, default: str) -> SparsityLike:
+    """The zeros the options ask for: measured with --activations-from, else --sparsity (or `default`)."""
+    from hwsim.flows.inputs import measure_activations, sparsity_choice
+
+    if args.activations_from is not None:
+        if args.sparsity is not None:
+            raise HwsimError("--sparsity and --activations-from both say where zeros come from; give one of them")
+        return measure_activations(args.network, args.activations_from, graph, args.input, args.allow_unknown)
+    return sparsity_choice(args.sparsity or default, args.relu_sparsity, graph)
 
 
 def add_mapping_argument(parser: argparse.ArgumentParser) -> None:
@@ -147,6 +175,7 @@ __all__ = [
     "add_network_arguments",
     "add_run_arguments",
     "add_search_arguments",
+    "add_sparsity_arguments",
     "bytes_arg",
     "fraction_arg",
     "input_size_arg",
@@ -154,4 +183,5 @@ __all__ = [
     "positive_float",
     "positive_int",
     "search_settings",
+    "sparsity_request",
 ]

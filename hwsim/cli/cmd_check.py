@@ -13,7 +13,7 @@ from typing import Any
 
 from hwsim.check import CheckReport
 from hwsim.check.compare import ENERGY_RTOL
-from hwsim.cli.args import add_run_arguments, mapping_request
+from hwsim.cli.args import add_run_arguments, mapping_request, sparsity_request
 from hwsim.cli.depthfirst_checks import check_record, print_checks
 from hwsim.cli.output import console, emit_json, format_count, layer_progress, table
 from hwsim.errors import HwsimError
@@ -108,7 +108,8 @@ def run(args: argparse.Namespace) -> int:
     loaded = load_network(args.network, args.input, args.allow_unknown)
     hw = load_config(args.hw)
     with layer_progress(f"simulating {loaded.graph.name}", len(loaded.graph), args.json) as progress:
-        report = check_network(loaded.graph, hw, args.batch, args.trace, progress, mapping_request(args))
+        report = check_network(loaded.graph, hw, args.batch, args.trace, progress, mapping_request(args),
+                               sparsity_request(args, loaded.graph, "none"))
     if args.json:
         emit_json(document(report))
     else:

@@ -18,14 +18,14 @@ from rich.table import Table
 
 from hwsim.analytic.cnnergy import CnnergyEnergy
 from hwsim.analytic.estimate import NetworkEstimate, layer_record
-from hwsim.analytic.graph_adapter import DEFAULT_RELU_SPARSITY, SparsityModel
 from hwsim.cli.args import (
     add_mapping_argument,
     add_network_arguments,
-    fraction_arg,
+    add_sparsity_arguments,
     mapping_request,
     positive_float,
     positive_int,
+    sparsity_request,
 )
 from hwsim.cli.output import console, emit_json, format_count, table
 from hwsim.errors import HwsimError, NetworkError
@@ -35,12 +35,13 @@ from hwsim.flows.estimate import (
     GlbSizeSweep,
     LayerTable,
     MappingEstimate,
+    cnnergy_sparsity,
     estimate_cnnergy,
     estimate_mapping,
     glb_sizes,
     sweep_glb_size,
 )
-from hwsim.flows.inputs import AUTO, SPARSITY_CHOICES, choose_sparsity, precision_warnings
+from hwsim.flows.inputs import AUTO, NONE, SparsityLike, precision_warnings
 from hwsim.hardware import load_config
 from hwsim.hardware.schema import Accelerator
 from hwsim.hardware.units import BYTES, parse_quantity
@@ -49,7 +50,6 @@ from hwsim.vocab import ACCESS_SHAPE, LEVEL_NAMES, OPERAND_NAMES
 from hwsim.workload.ir import Graph
 from hwsim.workload.network import load_network
 
-NONE = "none"
 SWEEP_KEYS = ("glb.size",)
 MAX_SWEEP_POINTS = 64
 NEAR_OPTIMUM = 0.02  # sizes within 2 % of the minimum energy are marked
@@ -105,11 +105,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
                    help="cnnergy only: a CNNergy layer table (name,R,M,H,C,U,E,sp_if,sp_of,n) instead of a network")
     p.add_argument("--batch", type=positive_int, default=1, metavar="N", help="mapping: images per run (default 1)")
     add_mapping_argument(p)
-    p.add_argument("--sparsity", choices=(NONE, *SPARSITY_CHOICES), default=None,
-                   help="activation zeros used for zero gating and compression: none (mapping default: dense), "
-                        "auto (cnnergy default: measured AlexNet values when they fit), relu, or a preset")
-    p.add_argument("--relu-sparsity", type=fraction_arg, default=DEFAULT_RELU_SPARSITY, metavar="F",
-                   help=f"zeros after a ReLU where nothing was measured (default {DEFAULT_RELU_SPARSITY})")
+    add_sparsity_arguments(p, "none for the mapping model; auto for cnnergy: measured AlexNet values when they fit")
     p.add_argument("--clock-power", type=_watts, default=None, metavar="W",
                    help="clock power in W at the reference throughput (default: the config's control.clock_power)")
     p.add_argument("--throughput-gmacs", type=_gmacs, default=None, metavar="X",
@@ -265,12 +261,13 @@ def _source(args: argparse.Namespace) -> tuple[Graph | LayerTable, tuple[str, ..
     return loaded.graph, loaded.warnings
 
 
-def _sparsity(args: argparse.Namespace, source: Graph | LayerTable) -> SparsityModel | None:
-    """--sparsity as a model (None: dense); the default is dense for rs and auto for cnnergy."""
-    choice = args.sparsity or (AUTO if args.model == "cnnergy" else NONE)
-    if choice == NONE or isinstance(source, LayerTable):
+def _sparsity(args: argparse.Namespace, source: Graph | LayerTable) -> SparsityLike:
+    """The zeros the options ask for (None: dense); the default is dense for the mapping model and auto for
+    cnnergy, which takes defaults or presets only."""
+    if isinstance(source, LayerTable):
         return None
-    return choose_sparsity(choice, args.relu_sparsity, source)
+    chosen = sparsity_request(args, source, AUTO if args.model == "cnnergy" else NONE)
+    return cnnergy_sparsity(chosen) if args.model == "cnnergy" else chosen
 
 
 def run(args: argparse.Namespace) -> int:
@@ -290,7 +287,7 @@ def run(args: argparse.Namespace) -> int:
         else:
             print_sweep(swept)
     elif args.model == "cnnergy":
-        c = estimate_cnnergy(source, hw, settings.sparsity, args.clock_power, args.throughput_gmacs)
+        c = estimate_cnnergy(source, hw, cnnergy_sparsity(settings.sparsity), args.clock_power, args.throughput_gmacs)
         if args.json:
             emit_json(cnnergy_document(c))
         else:

@@ -7,11 +7,7 @@ import math
 import re
 from typing import Any
 
-from hwsim.analytic.graph_adapter import (
-    DEFAULT_MAX_BATCH,
-    DEFAULT_RELU_SPARSITY,
-    SparsityModel,
-)
+from hwsim.analytic.graph_adapter import DEFAULT_MAX_BATCH, SparsityModel
 from hwsim.analytic.neupart import (
     CutCost,
     OptimumChange,
@@ -24,6 +20,7 @@ from hwsim.cli.output import console, emit_json, format_count, table
 from hwsim.flows.inputs import AUTO, SPARSITY_CHOICES, choose_sparsity
 from hwsim.flows.partition import Partition, partition_network
 from hwsim.hardware import load_config
+from hwsim.sparsity.names import DEFAULT_RELU_SPARSITY
 from hwsim.workload.ir import Graph
 from hwsim.workload.network import load_network
 

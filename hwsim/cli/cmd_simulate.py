@@ -7,7 +7,9 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from hwsim.cli.args import add_run_arguments, mapping_request
+from rich.console import JustifyMethod as Justify
+
+from hwsim.cli.args import add_run_arguments, mapping_request, sparsity_request
 from hwsim.cli.output import (
     console,
     emit_json,
@@ -58,13 +60,13 @@ def document(sim: Simulation) -> dict[str, Any]:
             "stall_cycles": {"load": run_.load_wait_cycles, "rf_filter": run_.rf_wait_cycles,
                              "psum": run_.psum_wait_cycles},
             "resource_stall_cycles": run_.resource_stall_cycles,
-            "macs": m.compute.macs, "utilization": m.utilization, "energy_pj": m.energy_pj,
-            "dram_bytes": int(m.transfers[0].sum()) * sim.hardware.word_bytes,
-            "dram_energy_pj_by_command": m.dram_energy_pj,
+            "macs": m.compute.macs, "gated_macs": m.compute.gated_macs, "utilization": m.utilization,
+            "energy_pj": m.energy_pj, "dram_bytes": int(m.transfers[0].sum()) * sim.hardware.word_bytes,
+            "dram_energy_pj_by_command": m.dram_energy_pj, "zeros": sim.sparsity.zeros(run_.name).record(),
         })
     t = sim.totals
     return {"network": sim.metrics.network, "hardware": sim.hardware.name, "batch": sim.metrics.batch,
-            "trace": str(sim.trace), "cycles": sim.result.cycles,
+            "trace": str(sim.trace), "cycles": sim.result.cycles, "sparsity": sim.sparsity.record(),
             "latency_s": sim.result.cycles / sim.hardware.clock_hz,
             "layers": layers,
             "totals": {"energy_pj": dict(t.energy_by_component_pj), "dram_bytes": t.dram_bytes, "macs": t.macs},
@@ -73,23 +75,34 @@ def document(sim: Simulation) -> dict[str, Any]:
             "dram": [asdict(s) for s in dram_report(sim.hardware, sim.metrics.layers)]}
 
 
-def print_report(doc: dict[str, Any]) -> None:
+def _layer_table(doc: dict[str, Any]) -> Any:
+    """The per-layer table; with zeros, each layer's input and output zero fractions and its gated MACs."""
+    sparse = doc["sparsity"]["kind"] != "dense"
+    zero_columns: list[tuple[str, Justify]] = [("zeros if/of", "right"), ("gated MACs", "right")] if sparse else []
     t = table(f"{doc['network']} on {doc['hardware']}, batch {doc['batch']}: simulated (energy in µJ, from the trace)",
               [("layer", "left"), ("cycles", "right"), ("util", "right"), ("load stall", "right"),
                ("filter stall", "right"), ("psum stall", "right"), ("queued: DRAM/GLB/NoC", "right"),
                ("MAC+RF", "right"), ("GLB", "right"),
-               ("DRAM", "right"), ("ctrl", "right"), ("total", "right"), ("DRAM bytes", "right")])
+               ("DRAM", "right"), ("ctrl", "right"), ("total", "right"), ("DRAM bytes", "right"), *zero_columns])
     for l in doc["layers"]:
-        e = l["energy_pj"]
+        e, z = l["energy_pj"], l["zeros"]
+        zeros = [f"{z['ifmap']:.0%}/{z['ofmap']:.0%}", format_count(l["gated_macs"])] if sparse else []
         t.add_row(l["name"], format_count(l["cycles"]), f"{l['utilization']:.0%}",
                   format_count(l["stall_cycles"]["load"]), format_count(l["stall_cycles"]["rf_filter"]),
                   format_count(l["stall_cycles"]["psum"]),
                   "/".join(format_count(l["resource_stall_cycles"][k]) for k in ("dram", "glb_port", "noc")),
                   f"{(e['mac'] + e['rf'] + e['inter_pe']) / 1e6:.2f}",
                   f"{e['glb'] / 1e6:.2f}", f"{e['dram'] / 1e6:.2f}", f"{(e['clock'] + e['control']) / 1e6:.2f}",
-                  f"{sum(e.values()) / 1e6:.2f}", format_bytes(l["dram_bytes"]))
+                  f"{sum(e.values()) / 1e6:.2f}", format_bytes(l["dram_bytes"]), *zeros)
+    return t
+
+
+def print_report(doc: dict[str, Any]) -> None:
     out = console()
-    out.print(t)
+    out.print(_layer_table(doc))
+    if doc["sparsity"]["kind"] != "dense":
+        out.print(f"zeros: {doc['sparsity']['source']} (zeros if/of: the share of zero words in the layer's input "
+                  "and output tensors; gated MACs: those a zero ifmap word gated or skipped)")
     if doc["dram"]:
         d = table(f"DRAM ({doc['dram_model']})", [("statistic", "left"), ("value", "right"), ("unit", "left"),
                                                    ("what", "left")])
@@ -115,7 +128,8 @@ def run(args: argparse.Namespace) -> int:
         for warning in warnings:
             console().print(f"[yellow]warning:[/] {warning}")
     with layer_progress(f"simulating {loaded.graph.name}", len(loaded.graph), args.json) as progress:
-        sim = simulate_network(loaded.graph, hw, args.batch, path, args.trace_levels, progress, mapping_request(args))
+        sim = simulate_network(loaded.graph, hw, args.batch, path, args.trace_levels, progress, mapping_request(args),
+                               sparsity_request(args, loaded.graph, "none"))
     if args.json:
         emit_json({**document(sim), "warnings": list(warnings)})
     else:

@@ -19,10 +19,11 @@ from pathlib import Path
 from hwsim.analytic.estimate import estimate_network
 from hwsim.check import CheckReport, compare
 from hwsim.errors import HwsimError
-from hwsim.flows.inputs import HardwareLike, MappingLike, NetworkLike
+from hwsim.flows.inputs import HardwareLike, MappingLike, NetworkLike, SparsityLike
 from hwsim.flows.simulate import ALL_LEVELS, Progress, Simulation, simulate_network
 from hwsim.mapping.nest.format import mapping_from_data
 from hwsim.metrics import TraceMetrics
+from hwsim.sparsity.profile import profile_from_record
 from hwsim.trace import Trace
 from hwsim.workload import zoo
 
@@ -34,19 +35,21 @@ def check_simulation(sim: Simulation) -> CheckReport:
     if sim.levels != ALL_LEVELS:
         raise HwsimError(f"{sim.trace}: records only {', '.join(sorted(sim.levels))}; checking needs every "
                          "level, simulate with the default levels")
-    return compare(estimate_network(sim.graph, sim.hardware, sim.mapping), sim.metrics)
+    estimate = estimate_network(sim.graph, sim.hardware, sim.mapping, sim.sparsity)
+    return compare(estimate, sim.metrics, measured=sim.sparsity.tensors is not None)
 
 
 def check_network(network: NetworkLike, hw: HardwareLike, batch: int = 1, trace_path: str | Path | None = None,
-                  progress: Progress | None = None, mapping: MappingLike = None) -> CheckReport:
-    """Simulate `mapping` (default: hwsim's for `batch` images; trace kept at `trace_path`, else in a temporary
-    file) and check it."""
+                  progress: Progress | None = None, mapping: MappingLike = None,
+                  sparsity: SparsityLike = None) -> CheckReport:
+    """Simulate `mapping` (default: hwsim's for `batch` images) with the zeros of `sparsity` (trace kept at
+    `trace_path`, else in a temporary file) and check it."""
     if trace_path is not None:
         return check_simulation(simulate_network(network, hw, batch, trace_path, progress=progress,
-                                                 mapping=mapping))
+                                                 mapping=mapping, sparsity=sparsity))
     with tempfile.TemporaryDirectory(prefix="hwsim-check-") as tmp:
         return check_simulation(simulate_network(network, hw, batch, Path(tmp) / "check.h5", progress=progress,
-                                                 mapping=mapping))
+                                                 mapping=mapping, sparsity=sparsity))
 
 
 @dataclass(frozen=True)
@@ -76,7 +79,9 @@ def check_trace(trace: Trace, metrics: TraceMetrics) -> TraceCheck:
         return TraceCheck(NOT_AVAILABLE, f"no analytic cross-check for {trace.attrs.get('mapper')} traces here; use "
                                          "hwsim check --depthfirst")
     mapping = mapping_from_data(json.loads(str(mapping_json)), f"{trace.path}: mapping_json")
-    report = compare(estimate_network(graph, metrics.hardware, mapping), metrics)
+    sparsity = profile_from_record(json.loads(str(trace.attrs.get("sparsity_json", "null"))))
+    report = compare(estimate_network(graph, metrics.hardware, mapping, sparsity), metrics,
+                     measured=sparsity is not None and sparsity.kind == "measured")
     if report.ok:
         return TraceCheck(PASS, f"{len(report.layers)} layers: every count equal, energy equal, latency at or "
                                 "above the bound")

@@ -26,9 +26,11 @@ from hwsim.flows.inputs import (
     HardwareLike,
     MappingLike,
     NetworkLike,
+    SparsityLike,
     as_graph,
     as_hardware,
     as_mapping,
+    as_profile,
 )
 from hwsim.flows.totals import RunTotals
 from hwsim.hardware.energy import COMPONENTS, with_glb_data_size
@@ -65,14 +67,6 @@ def with_control(hw: Accelerator, clock_power_w: float | None, throughput_gmacs:
     return replace(hw, control=control)
 
 
-def ifmap_zeros(graph: Graph, sparsity: SparsityModel | None) -> dict[str, float]:
-    """Each layer's ifmap zero fraction under `sparsity` (empty: dense)."""
-    if sparsity is None:
-        return {}
-    zeros = sparsity.tensor_sparsities(graph)
-    return {layer.name: sparsity.layer_sparsity(layer, zeros)[0] for layer in graph if layer.inputs}
-
-
 def estimate_totals(e: NetworkEstimate, hw: Accelerator) -> RunTotals:
     """Energy by component, the latency bound, DRAM bytes and MACs of an estimate."""
     dram_words = sum(int(l.counts.transfers[0].sum()) for l in e.layers)
@@ -80,15 +74,16 @@ def estimate_totals(e: NetworkEstimate, hw: Accelerator) -> RunTotals:
                      sum(l.counts.macs for l in e.layers))
 
 
-def estimate_mapping(network: NetworkLike, hw: HardwareLike, batch: int = 1, sparsity: SparsityModel | None = None,
+def estimate_mapping(network: NetworkLike, hw: HardwareLike, batch: int = 1, sparsity: SparsityLike = None,
                      clock_power_w: float | None = None, throughput_gmacs: float | None = None,
                      mapping: MappingLike = None) -> MappingEstimate:
-    """Price `mapping` (default: hwsim's for `batch` images) from its closed-form counts; `sparsity` None is
-    dense (no zero gating)."""
+    """Price `mapping` (default: hwsim's for `batch` images) from its closed-form counts with the zeros of
+    `sparsity` (a model of defaults, a profile; None: dense)."""
     graph = as_graph(network)
     priced = with_control(as_hardware(hw), clock_power_w, throughput_gmacs)
-    chosen = as_mapping(mapping, graph, priced, batch)
-    e = estimate_network(graph, priced, chosen, ifmap_zeros(graph, sparsity))
+    profile = as_profile(sparsity, graph)
+    chosen = as_mapping(mapping, graph, priced, batch, profile)
+    e = estimate_network(graph, priced, chosen, profile)
     return MappingEstimate(e, priced, estimate_totals(e, priced), chosen)
 
 
@@ -125,6 +120,14 @@ class LayerTable:
     instead of a network."""
 
     path: str
+
+
+def cnnergy_sparsity(sparsity: SparsityLike) -> SparsityModel | None:
+    """`sparsity` as the faithful model takes it: defaults or a preset (its layers are CNNergy's), or dense."""
+    if sparsity is None or isinstance(sparsity, SparsityModel):
+        return sparsity
+    raise HwsimError("the cnnergy model takes sparsity none, auto, relu or a preset; a profile or measured zeros "
+                     "are for the mapping model")
 
 
 def estimate_cnnergy(source: NetworkLike | LayerTable, hw: HardwareLike, sparsity: SparsityModel | None = None,
@@ -200,7 +203,7 @@ class EstimateSettings:
 
     model: str = "mapping"
     batch: int = 1  # rs only
-    sparsity: SparsityModel | None = None
+    sparsity: SparsityLike = None  # cnnergy: a SparsityModel or None
     clock_power_w: float | None = None
     throughput_gmacs: float | None = None
 
@@ -208,7 +211,7 @@ class EstimateSettings:
 def _per_image(source: Graph | LayerTable, hw: Accelerator, s: EstimateSettings) -> tuple[float, float, float]:
     """(total, DRAM, GLB) energy per image under the settings' model."""
     if s.model == "cnnergy":
-        total = estimate_cnnergy(source, hw, s.sparsity, s.clock_power_w, s.throughput_gmacs).total()
+        total = estimate_cnnergy(source, hw, cnnergy_sparsity(s.sparsity), s.clock_power_w, s.throughput_gmacs).total()
         return total.total_pj, total.dram_pj, total.glb_pj
     assert not isinstance(source, LayerTable)  # sweep_glb_size allows a table with the cnnergy model only
     e = estimate_mapping(source, hw, s.batch, s.sparsity, s.clock_power_w, s.throughput_gmacs).estimate
@@ -251,11 +254,11 @@ __all__ = [
     "GlbSizeSweep",
     "LayerTable",
     "MappingEstimate",
+    "cnnergy_sparsity",
     "estimate_cnnergy",
     "estimate_mapping",
     "estimate_totals",
     "glb_sizes",
-    "ifmap_zeros",
     "scaled",
     "sweep_glb_size",
     "with_control",

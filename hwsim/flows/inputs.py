@@ -17,13 +17,16 @@ from hwsim.hardware.schema import Accelerator
 from hwsim.mapping.mapper import check_mapping, default_mapping
 from hwsim.mapping.nest.format import MappingError, NetworkMapping, load_mapping
 from hwsim.search.network import SearchSettings, search_network
+from hwsim.sparsity.profile import SparsityError, SparsityProfile, read_profile
 from hwsim.workload.ir import Graph, Layer
-from hwsim.workload.network import load_network
+from hwsim.workload.network import is_onnx_path, load_network
 
 NetworkLike = Graph | str | Path
 HardwareLike = Accelerator | str | Path
 # a mapping, a file written by `hwsim map`, a search to run (`--mapper search`), or None: the dataflow's rules
 MappingLike = NetworkMapping | SearchSettings | str | Path | None
+
+SparsityLike = SparsityModel | SparsityProfile | None  # defaults or a preset, a profile (file, measured), or dense
 
 AUTO, RELU = "auto", "relu"
 SPARSITY_CHOICES = (AUTO, RELU, *SPARSITY_PRESETS)
@@ -70,14 +73,16 @@ def check_batch(batch: int) -> int:
     return batch
 
 
-def as_mapping(mapping: MappingLike, graph: Graph, hw: Accelerator, batch: int) -> NetworkMapping:
-    """The mapping to run: hwsim's default for `batch` images, the one a search finds, or the given one (a file is
-    read), checked against the network and the hardware; a given mapping fixes the batch, so a different `batch`
-    is an error."""
+def as_mapping(mapping: MappingLike, graph: Graph, hw: Accelerator, batch: int,
+               sparsity: SparsityProfile | None = None) -> NetworkMapping:
+    """The mapping to run: hwsim's default for `batch` images, the one a search finds (pricing the zeros of
+    `sparsity` unless its settings name others), or the given one (a file is read), checked against the network
+    and the hardware; a given mapping fixes the batch, so a different `batch` is an error."""
     if mapping is None:
         return default_mapping(graph, hw, check_batch(batch))
     if isinstance(mapping, SearchSettings):
-        return search_network(graph, hw, check_batch(batch), mapping).mapping
+        settings = mapping if mapping.sparsity is not None else replace(mapping, sparsity=sparsity)
+        return search_network(graph, hw, check_batch(batch), settings).mapping
     given = mapping if isinstance(mapping, NetworkMapping) else load_mapping(mapping)
     if batch not in (1, given.batch):
         raise MappingError(f"mapping of {given.network!r}: made for batch {given.batch}, asked for {batch}; map the "
@@ -98,5 +103,60 @@ def choose_sparsity(choice: str, relu_sparsity: float, graph: Graph) -> Sparsity
     return replace(SPARSITY_PRESETS[choice], relu_sparsity=relu_sparsity)
 
 
-__all__ = ["AUTO", "RELU", "SPARSITY_CHOICES", "HardwareLike", "MappingLike", "NetworkLike", "as_graph", "as_hardware",
-           "as_mapping", "check_batch", "choose_sparsity", "precision_warnings"]
+NONE = "none"
+PROFILE_SUFFIXES = (".csv", ".yaml", ".yml")
+
+
+def sparsity_choice(choice: str, relu_sparsity: float, graph: Graph) -> SparsityLike:
+    """What `--sparsity CHOICE` names: none (dense), auto, relu or a preset (`choose_sparsity`), or a profile file
+    (.csv, .yaml)."""
+    if choice == NONE:
+        return None
+    if choice in SPARSITY_CHOICES:
+        return choose_sparsity(choice, relu_sparsity, graph)
+    if Path(choice).suffix.lower() in PROFILE_SUFFIXES:
+        return read_profile(choice, graph)
+    raise SparsityError(f"--sparsity {choice}: give none, {', '.join(SPARSITY_CHOICES)} or a profile file "
+                        "(.csv or .yaml, one row per layer)")
+
+
+def measure_activations(network: str | Path, input_path: str | Path, graph: Graph,
+                        input_hw: tuple[int, int] | None = None, allow_unknown: bool = False,
+                        runner: str = "onnxruntime") -> SparsityProfile:
+    """The measured profile of the ONNX file `network` (imported as `graph`) run once on `input_path`."""
+    if not is_onnx_path(str(network)):
+        raise SparsityError(f"--activations-from runs the network's ONNX graph with its weights; {network} is not "
+                            "an .onnx file (a zoo network has no weights)")
+    from hwsim.sparsity.onnx_run import measure_onnx
+    from hwsim.workload.onnx_import import load_onnx
+
+    result = load_onnx(network, allow_unknown=allow_unknown, input_hw=input_hw)
+    return measure_onnx(network, result, input_path, runner).profile(graph)
+
+
+def as_profile(sparsity: SparsityLike, graph: Graph) -> SparsityProfile | None:
+    """Every layer's zeros under `sparsity`: a model's for `graph`, a profile as given, None for dense."""
+    if isinstance(sparsity, SparsityModel):
+        return sparsity.profile(graph)
+    return sparsity
+
+
+__all__ = [
+    "AUTO",
+    "NONE",
+    "RELU",
+    "SPARSITY_CHOICES",
+    "HardwareLike",
+    "MappingLike",
+    "NetworkLike",
+    "SparsityLike",
+    "as_graph",
+    "as_hardware",
+    "as_mapping",
+    "as_profile",
+    "check_batch",
+    "choose_sparsity",
+    "measure_activations",
+    "precision_warnings",
+    "sparsity_choice",
+]

@@ -15,9 +15,11 @@ from hwsim.flows.inputs import (
     HardwareLike,
     MappingLike,
     NetworkLike,
+    SparsityLike,
     as_graph,
     as_hardware,
     as_mapping,
+    as_profile,
 )
 from hwsim.flows.totals import RunTotals
 from hwsim.hardware.energy import COMPONENTS
@@ -27,6 +29,7 @@ from hwsim.mapping.nest.format import NetworkMapping
 from hwsim.metrics import TraceMetrics, derive
 from hwsim.sim.executor import LayerRun, SimResult
 from hwsim.sim.run import simulate_to_trace
+from hwsim.sparsity.profile import DENSE, SparsityProfile
 from hwsim.trace import Trace
 from hwsim.vocab import TRACE_LEVELS
 from hwsim.workload.ir import Graph
@@ -50,6 +53,7 @@ class Simulation:
     peak_occupancy_bytes: dict[str, int]  # per buffer the schedule used
     totals: RunTotals
     mapping: NetworkMapping  # what was simulated
+    sparsity: SparsityProfile = DENSE  # the layers' zeros it was simulated with
 
     @property
     def network_macs(self) -> int:
@@ -78,19 +82,21 @@ def trace_totals(metrics: TraceMetrics, result: SimResult) -> RunTotals:
 
 def simulate_network(network: NetworkLike, hw: HardwareLike, batch: int = 1, trace_path: str | Path | None = None,
                      levels: frozenset[str] = ALL_LEVELS, progress: Progress | None = None,
-                     mapping: MappingLike = None) -> Simulation:
-    """Simulate `mapping` (default: hwsim's for `batch` images), recording `levels` to the trace at
-    `trace_path` (default traces/NETWORK-CONFIG.h5), and derive the report from the trace."""
+                     mapping: MappingLike = None, sparsity: SparsityLike = None) -> Simulation:
+    """Simulate `mapping` (default: hwsim's for `batch` images) with the layers' zeros of `sparsity` (None:
+    dense), recording `levels` to the trace at `trace_path` (default traces/NETWORK-CONFIG.h5), and derive the
+    report from the trace."""
     graph, accelerator = as_graph(network), as_hardware(hw)
-    chosen = as_mapping(mapping, graph, accelerator, batch)
+    profile = as_profile(sparsity, graph) or DENSE
+    chosen = as_mapping(mapping, graph, accelerator, batch, profile)
     path = Path(trace_path) if trace_path is not None else Path("traces") / f"{graph.name}-{accelerator.name}.h5"
-    schedule = network_schedule(graph, accelerator, chosen.batch, chosen)
-    result = simulate_to_trace(schedule, accelerator, path, levels, progress=progress)
+    schedule = network_schedule(graph, accelerator, chosen.batch, chosen, profile)
+    result = simulate_to_trace(schedule, accelerator, path, levels, sparsity=profile, progress=progress)
     with hwsim.trace.open(path) as trace:
         metrics = derive(trace)
         peaks = peak_occupancy(trace)
     return Simulation(graph, accelerator, chosen.batch, path, levels, result, metrics, peaks,
-                      trace_totals(metrics, result), chosen)
+                      trace_totals(metrics, result), chosen, profile)
 
 
 __all__ = ["ALL_LEVELS", "Progress", "Simulation", "peak_occupancy", "simulate_network", "trace_totals"]

@@ -22,9 +22,9 @@ COMPONENTS = ("mac", "rf", "inter_pe", "glb", "l2", "line_buffer", "dram", "cloc
 
 @dataclass(frozen=True)
 class ComputeCounts:
-    """What the passes of a layer did on the PE array (dense counts, before zero gating)."""
+    """What the passes of a layer did on the PE array: their dense work, and what zero ifmap words spared."""
 
-    macs: int  # multiply-accumulates
+    macs: int  # multiply-accumulates the passes cover
     ops: int  # non-MAC operations
     rf_filter_reads: int  # filter words the MACs read from RFs
     rf_ifmap_reads: int  # ifmap words the MACs read from RFs
@@ -33,6 +33,9 @@ class ComputeCounts:
     inter_pe_words: int  # psum words handed PE to PE (spatial reduction)
     inter_pe_ifmap_words: int = 0  # ifmap words forwarded PE to PE (systolic arrays)
     inter_pe_filter_words: int = 0  # filter words forwarded PE to PE (systolic arrays)
+    gated_macs: int = 0  # of the MACs, those a zero ifmap word gated or skipped (zero_gating, zero_skipping)
+    gated_filter_reads: int = 0  # of the filter RF reads, those gated or skipped with their MACs
+    gated_psum_accesses: int = 0  # of the psum RF reads and writes, those spared with them (zero_gating_psums)
 
     @property
     def hops(self) -> int:
@@ -54,24 +57,26 @@ class EnergyTable:
         """CNNergy's other control: fraction f of the total, i.e. f/(1-f) of the rest of on-chip energy."""
         return self.other_fraction / (1.0 - self.other_fraction) * on_chip_pj
 
-    def price(self, transfers: np.ndarray, compute: ComputeCounts, ifmap_zeros: float) -> tuple[dict[str, float],
-                                                                                               np.ndarray]:
+    def price(self, transfers: np.ndarray, compute: ComputeCounts) -> tuple[dict[str, float], np.ndarray]:
         """Energy by component and by [level, operand] of one layer (pJ).
 
         `transfers[level, operand, access]` are the words the layer's transfers
-        read, filled and updated. Zero gating (Eyeriss): for the `ifmap_zeros`
-        fraction of MACs whose ifmap is zero, the MAC and its filter and psum
-        RF accesses are skipped; the ifmap RF read still happens (it is how
-        the zero is detected) — CNNergy's e_RF·(3·NZ + NZ − IPE + MACs − NZ).
+        read, filled and updated. A MAC a zero ifmap word gated or skipped
+        (Eyeriss' zero gating) costs no MAC energy, and neither does its filter
+        RF read; its ifmap RF read still happens (it is how the zero is seen); its
+        psum RF read and write are spared where the counts say so
+        (`zero_gating_psums`). Clock energy is per MAC the passes cover (CNNergy's
+        P_clk at the reference throughput).
         """
         by_level = np.einsum("loa,la->lo", transfers.astype(np.float64), self.word_pj)
         rf = Level.RF
-        rf_pj, dense = self.word_pj[rf, 0], 1.0 - ifmap_zeros
-        by_level[rf, Operand.FILTER] += rf_pj * dense * compute.rf_filter_reads
+        rf_pj = self.word_pj[rf, 0]
+        by_level[rf, Operand.FILTER] += rf_pj * (compute.rf_filter_reads - compute.gated_filter_reads)
         by_level[rf, Operand.IFMAP] += rf_pj * compute.rf_ifmap_reads
-        by_level[rf, Operand.PSUM] += rf_pj * dense * (compute.rf_psum_reads + compute.rf_psum_writes)
+        by_level[rf, Operand.PSUM] += rf_pj * (compute.rf_psum_reads + compute.rf_psum_writes
+                                               - compute.gated_psum_accesses)
         energy = {
-            "mac": self.mac_pj * (dense * compute.macs + compute.ops),
+            "mac": self.mac_pj * (compute.macs - compute.gated_macs + compute.ops),
             "rf": float(by_level[rf].sum()),
             "inter_pe": self.inter_pe_pj * compute.hops,
             **{name: float(by_level[i].sum()) for i, name in enumerate(LEVEL_NAMES) if name != "rf"},

@@ -31,6 +31,7 @@ from hwsim.errors import ConfigError
 from hwsim.hardware.dram import dram_errors, dram_presets, with_device_fields
 from hwsim.hardware.schema import Accelerator, ParamInfo
 from hwsim.hardware.units import parse_quantity
+from hwsim.sparsity.codec import format_errors
 
 if TYPE_CHECKING:
     from _typeshed import DataclassInstance
@@ -163,6 +164,10 @@ def _value(f: dataclasses.Field[Any], hint: Any, node: yaml.Node, path: str, ctx
         raise ConfigError(f"{_where(ctx, node, path)}: expected a single value, not a list or mapping")
     raw = ctx.loader.construct_object(node, deep=True)
     where = _where(ctx, node, path)
+    if info.boolean:
+        if not isinstance(raw, bool):
+            raise ConfigError(f"{where}: expected true or false")
+        return raw
     if info.dim is None:
         if not isinstance(raw, str) or (f.name in ("name", "source") and not raw.strip()):
             raise ConfigError(f"{where}: expected a non-empty text")
@@ -413,8 +418,23 @@ def consistency_errors(acc: Accelerator) -> Iterator[str]:
         yield "l2.banks: the banks do not divide l2.size evenly"
     if acc.line_buffer is not None and acc.line_buffer.size_bytes % word:
         yield "line_buffer.size: not a whole number of words"
+    yield from _sparsity_errors(acc)
     if acc.clock_hz < 1e6:
         yield f"clock: {acc.clock_hz:g} Hz is implausibly slow; did you mean MHz?"
+
+
+def _sparsity_errors(acc: Accelerator) -> Iterator[str]:
+    """Rules of the zero features: skipping only where a pass is timed by its work; a usable code; DRAM and L2
+    coding tiles alike when both do."""
+    if acc.pe_array.zero_skipping and acc.pe_array.dataflow not in ("row_stationary", "no_local_reuse"):
+        yield (f"pe_array.zero_skipping: a {acc.pe_array.dataflow} systolic fold keeps its cycles whatever its zeros; "
+               "skipping is modelled for row_stationary and no_local_reuse, use zero_gating")
+    dram, l2 = acc.dram.compression, acc.l2.compression if acc.l2 is not None else None
+    for where, cfg in (("dram.compression", dram), ("l2.compression", l2)):
+        if cfg is not None:
+            yield from format_errors(cfg, acc.precision_bits, where)
+    if dram is not None and l2 is not None and dram != l2:
+        yield "l2.compression: differs from dram.compression; a tile moves between them as it is, give both the same"
 
 
 def describe(acc: Any, prefix: str = "") -> Iterator[tuple[str, Any, str, str]]:

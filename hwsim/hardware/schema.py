@@ -42,6 +42,7 @@ class ParamInfo:
     positive: bool  # > 0 (otherwise >= 0)
     maximum: float | None
     choices: tuple[str, ...] = ()  # the names a text field accepts (an implementation chosen by name)
+    boolean: bool = False  # a yes/no switch, written true or false
 
 
 def param(dim: Dimension | None, description: str, default: Any = MISSING, *, integer: bool = False,
@@ -60,12 +61,18 @@ def text(description: str, default: Any = MISSING) -> Any:
     return field(default=default, metadata={"info": ParamInfo(None, description, False, False, None)})
 
 
+def flag(description: str, default: bool = False) -> Any:
+    """A switch written `true` or `false` (a hardware feature that is there or not)."""
+    return field(default=default, metadata={"info": ParamInfo(None, description, False, False, None, (), True)})
+
+
 def choice(description: str, choices: tuple[str, ...], default: str) -> Any:
     """A text field naming one of `choices`: the implementation (model, policy) the simulator uses."""
     return field(default=default, metadata={"info": ParamInfo(None, description, False, False, None, choices)})
 
 
 SCHEDULER_CHOICES = ("fcfs",)  # hwsim.sim.policy.SCHEDULERS
+CODEC_CHOICES = ("none", "rlc")  # hwsim.sparsity.codec.CODECS
 DRAM_SCHEDULER_CHOICES = ("fcfs", "frfcfs")  # hwsim.sim.dram.policies.BURST_ORDERS (simple: fcfs only)
 DRAM_MODEL_CHOICES = ("simple", "jedec")  # hwsim.sim.dram.DRAM_MODELS
 DRAM_ADDRESS_MAP_CHOICES = ("burst_interleave", "RoBaRaCoCh", "RoCoBaRaCh", "ChRaBaRoCo")  # JEDEC_ADDRESS_MAPS
@@ -96,6 +103,13 @@ class PeArray:
     dataflow: str = choice("which loop nests the array runs and how a pass is timed: row_stationary (Eyeriss), "
                            "weight_stationary, output_stationary, input_stationary (systolic, SCALE-Sim's timing), "
                            "no_local_reuse (DianNao-style, no RF reuse)", DATAFLOW_CHOICES, "row_stationary")
+    zero_gating: bool = flag("Eyeriss' data gating: a MAC whose ifmap word is zero is gated, and so is its filter RF "
+                             "read (energy: neither is spent; cycles: unchanged, the pass keeps its slots)")
+    zero_gating_psums: bool = flag("a gated or skipped MAC leaves its psum in place: its psum RF read and write are "
+                                   "spared too (CNNergy's e_RF·(3·NZ + NZ − IPE + MACs − NZ); energy only)")
+    zero_skipping: bool = flag("a sparse array's zero skipping: the MACs of zero ifmap words are skipped (energy as "
+                               "gating; cycles: a pass lasts ⌈(MACs − skipped + ops) / (PEs · MACs per cycle)⌉, "
+                               "skips spread evenly over its PEs; rate-timed dataflows only)")
     rf: RegisterFiles | None = section("per-PE register files (omit for no_local_reuse: operands reach the MACs "
                                        "from the array, nothing is reused in a PE)", None)
     source: str = text("where the MAC and RF energies come from")
@@ -154,6 +168,9 @@ class L2:
     read_energy_pj: float = param(ENERGY, "energy of reading one word")
     write_energy_pj: float = param(ENERGY, "energy of writing one word")
     scheduler: str = choice("order in which the port serves transfers", SCHEDULER_CHOICES, "fcfs")
+    compression: Compression | None = section("keep ifmap and ofmap tiles coded in the L2 (omit: raw): the L2's "
+                                              "reads and fills of them move, and are priced and timed by, the "
+                                              "coded words; space is still claimed for the raw tile", None)
     source: str = text("where the L2 energies come from")
 
 
@@ -178,6 +195,23 @@ class RowBuffer:
     miss_latency_cycles: int = param(CYCLES, "latency of an access that opens a new row", integer=True)
     policy: str = choice("open: a channel's last row stays open and later accesses to it hit; closed: every "
                          "access opens its row", ("open", "closed"), "open")
+
+
+@dataclass(frozen=True, kw_only=True)
+class Compression:
+    """How tiles are coded on a link to a level that stores them compressed (Eyeriss: run-length coding of ifmaps
+    and ofmaps on its DRAM link, three pairs of a 5-bit zero run and a 16-bit value per 64-bit word)."""
+
+    format: str = choice("tile code: rlc (pairs of a zero run and the next value, packed into coded words; a tile "
+                         "the code would enlarge moves raw) or none", CODEC_CHOICES, "rlc")
+    run_bits: int = param(BITS, "width of a pair's zero-run field: a pair covers up to 2^run_bits − 1 zeros and "
+                                "one value", 5, integer=True)
+    value_bits: int = param(BITS, "width of a pair's value field (the data word)", 16, integer=True)
+    pairs_per_word: int = param(COUNT, "pairs packed into one coded word", 3, integer=True)
+    word_bits: int = param(BITS, "width of one coded word (its pairs plus flag bits): the unit the link moves, "
+                                 "is priced and timed by", 64, integer=True)
+    filters: bool = flag("code filter tiles too (pruned weights); ifmap and ofmap tiles are always coded, partial "
+                         "sums never")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -297,6 +331,10 @@ class Dram:
     timing: DramTiming | None = section("JEDEC timing (model jedec; a preset fills it in)", None)
     power: DramPower | None = section("supply currents pricing each command (model jedec; a preset fills it in)",
                                       None)
+    compression: Compression | None = section("keep ifmap and ofmap tiles coded in DRAM (omit: raw): the transfers "
+                                              "between DRAM and an on-chip buffer move the coded words, so DRAM "
+                                              "time, DRAM energy and bandwidth follow them; words streamed "
+                                              "straight between DRAM and the PE array move raw", None)
     source: str = text("where the DRAM energy comes from", "")
 
     @property
@@ -340,4 +378,4 @@ class Accelerator:
 
 
 COMPONENTS = (Accelerator, PeArray, RegisterFiles, Noc, Glb, L2, LineBuffer, Dram, RowBuffer, DramDevice, DramTiming,
-              DramRail, DramPower, Control)
+              DramRail, DramPower, Compression, Control)

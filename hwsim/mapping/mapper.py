@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import dataclasses
 
+import numpy as np
+
 from hwsim.hardware.schema import Accelerator
 from hwsim.mapping.dataflows import dataflow_of
 from hwsim.mapping.layout import DramLayout, dram_layout
@@ -20,6 +22,8 @@ from hwsim.mapping.nest.steps import L2_BUFFERS, NestSteps, TensorAddresses
 from hwsim.mapping.nest.validate import check_nest
 from hwsim.mapping.schedule import LayerSchedule, Schedule
 from hwsim.mapping.stream import stream_steps, stream_tiles
+from hwsim.sparsity.layer import LayerSparsity
+from hwsim.sparsity.profile import SparsityProfile
 from hwsim.workload.ir import Graph, Layer, LayerKind
 
 NO_STEPS = frozenset({LayerKind.INPUT, LayerKind.OUTPUT, LayerKind.PASSTHROUGH})
@@ -69,15 +73,42 @@ def _addresses(layer: Layer, addr: DramLayout) -> TensorAddresses:
     return TensorAddresses(addr.ifmap[0], addr.ifmap_image_words[0], addr.filter, addr.ofmap, addr.ofmap_image_words)
 
 
+def layer_sparsity(layer: Layer, entry: LoopNest, batch: int, profile: SparsityProfile | None) -> LayerSparsity:
+    """The zeros the step generator gives `layer`'s passes and tiles: the profile's fractions, and with measured
+    tensors (whose ifmap has the layer's input shape) its exact tiles."""
+    if profile is None:
+        return LayerSparsity()
+    zeros, tensors = profile.zeros(layer.name), profile.tensors
+    ins = layer.in_shape
+    if tensors is None or tensors.activations.get(layer.inputs[0], np.zeros(0)).shape != (ins.c, ins.h, ins.w) \
+            or layer.output not in tensors.activations:
+        return LayerSparsity(zeros)
+    conv = nest_problem(layer, batch)
+    problem = nest_problem(layer, batch, entry.lowering)
+    return LayerSparsity(zeros, tensors.layer_tiles(layer, problem, conv, entry.lowering == "im2col"))
+
+
+def streamed_sparsity(layer: Layer, profile: SparsityProfile | None) -> LayerSparsity:
+    """The zeros of a streamed layer's pieces: the profile's fractions, and its measured tensors flattened."""
+    if profile is None:
+        return LayerSparsity()
+    tensors = profile.tensors
+    names = (*layer.inputs, layer.output)
+    if tensors is None or any(t not in tensors.activations for t in names):
+        return LayerSparsity(profile.zeros(layer.name))
+    return LayerSparsity(profile.zeros(layer.name), flats=tuple(tensors.flat(t) for t in names))
+
+
 def _layer_schedule(layer: Layer, entry: LayerMapping | None, hw: Accelerator, addr: DramLayout,
-                    batch: int) -> LayerSchedule:
+                    batch: int, sparsity: SparsityProfile | None) -> LayerSchedule:
     if entry is None or layer.kind in NO_STEPS:
         return LayerSchedule(layer, {"mapping": "none"}, lambda: iter(()))
     if isinstance(entry, Streamed):
-        tiles = entry.tiles
+        tiles, zeros = entry.tiles, streamed_sparsity(layer, sparsity)
         return LayerSchedule(layer, {"mapping": "stream", "tiles": tiles},
-                             lambda: stream_steps(layer, hw, addr, batch, tiles))
-    steps = NestSteps(entry, nest_problem(layer, batch, entry.lowering), hw, _addresses(layer, addr))
+                             lambda: stream_steps(layer, hw, addr, batch, tiles, zeros))
+    steps = NestSteps(entry, nest_problem(layer, batch, entry.lowering), hw, _addresses(layer, addr),
+                      layer_sparsity(layer, entry, batch, sparsity))
     params: dict[str, object] = {"mapping": "nest", "lowering": entry.lowering,
                                  **{s.level: " ".join(str(l) for l in s.loops) for s in entry.storage},
                                  "array": {"rows": [str(l) for l in entry.array.rows],
@@ -89,9 +120,10 @@ def _layer_schedule(layer: Layer, entry: LayerMapping | None, hw: Accelerator, a
     return LayerSchedule(layer, params, steps.blocks)
 
 
-def network_schedule(graph: Graph, hw: Accelerator, batch: int = 1, mapping: NetworkMapping | None = None) -> Schedule:
+def network_schedule(graph: Graph, hw: Accelerator, batch: int = 1, mapping: NetworkMapping | None = None,
+                     sparsity: SparsityProfile | None = None) -> Schedule:
     """The steps of `mapping` (default: `default_mapping`) for every layer, layer after layer, tensors in DRAM
-    between layers. A given mapping is checked first."""
+    between layers, with the zeros of `sparsity` (None: dense). A given mapping is checked first."""
     if mapping is None:
         mapping = default_mapping(graph, hw, batch)
     else:
@@ -99,7 +131,7 @@ def network_schedule(graph: Graph, hw: Accelerator, batch: int = 1, mapping: Net
         batch = mapping.batch
     layout = dram_layout(graph, batch)
     entries = {m.layer: m for m in mapping.layers}
-    layers = tuple(_layer_schedule(l, entries.get(l.name), hw, layout[l.name], batch) for l in graph)
+    layers = tuple(_layer_schedule(l, entries.get(l.name), hw, layout[l.name], batch, sparsity) for l in graph)
     return Schedule(graph.name, hw.name, f"nest:{mapping.dataflow}", batch, layers, mapping)
 
 

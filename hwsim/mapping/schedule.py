@@ -6,7 +6,9 @@ Python objects). Every step is one row of `STEP_DTYPE`:
 
 - TRANSFER: `words` of `operand` move from level `src` to level `dst`
   (DRAM, L2, GLB, line buffer, RF; GLB↔RF transfers ride the NoC), starting
-  at word addresses `src_addr` / `dst_addr`. Moving a psum from a child
+  at word addresses `src_addr` / `dst_addr`; at an end that keeps tiles coded
+  (`hwsim.sparsity.codec.Links`) they take `coded_words` (set by the mapper;
+  `set_transfers` makes it `words`). Moving a psum from a child
   level up to its parent is an *update* at the parent, any other write a
   *fill* (Timeloop's vocabulary, see `access_kind`).
 - COMPUTE: one processing pass on the PE array: `active_pes`, `macs` and
@@ -57,6 +59,7 @@ def set_transfers(view: np.ndarray, operand: Operand, src: Level, dst: Level, gr
     view["dst"] = dst
     view["group"] = group
     view["words"] = words
+    view["coded_words"] = words
     view["src_addr"] = src_addr
     view["dst_addr"] = dst_addr
 

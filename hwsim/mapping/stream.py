@@ -16,6 +16,8 @@ import numpy as np
 from hwsim.hardware.schema import Accelerator
 from hwsim.mapping.layout import DramLayout
 from hwsim.mapping.schedule import buffer_steps, empty_steps, set_transfers
+from hwsim.sparsity.codec import Links
+from hwsim.sparsity.layer import LayerSparsity
 from hwsim.vocab import Level, Operand, StepKind, ceil_div
 from hwsim.workload.ir import Layer
 
@@ -40,11 +42,14 @@ def _offsets(sizes: np.ndarray) -> np.ndarray:
     return np.concatenate([[0], np.cumsum(sizes)[:-1]])
 
 
-def stream_steps(layer: Layer, hw: Accelerator, addr: DramLayout, batch: int, tiles: int) -> Iterator[np.ndarray]:
+def stream_steps(layer: Layer, hw: Accelerator, addr: DramLayout, batch: int, tiles: int,
+                 sparsity: LayerSparsity | None = None) -> Iterator[np.ndarray]:
     """Per image and piece: ALLOC, one DRAM → GLB load per input, the inputs GLB → RF, COMPUTE, the output
-    RF → GLB and GLB → DRAM, FREE."""
+    RF → GLB and GLB → DRAM, FREE. Pieces moving to or from a DRAM that keeps tiles coded take their coded
+    words (`sparsity`: measured values or the layer's zero fractions; every image alike)."""
     ins = [split_sizes(s.elements, tiles) for s in layer.in_shapes]
     out = split_sizes(layer.out_shape.elements, tiles)
+    coded_in, coded_out = _coded_pieces(hw, ins, out, sparsity or LayerSparsity())
     ops = split_sizes(layer.ops, tiles)
     in_total = np.sum(ins, axis=0)
     claim = in_total + out
@@ -54,7 +59,8 @@ def stream_steps(layer: Layer, hw: Accelerator, addr: DramLayout, batch: int, ti
         columns = [buffer_steps(StepKind.ALLOC, Operand.IFMAP, Level.GLB, group, claim, np.zeros(tiles, np.int64))]
         for i, sizes in enumerate(ins):
             columns.append(_transfers(Operand.IFMAP, Level.DRAM, Level.GLB, group, sizes,
-                                      addr.ifmap[i] + image * addr.ifmap_image_words[i] + _offsets(sizes), glb_in[i]))
+                                      addr.ifmap[i] + image * addr.ifmap_image_words[i] + _offsets(sizes), glb_in[i],
+                                      coded_in[i]))
         columns.append(_transfers(Operand.IFMAP, Level.GLB, Level.RF, group, in_total, 0, 0))
         compute = empty_steps(tiles)
         compute["kind"] = StepKind.COMPUTE
@@ -64,13 +70,26 @@ def stream_steps(layer: Layer, hw: Accelerator, addr: DramLayout, batch: int, ti
         columns.append(compute)
         columns.append(_transfers(Operand.OFMAP, Level.RF, Level.GLB, group, out, 0, in_total))
         columns.append(_transfers(Operand.OFMAP, Level.GLB, Level.DRAM, group, out, in_total,
-                                  addr.ofmap + image * addr.ofmap_image_words + _offsets(out)))
+                                  addr.ofmap + image * addr.ofmap_image_words + _offsets(out), coded_out))
         columns.append(buffer_steps(StepKind.FREE, Operand.IFMAP, Level.GLB, group, claim, np.zeros(tiles, np.int64)))
         yield np.stack(columns, axis=1).reshape(-1)
 
 
+def _coded_pieces(hw: Accelerator, ins: list[np.ndarray], out: np.ndarray,
+                  sparsity: LayerSparsity) -> tuple[list[np.ndarray], np.ndarray]:
+    """The coded words of every input piece and output piece (their words where DRAM moves them raw)."""
+    links = Links.of(hw)
+    codec_in, codec_out = links.coded("ifmap", "dram", "glb"), links.coded("ofmap", "glb", "dram")
+    coded_in = [sizes if codec_in is None else sparsity.piece_words(i, "ifmap", codec_in, sizes)
+                for i, sizes in enumerate(ins)]
+    coded_out = out if codec_out is None else sparsity.piece_words(len(ins), "ofmap", codec_out, out)
+    return coded_in, coded_out
+
+
 def _transfers(operand: Operand, src: Level, dst: Level, group: np.ndarray, words: np.ndarray,
-               src_addr: np.ndarray | int, dst_addr: np.ndarray | int) -> np.ndarray:
+               src_addr: np.ndarray | int, dst_addr: np.ndarray | int, coded: np.ndarray | None = None) -> np.ndarray:
     block = empty_steps(len(group))
     set_transfers(block, operand, src, dst, group, words, src_addr, dst_addr)
+    if coded is not None:
+        block["coded_words"] = coded
     return block

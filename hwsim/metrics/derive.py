@@ -121,7 +121,6 @@ def _accumulate(trace: Trace, n_layers: int) -> _Sums:
 def derive(trace: Trace) -> TraceMetrics:
     """Per-layer counts, energy, latency and utilization of the trace."""
     hw = from_dict(json.loads(trace.attrs["hardware_json"]))
-    zeros = json.loads(trace.attrs.get("ifmap_zero_fraction_json", "{}"))
     table = energy_table(hw)
     dram_stats = _dram_stats(trace)
     names = list(trace.layers)
@@ -134,8 +133,10 @@ def derive(trace: Trace) -> TraceMetrics:
         compute = ComputeCounts(int(p[Op.UPDATE, OTHER]), int(p[Op.WRITE, OTHER]), int(p[Op.READ, Operand.FILTER]),
                                 int(p[Op.READ, Operand.IFMAP]), int(p[Op.READ, Operand.PSUM]),
                                 int(p[Op.UPDATE, Operand.PSUM]), int(p[Op.FILL, Operand.PSUM]),
-                                int(p[Op.FILL, Operand.IFMAP]), int(p[Op.FILL, Operand.FILTER]))
-        energy, by_level = table.price(counts[i], compute, float(zeros.get(name, 0.0)))
+                                int(p[Op.FILL, Operand.IFMAP]), int(p[Op.FILL, Operand.FILTER]),
+                                int(p[Op.SKIP, OTHER]), int(p[Op.SKIP, Operand.FILTER]),
+                                int(p[Op.SKIP, Operand.PSUM]))
+        energy, by_level = table.price(counts[i], compute)
         start = int(first[i]) if last[i] >= 0 else -1
         end = int(last[i]) if last[i] >= 0 else -1
         span = max(0, end - start)

@@ -13,6 +13,7 @@ from hwsim.hardware.energy import EnergyTable
 from hwsim.hardware.schema import Accelerator
 from hwsim.mapping.nest.format import LoopNest
 from hwsim.sim.policy import Registry
+from hwsim.sparsity.profile import DENSE_LAYER, LayerZeros
 from hwsim.vocab import Level
 from hwsim.workload.ir import Layer
 
@@ -21,7 +22,7 @@ from hwsim.workload.ir import Layer
 class LayerCost:
     """A layer's nest priced exactly: what every objective reads."""
 
-    energy_pj: float  # every component (MACs, RFs, hops, GLB, L2, DRAM, clock, control), dense
+    energy_pj: float  # every component (MACs, RFs, hops, GLB, L2, DRAM, clock, control) with the layer's zeros
     latency_cycles: int  # hwsim.analytic.pipeline's estimate (double buffering)
     bound_cycles: int  # the busiest resource alone
     dram_words: int  # words read from and written to DRAM
@@ -47,10 +48,12 @@ def rank(objective: str, cost: LayerCost) -> tuple[float, float, float]:
     return value, cost.energy_pj, cost.latency_cycles
 
 
-def exact_cost(layer: Layer, nest: LoopNest, batch: int, hw: Accelerator, table: EnergyTable) -> LayerCost:
-    """The closed form of `nest`: counts (`NestCounter`), energy, latency with double buffering."""
-    counts = NestCounter(layer, nest, batch, hw).counts()
-    energy, _ = table.price(counts.transfers, counts.compute, 0.0)
+def exact_cost(layer: Layer, nest: LoopNest, batch: int, hw: Accelerator, table: EnergyTable,
+               zeros: LayerZeros = DENSE_LAYER) -> LayerCost:
+    """The closed form of `nest` with the layer's `zeros` (gated MACs, coded DRAM words): counts (`NestCounter`),
+    energy, latency with double buffering."""
+    counts = NestCounter(layer, nest, batch, hw, zeros).counts()
+    energy, _ = table.price(counts.transfers, counts.compute)
     latency = pipeline_latency(layer, nest, batch, hw, counts)
     return LayerCost(sum(energy.values()), latency.estimate_cycles, latency.bound_cycles,
                      int(counts.transfers[Level.DRAM].sum()))

@@ -43,6 +43,7 @@ from hwsim.search.space import (
     remaining,
     spread_sizes,
 )
+from hwsim.sparsity.profile import DENSE_LAYER, LayerZeros
 from hwsim.workload.ir import Layer
 
 GLB_CHOICES = 5  # near-equal GLB tile sizes tried per dim (beside the halvings: space.spread_sizes)
@@ -79,9 +80,11 @@ class _Candidate:
 class LayerSearcher:
     """Searches one layer's mapspace (module docstring)."""
 
-    def __init__(self, layer: Layer, hw: Accelerator, batch: int, objective: str, table: EnergyTable) -> None:
+    def __init__(self, layer: Layer, hw: Accelerator, batch: int, objective: str, table: EnergyTable,
+                 zeros: LayerZeros = DENSE_LAYER) -> None:
         OBJECTIVES.get(objective)
         self.layer, self.hw, self.batch, self.objective, self.table = layer, hw, batch, objective, table
+        self.zeros = zeros  # the exact ranking prices the layer's zeros; screening stays dense
         self.df: Dataflow = dataflow_of(hw)
         self.lowering = lowering_for(layer, self.df.lowering)
         self.p: Problem = nest_problem(layer, batch, self.lowering)
@@ -155,7 +158,7 @@ class LayerSearcher:
         if key not in self.priced:
             try:
                 check_nest(nest, self.p, self.hw, self.df)
-                self.priced[key] = exact_cost(self.layer, nest, self.batch, self.hw, self.table)
+                self.priced[key] = exact_cost(self.layer, nest, self.batch, self.hw, self.table, self.zeros)
             except HwsimError:
                 self.priced[key] = None
         return self.priced[key]
@@ -255,9 +258,9 @@ def _shape_seed(p: Problem) -> int:
 
 
 def search_layer(layer: Layer, hw: Accelerator, batch: int, objective: str, table: EnergyTable,
-                 effort: Effort = Effort(), seed: int = 0) -> LayerSearch:
-    """The best nest found for `layer` under `objective` (module docstring)."""
-    return LayerSearcher(layer, hw, batch, objective, table).run(effort, seed)
+                 effort: Effort = Effort(), seed: int = 0, zeros: LayerZeros = DENSE_LAYER) -> LayerSearch:
+    """The best nest found for `layer` with its `zeros` under `objective` (module docstring)."""
+    return LayerSearcher(layer, hw, batch, objective, table, zeros).run(effort, seed)
 
 
 __all__ = ["Effort", "LayerSearch", "LayerSearcher", "search_layer", "shape_signature"]

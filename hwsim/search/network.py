@@ -26,6 +26,7 @@ from hwsim.mapping.nest.problem import NEST_KINDS, lowering_for, nest_problem
 from hwsim.search.cache import SearchCache, cache_key, default_cache_dir
 from hwsim.search.cost import LayerCost, exact_cost, rank
 from hwsim.search.layer import Effort, LayerSearch, search_layer, shape_signature
+from hwsim.sparsity.profile import DENSE, DENSE_LAYER, LayerZeros, SparsityProfile
 from hwsim.workload.ir import Graph, Layer
 
 SAMPLES_PER_SECOND = 1000  # samples per second of budget and unique shape (each screens 1.5 candidates: 1500/s)
@@ -45,6 +46,7 @@ class SearchSettings:
     cache_dir: Path | None = None  # None: default_cache_dir(); see use_cache
     use_cache: bool = True
     budget_s: float | None = None  # when given, sets the effort's samples (effort_for_budget)
+    sparsity: SparsityProfile | None = None  # the layers' zeros the exact ranking prices (None: dense)
 
 
 def effort_for_budget(budget_s: float, shapes: int, base: Effort = DEFAULT_EFFORT) -> Effort:
@@ -85,23 +87,28 @@ def unique_shapes(graph: Graph, hw: Accelerator, batch: int) -> int:
     return len({_signature(l, hw, batch) for l in weighted_layers(graph)})
 
 
-def _signature(layer: Layer, hw: Accelerator, batch: int) -> tuple[object, ...]:
+def _signature(layer: Layer, hw: Accelerator, batch: int, zeros: LayerZeros = DENSE_LAYER) -> tuple[object, ...]:
+    """What a layer's search depends on: its shape and lowering, and its zeros where they are not dense."""
     lowering = lowering_for(layer, dataflow_of(hw).lowering)
-    return shape_signature(nest_problem(layer, batch, lowering), lowering)
+    signature = shape_signature(nest_problem(layer, batch, lowering), lowering)
+    return signature if zeros == DENSE_LAYER else (*signature, zeros)
 
 
-def _search_one(args: tuple[Layer, Accelerator, int, str, Effort, int]) -> LayerSearch:
-    layer, hw, batch, objective, effort, seed = args
-    return search_layer(layer, hw, batch, objective, energy_table(hw), effort, seed)
+Job = tuple[Layer, Accelerator, int, str, Effort, int, LayerZeros]
 
 
-def _rule_cost(layer: Layer, hw: Accelerator, batch: int) -> LayerCost | None:
+def _search_one(args: Job) -> LayerSearch:
+    layer, hw, batch, objective, effort, seed, zeros = args
+    return search_layer(layer, hw, batch, objective, energy_table(hw), effort, seed, zeros)
+
+
+def _rule_cost(layer: Layer, hw: Accelerator, batch: int, zeros: LayerZeros = DENSE_LAYER) -> LayerCost | None:
     try:
         rule = layer_mapping(layer, hw, batch)
     except HwsimError:  # the rules cannot map it: the table shows none
         return None
     assert isinstance(rule, LoopNest)
-    return exact_cost(layer, rule, batch, hw, energy_table(hw))
+    return exact_cost(layer, rule, batch, hw, energy_table(hw), zeros)
 
 
 def search_network(graph: Graph, hw: Accelerator, batch: int = 1, settings: SearchSettings = SearchSettings(),
@@ -109,9 +116,10 @@ def search_network(graph: Graph, hw: Accelerator, batch: int = 1, settings: Sear
     """The best mapping found per layer of `graph` under `settings.objective` (module docstring)."""
     start = time.perf_counter()
     cache = SearchCache((settings.cache_dir or default_cache_dir()) if settings.use_cache else None)
+    profile = settings.sparsity or DENSE
     firsts: dict[tuple[object, ...], Layer] = {}
     for l in weighted_layers(graph):
-        firsts.setdefault(_signature(l, hw, batch), l)
+        firsts.setdefault(_signature(l, hw, batch, profile.zeros(l.name)), l)
     effort = settings.effort if settings.budget_s is None else effort_for_budget(settings.budget_s, len(firsts),
                                                                                      settings.effort)
     keys = {sig: cache_key(sig, hw, settings.objective, effort, settings.seed) for sig in firsts}
@@ -120,10 +128,11 @@ def search_network(graph: Graph, hw: Accelerator, batch: int = 1, settings: Sear
     for sig, l in firsts.items():
         hit = cache.get(keys[sig], l.name)
         if hit is not None:
-            found[sig] = (*hit, _rule_cost(l, hw, batch), "cache")
+            found[sig] = (*hit, _rule_cost(l, hw, batch, profile.zeros(l.name)), "cache")
         else:
             todo.append(sig)
-    jobs = [(firsts[sig], hw, batch, settings.objective, effort, settings.seed) for sig in todo]
+    jobs = [(firsts[sig], hw, batch, settings.objective, effort, settings.seed, profile.zeros(firsts[sig].name))
+            for sig in todo]
     done = len(found)
     for sig, result in zip(todo, _run(jobs, settings.jobs)):
         cache.put(keys[sig], result.nest, result.cost)
@@ -131,12 +140,12 @@ def search_network(graph: Graph, hw: Accelerator, batch: int = 1, settings: Sear
         done += 1
         if progress is not None:
             progress(done, len(firsts), firsts[sig].name)
-    mapping, choices = _assemble(graph, hw, batch, firsts, found)
+    mapping, choices = _assemble(graph, hw, batch, firsts, found, profile)
     check_mapping(mapping, graph, hw)
     return SearchedMapping(mapping, settings.objective, choices, time.perf_counter() - start, len(firsts), len(todo))
 
 
-def _run(jobs: list[tuple[Layer, Accelerator, int, str, Effort, int]], processes: int) -> Iterator[LayerSearch]:
+def _run(jobs: list[Job], processes: int) -> Iterator[LayerSearch]:
     """Each job's search, in order, as it finishes."""
     if processes <= 1 or len(jobs) <= 1:
         yield from (_search_one(j) for j in jobs)
@@ -146,8 +155,8 @@ def _run(jobs: list[tuple[Layer, Accelerator, int, str, Effort, int]], processes
 
 
 def _assemble(graph: Graph, hw: Accelerator, batch: int, firsts: dict[tuple[object, ...], Layer],
-              found: dict[tuple[object, ...], tuple[LoopNest, LayerCost, LayerCost | None, str]]
-              ) -> tuple[NetworkMapping, tuple[LayerChoice, ...]]:
+              found: dict[tuple[object, ...], tuple[LoopNest, LayerCost, LayerCost | None, str]],
+              profile: SparsityProfile) -> tuple[NetworkMapping, tuple[LayerChoice, ...]]:
     entries: list[LayerMapping] = []
     choices = []
     for l in graph:
@@ -156,7 +165,7 @@ def _assemble(graph: Graph, hw: Accelerator, batch: int, firsts: dict[tuple[obje
         if l.kind not in NEST_KINDS:
             entries.append(layer_mapping(l, hw, batch))
             continue
-        sig = _signature(l, hw, batch)
+        sig = _signature(l, hw, batch, profile.zeros(l.name))
         nest, cost, rule_cost, source = found[sig]
         first = firsts[sig]
         if first is not l:

@@ -41,13 +41,17 @@ ALLOC whose `src_addr` is a word address (≥ 0) places its words there (see
 `hwsim.sim.machine`).
 
 Records (see `hwsim.trace.schema`; op codes `hwsim.vocab.Op`): DRAM one per
-burst (or one per transaction when asked), GLB / L2 / line buffer one per
+burst (or one per transaction when asked; a level that keeps tiles coded
+moves and records a transfer's coded words), GLB / L2 / line buffer one per
 transfer, NoC one per bus transfer (op write), RF one per transfer (fill, or
 read for psums going out), and per pass at level `pe`: the MACs (operand
 other, op update, address = active PEs; exactly one per pass, so it also
 times the pass), non-MAC ops (other, write), the MACs' RF reads per operand
-(read), psum RF writes (psum, update) and words handed PE to PE (fill; psum:
-spatial reduction, ifmap and filter: systolic forwarding).
+(read), psum RF writes (psum, update), words handed PE to PE (fill; psum:
+spatial reduction, ifmap and filter: systolic forwarding), and what zero ifmap
+words spared when the array gates or skips them (skip: the MACs, operand
+other; their filter RF reads, operand filter; with zero_gating_psums their
+psum RF reads and writes, operand psum).
 """
 
 from __future__ import annotations
@@ -69,14 +73,15 @@ from hwsim.sim.component import Port, StatInfo, declared_stats
 from hwsim.sim.machine import NAMED_LEVELS, PLACED_LEVELS, Machine
 from hwsim.sim.policy import Registry
 from hwsim.sim.recorder import Recorder
+from hwsim.sparsity.codec import Links
 from hwsim.trace.schema import OCCUPANCY_DTYPE
-from hwsim.vocab import NO_ADDRESS, OTHER, TRACE_LEVELS, Level, Op, Operand, StepField, StepKind
+from hwsim.vocab import LEVEL_NAMES, NO_ADDRESS, OTHER, TRACE_LEVELS, Level, Op, Operand, StepField, StepKind
 
 RING_BUFFER0 = 3  # occupancy buffer id of named buffer 0 (0-2: GLB data, GLB filter, line buffer)
 SIM_LEVELS = TRACE_LEVELS
 SEQUENTIAL_CLOCK_GROUPS = 1024  # a sequential layer advances the simpy clock every this many groups
 
-READ, WRITE, FILL, UPDATE = int(Op.READ), int(Op.WRITE), int(Op.FILL), int(Op.UPDATE)
+READ, WRITE, FILL, UPDATE, SKIP = int(Op.READ), int(Op.WRITE), int(Op.FILL), int(Op.UPDATE), int(Op.SKIP)
 _DRAM, _L2, _GLB, _LINE_BUFFER, _RF = (int(Level.DRAM), int(Level.L2), int(Level.GLB), int(Level.LINE_BUFFER),
                                       int(Level.RF))
 _TRANSFER, _COMPUTE, _ALLOC = int(StepKind.TRANSFER), int(StepKind.COMPUTE), int(StepKind.ALLOC)
@@ -87,6 +92,7 @@ _BUS_OF_OPERAND = ("ifmap", "filter", "psum", "psum")  # NoC bus of each operand
 F = StepField
 KIND, OPERAND, SRC, DST, GROUP, WORDS, SRC_ADDR, DST_ADDR = (F.KIND, F.OPERAND, F.SRC, F.DST, F.GROUP, F.WORDS,
                                                              F.SRC_ADDR, F.DST_ADDR)
+CODED_WORDS = F.CODED_WORDS
 
 # A pass's further records at level `pe` (its first is the MACs: other, update, one per pass even without MACs):
 # (step field, op, operand, address = active PEs?) — non-MAC ops (other, write), the MACs' RF reads per operand,
@@ -123,20 +129,24 @@ class StepRunner:
         self.want_noc, self.want_rf, self.want_pe = rec.wants("noc"), rec.wants("rf"), rec.wants("pe")
         self.dram_per_burst = rec.wants("dram") and "dram" not in rec.per_transaction
         self.buses = [m.noc.bus(name) for name in _BUS_OF_OPERAND]
+        self.coded_levels = frozenset(LEVEL_NAMES.index(level) for level in Links.of(m.hw).levels)
         self.passes = 0
         self.compute_cycles = 0
 
     def transfer(self, index: int, s: Step, at: int) -> int:
-        """Book the source, destination and bus of a transfer requested at `at`, record it; its end cycle."""
+        """Book the source, destination and bus of a transfer requested at `at`, record it; its end cycle. An end
+        that keeps tiles coded (DRAM, L2 with `compression`) moves the step's coded words."""
         operand, src, dst, words = s[OPERAND], s[SRC], s[DST], s[WORDS]
         if words == 0:
             return at
-        end = at
+        end, coded = at, self.coded_levels
         if src != _RF:
-            end = max(end, self._side(src, True, s[SRC_ADDR], words, READ, operand, index, at))
+            moved = s[CODED_WORDS] if src in coded else words
+            end = max(end, self._side(src, True, s[SRC_ADDR], moved, READ, operand, index, at))
         if dst != _RF:
             outward = dst < src and operand in (_PSUM, _OFMAP)
-            end = max(end, self._side(dst, False, s[DST_ADDR], words, UPDATE if outward else FILL, operand, index,
+            moved = s[CODED_WORDS] if dst in coded else words
+            end = max(end, self._side(dst, False, s[DST_ADDR], moved, UPDATE if outward else FILL, operand, index,
                                       at))
         if src == _RF or dst == _RF:  # the RF end rides the NoC
             bus = self.buses[operand]
@@ -182,10 +192,11 @@ class StepRunner:
         raise HwsimError(f"level {Level(level).name} has no component in this simulator")
 
     def compute(self, index: int, s: Step, at: int) -> int:
-        """Book the PE array for a pass requested at `at`; record its work at level `pe`; its end cycle."""
-        active = max(1, s[F.ACTIVE_PES])
-        start = self.m.pe.book(s[F.MACS], s[F.OPS], active, at, s[F.STREAM_LENGTH])
-        end = self.m.pe.reserved_end_cycle
+        """Book the PE array for a pass requested at `at`; record its work at level `pe` (and what zeros spared:
+        op skip, the MACs and their filter RF reads); its end cycle."""
+        active, pe = max(1, s[F.ACTIVE_PES]), self.m.pe
+        start = pe.book(s[F.MACS], s[F.OPS], active, at, s[F.STREAM_LENGTH], s[F.ZERO_MACS])
+        end = pe.reserved_end_cycle
         self.passes += 1
         self.compute_cycles += end - start
         if self.want_pe:
@@ -195,6 +206,13 @@ class StepRunner:
                 count = s[field_index]
                 if count:
                     row("pe", start, end, op, operand, index, s[F.ACTIVE_PES] if has_address else -1, count)
+            spared = pe.spared(s[F.ZERO_MACS])
+            if spared:
+                row("pe", start, end, SKIP, OTHER, index, -1, spared)
+                row("pe", start, end, SKIP, _FILTER, index, -1, min(spared, s[F.RF_FILTER_READS]))
+                if pe.cfg.zero_gating_psums:
+                    row("pe", start, end, SKIP, _PSUM, index, -1,
+                        min(spared, s[F.RF_PSUM_READS]) + min(spared, max(0, s[F.RF_PSUM_WRITES])))
         return end
 
     def claim(self, s: Step, at: int, may_wait: bool) -> simpy.Event | None:

@@ -13,6 +13,12 @@ the stationary operand enters over R cycles first) or R + C + T − 2 (output
 stationary), whatever part of the array the fold uses (a pass of non-MAC
 work only uses the rate model).
 
+Zeros: a pass names the MACs whose ifmap word is zero. With `zero_gating`
+(Eyeriss) they are gated: no MAC and no filter RF read is spent on them, the
+pass keeps its cycles. With `zero_skipping` they are skipped: the same energy,
+and the rate model counts M − skipped MACs (the skips spread evenly over the
+active PEs, an optimistic balance).
+
 Utilisation over a run is MACs / (busy cycles · PEs · macs_per_cycle).
 
 The array runs one pass at a time and keeps the cycle it is next free. A
@@ -44,7 +50,8 @@ class PeArray(Component):
     """The processing-element array: `book`/`reserve` a pass at once, or run it as a process (`compute`)."""
 
     passes = Statistic("count", "processing passes run")
-    macs = Statistic("MACs", "multiply-accumulates done")
+    macs = Statistic("MACs", "multiply-accumulates the passes covered, gated and skipped ones included")
+    gated_macs = Statistic("MACs", "MACs a zero ifmap word gated (zero_gating) or skipped (zero_skipping)")
     ops = Statistic("ops", "non-MAC operations done")
     busy_cycles = Statistic("cycles", "cycles the array ran a pass, fill and drain included")
     queue_stall_cycles = Statistic("cycles", "cycles passes waited for the array")
@@ -61,6 +68,7 @@ class PeArray(Component):
         self._scheduler = scheduler("fcfs")  # one pass at a time, in the order they are requested
         self._fill_rows = SYSTOLIC_FILL_ROWS.get(cfg.dataflow, 0)
         self.free_at_cycle = 0  # end of the last pass reserved
+        self.spares_zeros = cfg.zero_gating or cfg.zero_skipping
 
     @property
     def idle_cycles(self) -> int:
@@ -77,23 +85,29 @@ class PeArray(Component):
         slots = self.busy_cycles * self.cfg.pes * self.cfg.macs_per_cycle
         return self.macs / slots if slots else 0.0
 
-    def pass_cycles(self, macs: int, ops: int, active_pes: int, stream_length: int = 1) -> int:
+    def spared(self, zero_macs: int) -> int:
+        """Of a pass's MACs with a zero ifmap word, those the array gates or skips."""
+        return zero_macs if self.spares_zeros else 0
+
+    def pass_cycles(self, macs: int, ops: int, active_pes: int, stream_length: int = 1, zero_macs: int = 0) -> int:
         """Cycles of one pass by the dataflow's timing model (module docstring)."""
         self._check(macs, ops, active_pes)
         if self._fill_rows and macs:
             return self._fill_rows * self.cfg.rows + self.cfg.cols + max(1, stream_length) - 2
-        return ceil_div(macs + ops, active_pes * self.cfg.macs_per_cycle) + self.cfg.fill_drain_cycles
+        done = macs - zero_macs if self.cfg.zero_skipping else macs
+        return ceil_div(done + ops, active_pes * self.cfg.macs_per_cycle) + self.cfg.fill_drain_cycles
 
     def book(self, macs: int, ops: int, active_pes: int, request_cycle: int | None = None,
-             stream_length: int = 1) -> int:
-        """Reserve a pass requested at `request_cycle` (default now); its start cycle (it ends at
-        `reserved_end_cycle`). The executor's fast path."""
-        duration_cycles = self.pass_cycles(macs, ops, active_pes, stream_length)
+             stream_length: int = 1, zero_macs: int = 0) -> int:
+        """Reserve a pass requested at `request_cycle` (default now) whose `zero_macs` MACs have a zero ifmap
+        word; its start cycle (it ends at `reserved_end_cycle`). The executor's fast path."""
+        duration_cycles = self.pass_cycles(macs, ops, active_pes, stream_length, zero_macs)
         now = self.request_cycle(request_cycle)
         start_cycle = self._scheduler.start_cycle(now, self.free_at_cycle)
         self.free_at_cycle = self.reserved_end_cycle = start_cycle + duration_cycles
         self.passes += 1
         self.macs += macs
+        self.gated_macs += self.spared(zero_macs)
         self.ops += ops
         self.busy_cycles += duration_cycles
         self.queue_stall_cycles += start_cycle - now

@@ -17,41 +17,11 @@ channels) is next free.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Sequence
-from typing import Generic, TypeVar
+from collections.abc import Sequence
 
 import numpy as np
 
-from hwsim.errors import ConfigError
-
-T = TypeVar("T")
-
-
-class Registry(Generic[T]):
-    """Named implementations of one kind (`what`, e.g. "dram.model")."""
-
-    def __init__(self, what: str) -> None:
-        self.what = what
-        self._entries: dict[str, T] = {}
-
-    def register(self, name: str) -> Callable[[T], T]:
-        """Decorator: make `name` choose the decorated class."""
-        def add(entry: T) -> T:
-            if name in self._entries:
-                raise ValueError(f"{self.what}: {name!r} registered twice")
-            self._entries[name] = entry
-            return entry
-        return add
-
-    def get(self, name: str) -> T:
-        """The implementation called `name`; an unknown name is a config error listing the known ones."""
-        entry = self._entries.get(name)
-        if entry is None:
-            raise ConfigError(f"{self.what}: unknown implementation {name!r}; use one of {', '.join(self.names())}")
-        return entry
-
-    def names(self) -> tuple[str, ...]:
-        return tuple(sorted(self._entries))
+from hwsim.registry import Registry as Registry  # the simulator's registries import it from here
 
 
 class Scheduler(ABC):

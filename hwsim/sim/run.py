@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from pathlib import Path
 
 import hwsim
@@ -12,13 +12,14 @@ from hwsim.hardware.schema import Accelerator
 from hwsim.mapping.nest.format import mapping_data
 from hwsim.mapping.schedule import Schedule
 from hwsim.sim.executor import SIM_LEVELS, LayerRun, SimResult, simulate
+from hwsim.sparsity.profile import DENSE, SparsityProfile
 from hwsim.trace.writer import TraceWriter, attrs_json
 from hwsim.workload.ir import LayerKind
 
 BUFFERS = ("glb.data", "glb.filter", "line_buffer")
 
 
-def trace_attrs(schedule: Schedule, hw: Accelerator, ifmap_zeros: Mapping[str, float]) -> dict[str, str | int | float]:
+def trace_attrs(schedule: Schedule, hw: Accelerator, sparsity: SparsityProfile) -> dict[str, str | int | float]:
     """What makes a trace self-describing: hardware, network, schedule parameters, version, units."""
     attrs: dict[str, str | int | float] = {
         "network": schedule.network,
@@ -27,7 +28,7 @@ def trace_attrs(schedule: Schedule, hw: Accelerator, ifmap_zeros: Mapping[str, f
         "mapper": schedule.mapper,
         "batch": schedule.batch,
         "schedule_json": json.dumps({ls.name: ls.params for ls in schedule.layers}, default=str),
-        "ifmap_zero_fraction_json": json.dumps(dict(ifmap_zeros)),
+        "sparsity_json": json.dumps(sparsity.record()),  # where the layers' zeros came from, and their fractions
         "hwsim_version": hwsim.__version__,
         "clock_hz": hw.clock_hz,
         "word_bits": hw.precision_bits,
@@ -60,13 +61,13 @@ def named_buffers(schedule: Schedule) -> tuple[str, ...]:
 
 
 def simulate_to_trace(schedule: Schedule, hw: Accelerator, path: str | Path,
-                      levels: frozenset[str] = frozenset(SIM_LEVELS), ifmap_zeros: Mapping[str, float] | None = None,
+                      levels: frozenset[str] = frozenset(SIM_LEVELS), sparsity: SparsityProfile | None = None,
                       progress: Callable[[int, LayerRun], None] | None = None,
                       per_transaction: frozenset[str] = frozenset()) -> SimResult:
     """Run `schedule` and write every record of `levels` to the trace at `path` (complete only on success);
     levels in `per_transaction` get one record per transaction instead of one per DRAM burst."""
     names = [ls.name for ls in schedule.layers]
-    attrs = trace_attrs(schedule, hw, ifmap_zeros or {})
+    attrs = trace_attrs(schedule, hw, sparsity or DENSE)
     buffers = BUFFERS + named_buffers(schedule)  # ids RING_BUFFER0 + k
     with TraceWriter(path, [l for l in SIM_LEVELS if l in levels], names, buffers, attrs) as writer:
         result = simulate(schedule, hw, writer.append, levels, progress, writer.append_occupancy, per_transaction)

@@ -13,7 +13,7 @@ import numpy as np
 from hwsim.errors import HwsimError
 from hwsim.vocab import OP_NAMES, TRACE_OPERAND_NAMES
 
-TRACE_VERSION = 2  # bumped when a reader of the old layout would misread the new one (2: 16-bit buffer ids)
+TRACE_VERSION = 3  # bumped when a reader of the old layout would misread the new one (2: 16-bit buffer ids; 3: op skip)
 
 OPS = OP_NAMES  # record `op` code = index (hwsim.vocab.Op)
 OPERANDS = TRACE_OPERAND_NAMES  # record `operand` code = index (hwsim.vocab.Operand, then "other")

@@ -102,6 +102,17 @@ class ImportResult:
     opset: int
     elem_bits: int  # precision of the file's float tensors (16 for fp16 graphs, 32 for float)
     unmodelled: dict[str, tuple[str, ...]] = field(default_factory=dict)  # op -> its zero-cost pass-through layers
+    sources: Sources | None = None  # which ONNX values hold the IR's tensors and weights (for measuring them)
+
+
+@dataclass(frozen=True)
+class Sources:
+    """Where the IR's data lives in the ONNX graph: per IR tensor the ONNX value holding its final data (after
+    every activation folded into its producer; an NCHW one where there is, else a flattened NC one), and per
+    weighted layer the value of its filters and whether they are stored transposed (a Gemm's K × N weights)."""
+
+    tensors: dict[str, tuple[str, str]]  # IR tensor -> (ONNX value, layout)
+    weights: dict[str, tuple[str, bool]]  # layer -> (ONNX value, stored transposed)
 
 
 Handler = Callable[["_Importer", OnnxNode, Inputs], None]
@@ -151,7 +162,8 @@ def _import(model: onnx.ModelProto, path: Path, allow_unknown: bool, input_hw: t
         imp.add_outputs(node.outputs)
     imp.warn_constant_outputs()
     imp.warn_unmodelled()
-    return ImportResult(imp.b.build(), tuple(warnings), opset, _elem_bits(graph), imp.unmodelled_layers())
+    return ImportResult(imp.b.build(), tuple(warnings), opset, _elem_bits(graph), imp.unmodelled_layers(),
+                        imp.sources())
 
 
 def _declared_dims(graph: onnx.GraphProto) -> dict[str, tuple[int | None, ...]]:
@@ -396,8 +408,20 @@ class _Importer:
         self.skipped: set[str] = set()  # outputs of the inner nodes of those chains
         self.images: dict[tuple[str, Shape], str] = {}  # (tensor, C×H×W) -> its reshape into that map
         self.unmodelled: dict[str, list[tuple[str, str]]] = {}  # op -> (layer or node, reason) passed through
+        self.weight_sources: dict[str, tuple[str, bool]] = {}  # weighted layer -> (ONNX weight value, transposed)
 
     # ----- bookkeeping --------------------------------------------------------------------
+    def sources(self) -> Sources:
+        """The ONNX values holding each IR tensor (the last unpadded NCHW alias in visit order: the data after the
+        activations folded into its producer; else the last flattened one) and each layer's weights."""
+        found: dict[str, tuple[str, str]] = {}
+        for name, value in self.values.items():  # insertion order: the order values were produced
+            if not isinstance(value, Feature) or not value.pad.is_zero or value.layout not in ("NCHW", "NC"):
+                continue
+            if value.layout == "NCHW" or found.get(value.tensor, ("", "NC"))[1] == "NC":
+                found[value.tensor] = (name, value.layout)
+        return Sources(found, dict(self.weight_sources))
+
     def unique(self, base: str) -> str:
         name, k = base, 1
         while name in self.names:
@@ -844,8 +868,9 @@ def _conv(imp: _Importer, node: OnnxNode, ins: Inputs) -> None:
             f"but the input has {x.dims[1]}; the model is inconsistent"
         )
     pad = imp.window_padding(node, x, kernel, stride, dilation)
-    tensor = imp.b.conv(imp.layer_name(node), x.tensor, w[0], kernel, stride, pad, dilation, groups,
-                        bias=present(ins, 2))
+    name = imp.layer_name(node)
+    imp.weight_sources[name] = (node.inputs[1], False)
+    tensor = imp.b.conv(name, x.tensor, w[0], kernel, stride, pad, dilation, groups, bias=present(ins, 2))
     imp.produce(node, 0, tensor)
 
 
@@ -869,8 +894,10 @@ def _conv_transpose(imp: _Importer, node: OnnxNode, ins: Inputs) -> None:
     else:
         pads = node.attr_ints("pads") or (0, 0, 0, 0)
         pad = Padding(*pads) if len(pads) == 4 else NO_PADDING
-    tensor = imp.b.conv_transpose(imp.layer_name(node), x.tensor, w[1] * groups, kernel, stride, pad, out_pad,
-                                  dilation, groups, bias=present(ins, 2))
+    name = imp.layer_name(node)
+    imp.weight_sources[name] = (node.inputs[1], False)
+    tensor = imp.b.conv_transpose(name, x.tensor, w[1] * groups, kernel, stride, pad, out_pad, dilation, groups,
+                                  bias=present(ins, 2))
     imp.produce(node, 0, tensor)
 
 

@@ -79,7 +79,9 @@ def _fully_connected(imp: _Importer, node: OnnxNode, x: Feature, w: tuple[int, .
             f"{imp.where(node)}: weights {list(w)} expect {k} inputs but the feature has {elements} "
             f"({list(x.dims)}); the input size probably differs from the one the model was exported for"
         )
-    imp.produce_vector(node, imp.b.fc(imp.layer_name(node), x.tensor, n, bias=bias))
+    name = imp.layer_name(node)
+    imp.weight_sources[name] = (node.inputs[1], not node.attr_int("transB", 0))  # K × N unless transB
+    imp.produce_vector(node, imp.b.fc(name, x.tensor, n, bias=bias))
 
 
 def _matmul(imp: _Importer, node: OnnxNode, a: Feature, b: Feature) -> None:

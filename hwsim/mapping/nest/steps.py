@@ -11,7 +11,10 @@ COMPUTE (MACs, active PEs, the RF reads, the hops between PEs per operand, the
 stream length). Its stores: the psums the pass writes back, and at every
 level whose visit ends, the psum tile written back (the ofmap when complete
 and the parent is DRAM) and freed; an input tile is freed after its last
-use (after the visit's first pass when its child takes it whole then).
+use (after the visit's first pass when its child takes it whole then). A
+tile of ifmaps, ofmaps (or filters) moving between DRAM or the L2 and another
+buffer takes its coded words where a level keeps tiles coded (`hwsim.sparsity`:
+from its values when measured, else the codec's expectation).
 
 Addresses: DRAM tiles start at their first element in the tensor (images,
 then channels, rows, columns); on chip each operand has a region (psums at
@@ -33,6 +36,8 @@ from hwsim.mapping.nest.passes import Passes, PassPlan, positions
 from hwsim.mapping.nest.problem import Problem, tile_bound_words
 from hwsim.mapping.nest.tiles import TileCounter
 from hwsim.mapping.schedule import buffer_steps, empty_steps, set_transfers
+from hwsim.sparsity.codec import Links
+from hwsim.sparsity.layer import LayerSparsity
 from hwsim.vocab import Level, Operand, StepKind
 
 LEVEL = {"dram": Level.DRAM, "l2": Level.L2, "glb": Level.GLB, "rf": Level.RF}
@@ -75,8 +80,11 @@ class _Boundary:
 class NestSteps:
     """The step blocks of one layer's loop nest."""
 
-    def __init__(self, nest: LoopNest, problem: Problem, hw: Accelerator, addr: TensorAddresses) -> None:
+    def __init__(self, nest: LoopNest, problem: Problem, hw: Accelerator, addr: TensorAddresses,
+                 sparsity: LayerSparsity | None = None) -> None:
         self.nest, self.problem, self.hw, self.addr = nest, problem, hw, addr
+        self.sparsity = sparsity if sparsity is not None else LayerSparsity()
+        self.links = Links.of(hw)
         self.plan = PassPlan(nest, problem)
         self.tiles = TileCounter(problem, self.plan.loops)
         self.storage_levels = [s.level for s in nest.storage]
@@ -183,7 +191,10 @@ class NestSteps:
                 factor = int(np.prod([l.factor for l in at], dtype=np.int64))
                 stream *= positions(length[d], factor, at[-1].tile)
         hops = {op: self._hops(passes, op)[own] for op in OPERANDS}
-        return {"macs": macs, "active": active, "stream": stream, **{f"hops_{op}": hops[op] for op in OPERANDS}}
+        start = {d: passes.start[d][own] for d in DIMS}
+        zero = self.sparsity.zero_macs(start, length, macs)
+        return {"macs": macs, "active": active, "stream": stream, "zero": zero,
+                **{f"hops_{op}": hops[op] for op in OPERANDS}}
 
     def _hops(self, passes: Passes, op: str) -> np.ndarray:
         plan, all_pes = self.plan, frozenset({"rows", "cols"})
@@ -229,18 +240,33 @@ class NestSteps:
             self._stores(table, passes, b)
         return table.steps()
 
+    def _coded(self, passes: Passes, op: str, src: str, dst: str, words: np.ndarray, keep: np.ndarray,
+               level: str) -> np.ndarray | None:
+        """Per pass: the words a transfer of `op` tiles of `level` (`words` each) takes coded between `src` and
+        `dst`, where `keep` (None when it moves raw)."""
+        codec = self.links.coded(op, src, dst)
+        if codec is None:
+            return None
+        ranges = None
+        if self.sparsity.tiles is not None:
+            cut, own = self.plan.above(level), passes.own
+            ranges = {d: (lo[own], hi[own]) for d in DIMS for lo, hi in [self.tiles.ranges(passes, d, cut)]}
+        return self.sparsity.coded_words(op, codec, words, ranges, keep)
+
     def _loads(self, t: _Table, passes: Passes, b: _Boundary) -> None:
         region = self._region(b.level, b.op, b.words)
         t.space(b.starts, StepKind.ALLOC, OPERAND[b.op], b.level, b.words, region)
         if b.op == "filter":
             t.transfer(b.starts, Operand.FILTER, b.parent, b.level, b.words,
-                       self._tile_address(passes, b.parent, "filter", b.level, 0), region)
+                       self._tile_address(passes, b.parent, "filter", b.level, 0), region,
+                       self._coded(passes, "filter", b.parent, b.level, b.words, b.starts, b.level))
             return
         per_image = b.words // np.maximum(1, b.images)
         keep = b.starts & ~b.first if b.op == "psum" else b.starts
+        coded = self._coded(passes, b.op, b.parent, b.level, per_image, keep, b.level)  # every image alike
         for i in range(int(b.images.max(initial=0))):
             t.transfer(keep & (i < b.images), OPERAND[b.op], b.parent, b.level, per_image,
-                       self._tile_address(passes, b.parent, b.op, b.level, i), region + i * per_image)
+                       self._tile_address(passes, b.parent, b.op, b.level, i), region + i * per_image, coded)
 
     def _array_load(self, t: _Table, passes: Passes, b: _Boundary) -> None:
         words = b.words - b.fresh if b.op == "psum" else b.words
@@ -261,11 +287,12 @@ class NestSteps:
             return
         per_image = b.words // np.maximum(1, b.images)
         final = b.last & (b.parent == "dram")
+        coded = self._coded(passes, "ofmap", b.level, b.parent, per_image, b.ends & final, b.level)
         for i in range(int(b.images.max(initial=0))):
             keep = b.ends & (i < b.images)
             dst = self._tile_address(passes, b.parent, "psum", b.level, i)
             t.transfer(keep & ~final, Operand.PSUM, b.level, b.parent, per_image, region + i * per_image, dst)
-            t.transfer(keep & final, Operand.OFMAP, b.level, b.parent, per_image, region + i * per_image, dst)
+            t.transfer(keep & final, Operand.OFMAP, b.level, b.parent, per_image, region + i * per_image, dst, coded)
         t.space(b.ends, StepKind.FREE, Operand.PSUM, b.level, b.words, region)
 
     # -- addresses ---------------------------------------------------------------------------------------
@@ -341,9 +368,11 @@ class _Table:
         return col
 
     def transfer(self, keep: np.ndarray, operand: Operand, src: str, dst: str, words: np.ndarray,
-                 src_addr: np.ndarray | int, dst_addr: np.ndarray | int) -> None:
+                 src_addr: np.ndarray | int, dst_addr: np.ndarray | int, coded: np.ndarray | None = None) -> None:
         col = self._column(keep & (words > 0))
         set_transfers(col, operand, LEVEL[src], LEVEL[dst], self.group, words, src_addr, dst_addr)
+        if coded is not None:
+            col["coded_words"] = coded
 
     def space(self, keep: np.ndarray, kind: StepKind, operand: Operand, level: str, words: np.ndarray,
               addr: np.ndarray | int) -> None:
@@ -360,6 +389,7 @@ class _Table:
         col["macs"] = fields["macs"]
         col["active_pes"] = fields["active"]
         col["stream_length"] = fields["stream"]
+        col["zero_macs"] = fields["zero"]
         for name in ("rf_filter_reads", "rf_ifmap_reads", "rf_psum_reads"):
             col[name] = fields["macs"]
         col["rf_psum_writes"] = fields["macs"] - fields["hops_psum"]
