@@ -126,6 +126,7 @@ def progression_union(a0: np.ndarray, a1: np.ndarray, k0: np.ndarray, k1: np.nda
 
 _GROUP_SUMS_ENTRIES = 1 << 15
 _group_sums: dict[tuple[object, ...], int] = {}  # pair and owned-row sums by their grids and window axis
+_group_histograms: dict[tuple[object, ...], tuple[np.ndarray, np.ndarray]] = {}  # their values' histograms
 
 
 def _owned(a0: np.ndarray, a1: np.ndarray, up: int, grid: int, total: int) -> np.ndarray:
@@ -290,11 +291,25 @@ class NestCounter:
             if group == ("N",) and op != "filter":
                 total *= self.w.dims["N"]
                 continue
-            found, found_counts = np.unique(self._group_values(op, group, tuple(cut for _ in group)),
-                                            return_counts=True)
+            found, found_counts = self._group_histogram(op, group, tuple(cut for _ in group))
             values, inverse = np.unique(np.outer(values, found).ravel(), return_inverse=True)
             counts = np.bincount(inverse, weights=np.outer(counts, found_counts).ravel()).astype(np.int64)
         return total * int((counts * codec.expected_words(values, fraction)).sum())
+
+    def _group_histogram(self, op: str, group: tuple[str, ...], cuts: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray]:
+        """The distinct values of `_group_values` with how often each occurs, kept per (grids, window axis) like
+        the group sums (a network's layers and a sweep's points share them)."""
+        w = self.w
+        axis = 0 if group[0] == "P" else 1
+        owned = op == "psum" and w.transposed and group[0] in ("P", "Q")
+        key = ("histogram", owned, len(group), tuple(self._grid_key(d, c, frozenset()) for d, c in zip(group, cuts)),
+               w.stride[axis], w.dilation[axis], w.pad[axis], w.in_hw[axis], w.up[axis], w.out_hw[axis])
+        found = _group_histograms.get(key)
+        if found is None:
+            if len(_group_histograms) >= _GROUP_SUMS_ENTRIES:
+                _group_histograms.pop(next(iter(_group_histograms)))
+            found = _group_histograms[key] = np.unique(self._group_values(op, group, cuts), return_counts=True)
+        return found
 
     def _grid_key(self, dim: str, cut: int, axes: frozenset[str]) -> tuple[int, int, int, int]:
         """What a dim's ranges at `cut`, cut into PE sub-ranges along `axes`, depend on: (extent, granularity,
