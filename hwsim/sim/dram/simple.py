@@ -64,8 +64,9 @@ class _ChannelPart:
     first_row: int  # relative to the plan's base row
     last_row: int
     runs: int  # row runs (each opens its row unless the first hits the open row)
-    latency_list: tuple[int, ...] = ()  # Λ_i and G_i as integers, for parts booked one integer at a time
-    offset_list: tuple[int, ...] = ()
+    latency_list: tuple[int, ...] = ()  # Λ_i, G_i and the burst indices as integers, for parts booked one integer
+    offset_list: tuple[int, ...] = ()  # at a time
+    burst_list: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -74,6 +75,7 @@ class _Plan:
 
     bursts: int
     parts: tuple[_ChannelPart, ...]
+    few: bool = False  # every part has at most in_flight (and _SCALAR_BURSTS) bursts: booked in plain integers
 
 
 @dataclass(slots=True)
@@ -134,8 +136,8 @@ class SimpleDram(DramModel):
         self.bursts += plan.bursts
         request_ticks = now * self._ticks_per_cycle
         row_shift = base * self._rows_per_period
-        if len(plan.parts) == 1 and plan.bursts <= min(self._in_flight, _SCALAR_BURSTS):
-            return self._book_few(plan.parts[0], direction, request_ticks, row_shift)
+        if plan.few:
+            return self._book_few(plan, direction, request_ticks, row_shift)
         if len(plan.parts) == 1:  # the bursts are in address order on one channel
             part = plan.parts[0]
             starts = self._serve(part, self._channels[part.channel], direction, request_ticks, row_shift)
@@ -168,15 +170,15 @@ class SimpleDram(DramModel):
         self._stalls(channel, direction, int(starts[0]) - (request_ticks + int(latency[0])), turnaround_ticks)
         return starts
 
-    def _book_few(self, part: _ChannelPart, direction: int, request_ticks: int, row_shift: int) -> int:
-        """`_book` of a transaction of at most `in_flight` bursts on one channel, in plain integers."""
-        channel = self._channels[part.channel]
-        saving, turnaround_ticks = self._open(part, channel, direction, row_shift)
-        latency = list(part.latency_list)
-        latency[0] -= saving
-        base = saving - turnaround_ticks
-        starts = self._stream_scalar(channel, request_ticks, latency, [o - base for o in part.offset_list])
-        self._stalls(channel, direction, starts[0] - (request_ticks + latency[0]), turnaround_ticks)
+    def _book_few(self, plan: _Plan, direction: int, request_ticks: int, row_shift: int) -> int:
+        """`_book` of a transaction of at most `in_flight` bursts on each channel, in plain integers."""
+        if len(plan.parts) == 1:
+            starts = self._serve_few(plan.parts[0], direction, request_ticks, row_shift)
+        else:
+            starts = [0] * plan.bursts
+            for part in plan.parts:
+                for i, start in zip(part.burst_list, self._serve_few(part, direction, request_ticks, row_shift)):
+                    starts[i] = start
         tpc, slot = self._ticks_per_cycle, self._slot_ticks
         start_cycles = [s // tpc for s in starts]
         end_cycles = [-(-(s + slot) // tpc) for s in starts]
@@ -184,6 +186,17 @@ class SimpleDram(DramModel):
         self.busy_channel_cycles += len(starts) * slot / tpc
         self._booked = (np.array(start_cycles, dtype=np.int64), np.array(end_cycles, dtype=np.int64))
         return min(start_cycles)
+
+    def _serve_few(self, part: _ChannelPart, direction: int, request_ticks: int, row_shift: int) -> list[int]:
+        """`_serve` of at most `in_flight` bursts, in plain integers."""
+        channel = self._channels[part.channel]
+        saving, turnaround_ticks = self._open(part, channel, direction, row_shift)
+        latency = list(part.latency_list)
+        latency[0] -= saving
+        base = saving - turnaround_ticks
+        starts = self._stream_scalar(channel, request_ticks, latency, [o - base for o in part.offset_list])
+        self._stalls(channel, direction, starts[0] - (request_ticks + latency[0]), turnaround_ticks)
+        return starts
 
     def _open(self, part: _ChannelPart, channel: _Channel, direction: int, row_shift: int) -> tuple[int, int]:
         """Row-buffer counters and the channel's open row for `part`; (ticks the first burst saves by hitting
@@ -265,7 +278,8 @@ class SimpleDram(DramModel):
         for ch in np.unique(channel).tolist():
             mine = np.flatnonzero(channel == ch)
             parts.append(self._make_part(ch, mine, local_bytes[mine]))
-        return _Plan(bursts=len(k), parts=tuple(parts))
+        few = all(len(p.bursts) <= min(self._in_flight, _SCALAR_BURSTS) for p in parts)
+        return _Plan(bursts=len(k), parts=tuple(parts), few=few)
 
     def _make_part(self, channel: int, bursts: np.ndarray, local_bytes: np.ndarray) -> _ChannelPart:
         """Λ_i and G_i of a channel's bursts when the first run misses (see the module doc)."""
@@ -284,4 +298,5 @@ class SimpleDram(DramModel):
         offsets = np.cumsum(gaps)
         return _ChannelPart(channel=channel, bursts=bursts, latency_ticks=latency, offset_ticks=offsets,
                             first_row=int(row[0]), last_row=int(row[-1]), runs=int(new_run.sum()),
-                            latency_list=tuple(latency.tolist()), offset_list=tuple(offsets.tolist()))
+                            latency_list=tuple(latency.tolist()), offset_list=tuple(offsets.tolist()),
+                            burst_list=tuple(bursts.tolist()))
