@@ -67,6 +67,8 @@ class _ChannelPart:
     latency_list: tuple[int, ...] = ()  # Λ_i, G_i and the burst indices as integers, for parts booked one integer
     offset_list: tuple[int, ...] = ()  # at a time
     burst_list: tuple[int, ...] = ()
+    lead_max: tuple[int, ...] = ()  # max_{j≤i}(Λ_j − G_j)
+    rest_max: tuple[int, ...] = ()  # max_{1≤j≤i}(Λ_j − G_j), the first entry below any lead
 
 
 @dataclass(frozen=True)
@@ -103,6 +105,7 @@ class SimpleDram(DramModel):
                  clock_hz: float | None = None) -> None:
         super().__init__(env, cfg, word_bytes, name, clock_hz)
         self._scheduler = scheduler(cfg.scheduler)
+        self._fcfs = self._scheduler.name == "fcfs"  # a burst admitted while its in-flight slot is free starts then
         self._address_map = ADDRESS_MAPS.get(cfg.address_map)(cfg)
         self._rows = row_policy(cfg)
         channel_rate = exact_rate(cfg.bandwidth_bytes_per_cycle, f"{name}.bandwidth") / cfg.channels
@@ -191,11 +194,26 @@ class SimpleDram(DramModel):
         """`_serve` of at most `in_flight` bursts, in plain integers."""
         channel = self._channels[part.channel]
         saving, turnaround_ticks = self._open(part, channel, direction, row_shift)
-        latency = list(part.latency_list)
-        latency[0] -= saving
         base = saving - turnaround_ticks
-        starts = self._stream_scalar(channel, request_ticks, latency, [o - base for o in part.offset_list])
-        self._stalls(channel, direction, starts[0] - (request_ticks + latency[0]), turnaround_ticks)
+        first_latency = part.latency_list[0] - saving
+        if self._fcfs and channel.done_ticks[len(part.latency_list) - 1] <= request_ticks:
+            starts = self._stream_free(channel, part, request_ticks, base, first_latency - part.offset_list[0])
+        else:
+            latency = [first_latency, *part.latency_list[1:]]
+            starts = self._stream_scalar(channel, request_ticks, latency, [o - base for o in part.offset_list])
+        self._stalls(channel, direction, starts[0] - (request_ticks + first_latency), turnaround_ticks)
+        return starts
+
+    def _stream_free(self, channel: _Channel, part: _ChannelPart, request_ticks: int, base: int,
+                     first_lead: int) -> list[int]:
+        """`_stream_scalar` when every burst is admitted at the request (first come, first served, the in-flight
+        slots they take free by then): s_i = G_i − base + max(bus free, request + base + max_{j≤i}(Λ_j − G_j)),
+        the running maximum taken from the part's template (the first burst's Λ less a row hit's saving)."""
+        top, bus, slot = request_ticks + base, channel.bus_free_ticks, self._slot_ticks
+        leads = part.lead_max if first_lead == part.lead_max[0] else [max(first_lead, r) for r in part.rest_max]
+        starts = [o - base + max(bus, top + m) for o, m in zip(part.offset_list, leads)]
+        channel.bus_free_ticks = starts[-1] + slot
+        channel.done_ticks = channel.done_ticks[len(starts):] + [s + slot for s in starts]
         return starts
 
     def _open(self, part: _ChannelPart, channel: _Channel, direction: int, row_shift: int) -> tuple[int, int]:
@@ -296,7 +314,9 @@ class SimpleDram(DramModel):
         gaps = extra + self._slot_ticks
         gaps[0] = extra[0]
         offsets = np.cumsum(gaps)
+        leads = (latency - offsets).tolist()
         return _ChannelPart(channel=channel, bursts=bursts, latency_ticks=latency, offset_ticks=offsets,
                             first_row=int(row[0]), last_row=int(row[-1]), runs=int(new_run.sum()),
                             latency_list=tuple(latency.tolist()), offset_list=tuple(offsets.tolist()),
-                            burst_list=tuple(bursts.tolist()))
+                            burst_list=tuple(bursts.tolist()), lead_max=tuple(accumulate(leads, max)),
+                            rest_max=tuple(accumulate([-(1 << 62), *leads[1:]], max)))
