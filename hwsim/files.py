@@ -1,4 +1,5 @@
-"""Writing result files so that an interrupted or failed write never leaves one that looks complete."""
+"""Files in and out: result files written so that an interrupted or failed write never leaves one that looks
+complete, and the text and YAML inputs read with bounds (size, encoding, nesting, aliases), every failure one line."""
 
 from __future__ import annotations
 
@@ -6,6 +7,9 @@ import os
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
+
+import yaml
 
 from hwsim.errors import HwsimError
 
@@ -31,3 +35,118 @@ def write_atomically(path: str, write: Callable[[str], None]) -> None:
     finally:
         if os.path.exists(tmp):
             os.unlink(tmp)
+
+
+# ----- reading text and YAML inputs -------------------------------------------------------------------
+
+MAX_INPUT_BYTES = 16 * 2**20  # bytes: the largest config, sweep, mapping or profile file read (all are hand-sized)
+MAX_YAML_DEPTH = 64  # nesting levels of mappings and lists (a config needs 4)
+MAX_YAML_NODES = 1_000_000  # nodes of a YAML document with every alias expanded (an alias bomb is far beyond)
+
+
+def read_text(path: str | Path, shown: str, error: type[HwsimError], what: str) -> str:
+    """The UTF-8 text of the input file `path` (`what` it is, for messages); a missing, oversized, binary or
+    non-UTF-8 file raises `error` naming `shown` and the fix."""
+    try:
+        with open(path, "rb") as stream:
+            data = stream.read(MAX_INPUT_BYTES + 1)
+    except OSError as exc:
+        raise error(f"{shown}: cannot read the {what} ({exc.strerror}); check the path and permissions") from None
+    if len(data) > MAX_INPUT_BYTES:
+        raise error(f"{shown}: the {what} is larger than {MAX_INPUT_BYTES // 2**20} MiB; give the text file itself")
+    nul = data.find(bytes(1))
+    if nul >= 0:
+        raise error(f"{shown}: the {what} holds a NUL byte at byte {nul} (a binary or UTF-16 file?); save it as "
+                    "UTF-8 text")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise error(f"{shown}: the {what} is not UTF-8 text (byte {exc.start}: {data[exc.start]:#04x}); save it as "
+                    "UTF-8") from None
+
+
+class _BoundedLoader(yaml.SafeLoader):
+    """PyYAML's safe loader with the depth of the node tree bounded while it is composed."""
+
+    def __init__(self, text: str) -> None:
+        super().__init__(text)
+        self.depth = 0
+
+    def compose_node(self, parent: yaml.Node | None, index: int) -> yaml.Node | None:
+        self.depth += 1
+        if self.depth > MAX_YAML_DEPTH:
+            mark = self.peek_event().start_mark  # type: ignore[no-untyped-call]
+            raise yaml.YAMLError(f"nested deeper than {MAX_YAML_DEPTH} levels at line {mark.line + 1}")
+        try:
+            return super().compose_node(parent, index)
+        finally:
+            self.depth -= 1
+
+
+def _expanded_nodes(root: yaml.Node) -> int:
+    """The node count of `root` with every alias expanded (a node reached twice counts twice), computed over
+    the shared tree so an alias bomb is measured, not expanded."""
+    sizes: dict[int, int] = {}
+    order: list[yaml.Node] = []
+    stack = [root]
+    while stack:  # post-order over distinct nodes, without recursion
+        node = stack.pop()
+        if id(node) in sizes:
+            continue
+        sizes[id(node)] = -1
+        order.append(node)
+        stack.extend(_children(node))
+    for node in reversed(order):
+        sizes[id(node)] = min(MAX_YAML_NODES + 1, 1 + sum(sizes.get(id(child), 1) for child in _children(node)))
+    return sizes[id(root)]
+
+
+def _children(node: yaml.Node) -> list[yaml.Node]:
+    if isinstance(node, yaml.SequenceNode):
+        return list(node.value)
+    if isinstance(node, yaml.MappingNode):
+        return [part for pair in node.value for part in pair]
+    return []
+
+
+def compose_yaml(text: str, shown: str, error: type[HwsimError]) -> yaml.Node | None:
+    """The node tree of the one YAML document `text` (None when empty), depth and alias expansion bounded;
+    bad YAML raises `error` naming `shown`, the line and the fix."""
+    loader = _BoundedLoader(text)
+    try:
+        root = loader.get_single_node()
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        line = f":{mark.line + 1}" if mark is not None else ""
+        problem = getattr(exc, "problem", None) or (str(exc).splitlines() or [type(exc).__name__])[0]
+        raise error(f"{shown}{line}: not valid YAML ({problem}); fix the syntax") from None
+    finally:
+        loader.dispose()
+    if root is not None and _expanded_nodes(root) > MAX_YAML_NODES:
+        raise error(f"{shown}: the YAML expands to more than {MAX_YAML_NODES:,} nodes through its aliases (&/*); "
+                    "write the values out")
+    return root
+
+
+def construct_yaml(node: yaml.Node, shown: str, error: type[HwsimError],
+                   loader: yaml.SafeLoader | None = None) -> Any:
+    """The Python value of a composed node (built by `loader`, or a fresh safe loader); a tag the safe loader
+    does not know or a value its tag cannot hold (`!!int abc`, `!!timestamp x`) raises `error` naming `shown`
+    (the file, or the file, line and key)."""
+    own = loader is None
+    builder = yaml.SafeLoader("") if loader is None else loader
+    try:
+        return builder.construct_object(node, deep=True)
+    except (yaml.YAMLError, ValueError, TypeError, AttributeError, OverflowError) as exc:
+        problem = getattr(exc, "problem", None) or (str(exc).splitlines() or [type(exc).__name__])[0]
+        raise error(f"{shown}: a value its tag cannot hold ({problem[:80]}); remove the tag (!!...) "
+                    "or fix the value") from None
+    finally:
+        if own:
+            builder.dispose()
+
+
+def load_yaml(text: str, shown: str, error: type[HwsimError]) -> Any:
+    """`yaml.safe_load(text)` with the bounds of `compose_yaml` and every failure one line raising `error`."""
+    root = compose_yaml(text, shown, error)
+    return None if root is None else construct_yaml(root, shown, error)

@@ -17,6 +17,7 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import functools
+import math
 import sys
 import typing
 from collections.abc import Iterator, Mapping
@@ -28,6 +29,7 @@ import yaml
 
 import hwsim
 from hwsim.errors import ConfigError
+from hwsim.files import compose_yaml, construct_yaml, read_text
 from hwsim.hardware.dram import dram_errors, dram_presets, with_device_fields
 from hwsim.hardware.schema import Accelerator, ParamInfo
 from hwsim.hardware.units import parse_quantity
@@ -162,8 +164,8 @@ def _value(f: dataclasses.Field[Any], hint: Any, node: yaml.Node, path: str, ctx
         return _build(nested, node, path, ctx)
     if not isinstance(node, yaml.ScalarNode):
         raise ConfigError(f"{_where(ctx, node, path)}: expected a single value, not a list or mapping")
-    raw = ctx.loader.construct_object(node, deep=True)
     where = _where(ctx, node, path)
+    raw = construct_yaml(node, where, ConfigError, ctx.loader)
     if info.boolean:
         if not isinstance(raw, bool):
             raise ConfigError(f"{where}: expected true or false")
@@ -181,6 +183,21 @@ def _value(f: dataclasses.Field[Any], hint: Any, node: yaml.Node, path: str, ctx
 
 
 def _check_number(value: float, info: ParamInfo, where: str) -> float | int:
+    """`value` within the field's bounds and its dimension's physical range (finite, never past what 64-bit
+    arithmetic downstream can hold), as an int for integer fields."""
+    dim = info.dim
+    assert dim is not None  # only called for dimensioned fields
+    unit = f" {dim.base}" if dim.base else ""
+    if not math.isfinite(value):
+        raise ConfigError(f"{where}: {value} is not a finite number; give a {dim.name} such as {dim.example!r}")
+    if value > dim.highest:
+        raise ConfigError(f"{where}: {value:g}{unit} is beyond the largest {dim.name} hwsim accepts "
+                          f"({dim.highest:g}{unit}); give a realistic value such as {dim.example!r}")
+    if 0 < value < dim.lowest:
+        raise ConfigError(f"{where}: {value:g}{unit} is below the smallest {dim.name} hwsim accepts "
+                          f"({dim.lowest:g}{unit}); give a realistic value such as {dim.example!r}")
+    if info.positive and 0 < value < 0.5 and info.integer:
+        raise ConfigError(f"{where}: {value:g} must be positive and a whole number; give 1 or more")
     if info.positive and value <= 0:
         raise ConfigError(f"{where}: {value:g} must be positive; give a value above zero")
     if value < 0:
@@ -199,11 +216,7 @@ def load_config(spec: str | Path, overrides: Overrides | None = None) -> Acceler
     its keys."""
     path = resolve_config(spec)
     shown = str(spec) if Path(spec).is_file() else str(path)
-    try:
-        text_ = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ConfigError(f"{shown}: cannot read ({exc.strerror}); check the path and permissions") from None
-    return parse_config(text_, shown, overrides)
+    return parse_config(read_text(path, shown, ConfigError, "config"), shown, overrides)
 
 
 def parse_config(text_: str, shown: str, overrides: Overrides | None = None) -> Accelerator:
@@ -338,16 +351,7 @@ def _is_null(node: yaml.Node) -> bool:
 def _compose(text_: str, shown: str) -> yaml.Node:
     """The YAML node tree of a config text (cached: a sweep parses one text hundreds of times; the tree
     is never modified, overrides copy the nodes on their path)."""
-    loader = yaml.SafeLoader(text_)
-    try:
-        root = loader.get_single_node()
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        line = f":{mark.line + 1}" if mark is not None else ""
-        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        raise ConfigError(f"{shown}{line}: not valid YAML ({problem}); fix the syntax") from None
-    finally:
-        loader.dispose()
+    root = compose_yaml(text_, shown, ConfigError)
     if root is None:
         raise ConfigError(f"{shown}: the file is empty; start from a shipped config (hwsim config show eyeriss-v1)")
     return root
@@ -385,6 +389,17 @@ def _override(node: yaml.Node, keys: list[str], value: object, source: str, ctx:
     return copy
 
 
+MAX_MACS_PER_CYCLE = 2**32  # MACs per cycle of the whole array: beyond, cycle and MAC counts leave int64's range
+
+
+def _array_errors(acc: Accelerator) -> Iterator[str]:
+    """The PE array's size within what the simulator's 64-bit counts hold."""
+    array = acc.pe_array
+    if array.rows * array.cols * array.macs_per_cycle > MAX_MACS_PER_CYCLE:
+        yield (f"pe_array: {array.rows} x {array.cols} PEs x {array.macs_per_cycle} MACs per cycle exceed the "
+               f"{MAX_MACS_PER_CYCLE:,} MACs per cycle hwsim simulates; give fewer PEs or MACs per PE")
+
+
 def consistency_errors(acc: Accelerator) -> Iterator[str]:
     """Cross-field rules: each yields '<yaml path>: <problem>; <fix>'."""
     bits = acc.precision_bits
@@ -398,6 +413,7 @@ def consistency_errors(acc: Accelerator) -> Iterator[str]:
         yield "glb.filter: the filter partition must be smaller than glb.size"
     if glb.size_bytes % word:
         yield f"glb.size: {glb.size_bytes} B is not a whole number of {bits}-bit words"
+    yield from _array_errors(acc)
     for bus in ("ifmap_bus_bits", "filter_bus_bits", "psum_bus_bits"):
         width = getattr(acc.noc, bus)
         if width % bits:

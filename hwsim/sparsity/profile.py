@@ -34,9 +34,8 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
-import yaml
-
 from hwsim.errors import HwsimError
+from hwsim.files import load_yaml, read_text
 from hwsim.workload.ir import Graph, Layer, LayerKind
 
 if TYPE_CHECKING:
@@ -148,10 +147,7 @@ def _layer_zeros(row: Mapping[str, object], layer: Layer, where: str) -> LayerZe
 
 def _rows(path: Path) -> Iterable[tuple[str, Mapping[str, object]]]:
     """(where, row) of every layer row of a CSV or YAML profile."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise SparsityError(f"{path}: cannot read the sparsity profile ({exc.strerror}); check the path") from None
+    text = read_text(path, str(path), SparsityError, "sparsity profile")
     if path.suffix.lower() == ".csv":
         lines = [(n, line) for n, line in enumerate(text.splitlines(), 1) if line.strip() and not line.startswith("#")]
         reader = csv.DictReader(line for _, line in lines)
@@ -160,10 +156,7 @@ def _rows(path: Path) -> Iterable[tuple[str, Mapping[str, object]]]:
         for (n, _), row in zip(lines[1:], reader):
             yield f"{path}:{n}", {k: v for k, v in row.items() if k is not None}
         return
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise SparsityError(f"{path}: not valid YAML ({str(exc).splitlines()[0]}); fix the syntax") from None
+    data = load_yaml(text, str(path), SparsityError)
     layers = data.get("layers") if isinstance(data, dict) else None
     if not isinstance(layers, dict):
         raise SparsityError(f"{path}: expected `layers:` mapping each layer to its ifmap, filter and ofmap zeros")

@@ -36,9 +36,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from hwsim.errors import ConfigError, NetworkError, SweepError
+from hwsim.files import load_yaml, read_text
 from hwsim.hardware.loader import Overrides, check_overrides, resolve_config
 from hwsim.hardware.units import BYTES, parse_quantity
 from hwsim.search.names import MAPPERS, OBJECTIVE_NAMES
@@ -123,17 +122,7 @@ def load_sweep(path: str | Path) -> Sweep:
     """Read, validate and expand a sweep file; bad input raises SweepError or ConfigError naming the
     file, the field and the fix."""
     shown = str(path)
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except OSError as exc:
-        raise SweepError(f"{shown}: cannot read the sweep file ({exc.strerror}); check the path") from None
-    try:
-        doc = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        line = f":{mark.line + 1}" if mark is not None else ""
-        raise SweepError(f"{shown}{line}: not valid YAML ({getattr(exc, 'problem', None) or exc}); "
-                         "fix the syntax") from None
+    doc = load_yaml(read_text(path, shown, SweepError, "sweep file"), shown, SweepError)
     if not isinstance(doc, dict):
         raise SweepError(f"{shown}: expected a mapping with config, networks, mode and axes; see configs/sweeps/")
     return parse_sweep(doc, shown, Path(path).resolve().parent)

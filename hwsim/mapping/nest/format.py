@@ -64,7 +64,7 @@ from typing import Any
 import yaml
 
 from hwsim.errors import HwsimError
-from hwsim.files import write_atomically
+from hwsim.files import load_yaml, read_text, write_atomically
 
 FORMAT = "hwsim-mapping 1"
 LOWERINGS = ("conv", "im2col")  # the problem a nest covers: the convolution, or its im2col GEMM
@@ -343,14 +343,12 @@ def mapping_from_data(data: object, source: str = "mapping") -> NetworkMapping:
 
 def load_mapping(path: str | Path) -> NetworkMapping:
     """Read a mapping file written by `hwsim map` (YAML or JSON)."""
+    text = read_text(path, str(path), MappingError, "mapping")
+    if not str(path).endswith(".json"):
+        return mapping_from_data(load_yaml(text, str(path), MappingError), str(path))
     try:
-        text = Path(path).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise MappingError(f"{path}: cannot read the mapping ({exc}); give a file written by `hwsim map`") from None
-    try:
-        data = json.loads(text) if str(path).endswith(".json") else yaml.safe_load(text)
-    except (yaml.YAMLError, json.JSONDecodeError) as exc:
-        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        raise MappingError(f"{path}: not valid {'JSON' if str(path).endswith('.json') else 'YAML'} ({first}); fix "
-                           "the syntax") from None
+        data = json.loads(text)
+    except (json.JSONDecodeError, RecursionError) as exc:
+        first = (str(exc).splitlines() or [type(exc).__name__])[0]
+        raise MappingError(f"{path}: not valid JSON ({first}); fix the syntax") from None
     return mapping_from_data(data, str(path))
