@@ -7,23 +7,29 @@ code 2 (`--debug` shows the traceback). Argument errors follow the same rule.
 from __future__ import annotations
 
 import argparse
+import errno
 import importlib
+import signal
 import sys
+import threading
 import traceback
 from collections.abc import Sequence
+from types import FrameType
 from typing import NoReturn
 
 from hwsim import __version__
-from hwsim.errors import HwsimError
+from hwsim.errors import HwsimError, os_reason
 
 EXIT_BAD_INPUT = 2
+MAX_ERROR_CHARS = 600  # characters of an error line; beyond, it is cut and its length said
+DISK_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EFBIG})  # the disk, not the program
 
 
 class _Parser(argparse.ArgumentParser):
     """argparse, but usage errors are one line like every other error."""
 
     def error(self, message: str) -> NoReturn:
-        sys.stderr.write(f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+        sys.stderr.write(f"{self.prog}: error: {one_line(message)} (see {self.prog} --help)\n")
         sys.exit(EXIT_BAD_INPUT)
 
 
@@ -60,16 +66,57 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     return parser
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, delivered as an interrupt so that every `finally` and abort path that cleans up after Ctrl-C
+    (the hidden partial trace, a sweep's workers) runs for it too."""
+
+
+def _terminate(signum: int, frame: FrameType | None) -> None:
+    raise Terminated()
+
+
+def one_line(message: str) -> str:
+    """`message` as one line of at most MAX_ERROR_CHARS characters: a value quoted in an error (a YAML alias
+    expanded, a long path) can neither break the one-line contract nor flood the terminal."""
+    flat = " ".join(message.split())
+    if len(flat) <= MAX_ERROR_CHARS:
+        return flat
+    return f"{flat[:MAX_ERROR_CHARS - 30]} ... ({len(flat):,} characters)"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     args = build_parser(argv).parse_args(argv)
+    on_main_thread = threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGTERM, _terminate) if on_main_thread else None
+    try:
+        return _run(args)
+    finally:
+        if on_main_thread:
+            signal.signal(signal.SIGTERM, previous)
+
+
+def _run(args: argparse.Namespace) -> int:
+    """Run the parsed command; bad input, a full disk and interrupts end as one line and an exit code."""
     try:
         return int(args.run(args))
     except HwsimError as exc:
         if args.debug:
             traceback.print_exc()
-        sys.stderr.write(f"hwsim: error: {exc}\n")
+        sys.stderr.write(f"hwsim: error: {one_line(str(exc))}\n")
         return EXIT_BAD_INPUT
+    except OSError as exc:
+        if exc.errno not in DISK_ERRNOS:
+            raise
+        if args.debug:
+            traceback.print_exc()
+        where = f"{exc.filename}: " if exc.filename else ""
+        sys.stderr.write(f"hwsim: error: {one_line(where + os_reason(exc))}; free space on the disk or write "
+                         "elsewhere (nothing half-written was kept)\n")
+        return EXIT_BAD_INPUT
+    except Terminated:
+        sys.stderr.write("hwsim: terminated\n")
+        return 128 + signal.SIGTERM
     except KeyboardInterrupt:
         sys.stderr.write("hwsim: interrupted\n")
         return 130

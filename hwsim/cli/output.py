@@ -18,13 +18,16 @@ from rich.progress import (
 )
 from rich.table import Table
 
+from hwsim.errors import require_finite
 from hwsim.files import write_atomically
 from hwsim.hardware.units import format_bytes, format_count
 
 
 def emit_json(document: Any) -> None:
-    """Print exactly one JSON document on stdout."""
-    json.dump(document, sys.stdout, indent=2, default=_jsonable)
+    """Print exactly one JSON document on stdout (never one holding NaN or infinity, which JSON has not)."""
+    text = json.dumps(document, indent=2, default=_jsonable)
+    require_finite(json.loads(text), "the JSON output")
+    sys.stdout.write(text)
     sys.stdout.write("\n")
 
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from hwsim.errors import require_finite
+
 
 @dataclass(frozen=True)
 class RunTotals:
@@ -15,6 +17,9 @@ class RunTotals:
     latency_cycles: int
     dram_bytes: int
     macs: int
+
+    def __post_init__(self) -> None:
+        require_finite(dict(self.energy_by_component_pj), "the run's energy by component (pJ)")
 
     @property
     def energy_pj(self) -> float:

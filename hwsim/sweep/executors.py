@@ -8,6 +8,7 @@ points not yet started.
 
 from __future__ import annotations
 
+import ctypes
 import logging
 import os
 import signal
@@ -34,9 +35,27 @@ def local_rows(points: Sequence[Point], evaluate: Evaluate, jobs: int) -> Iterat
     """Rows of `points` from `jobs` worker processes; with one job, one after another in this process."""
     if jobs == 1 or len(points) <= 1:
         return map(evaluate, points)
-    pool = ProcessPoolExecutor(max_workers=min(jobs, len(points)))
+    pool = ProcessPoolExecutor(max_workers=min(jobs, len(points)), initializer=worker_setup,
+                               initargs=(os.getpid(),))
     futures = [pool.submit(evaluate, p) for p in points]  # the workers start here, before any output
     return _pool_rows(pool, futures)
+
+
+PR_SET_PDEATHSIG = 1  # Linux prctl(2) option: the signal a process gets when its parent dies
+
+
+def worker_setup(sweep_pid: int) -> None:
+    """Run in each pool worker as it starts: the worker dies with the sweep's process however that ends (even
+    SIGKILL: Linux sends the worker SIGKILL then, through prctl), and a SIGTERM ends it plainly rather than
+    through the command line's handler it inherited at the fork."""
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    except (OSError, AttributeError):  # not Linux: the pool's own shutdown on exit is what remains
+        return
+    if os.getppid() != sweep_pid:  # the sweep's process died before prctl took effect
+        os._exit(1)
 
 
 def _pool_rows(pool: ProcessPoolExecutor, futures: list[Future[Row]]) -> Iterator[Row]:

@@ -17,7 +17,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import IO, Self
 
-from hwsim.errors import SweepError
+from hwsim.errors import SweepError, require_finite
 from hwsim.files import write_atomically
 from hwsim.sweep.run import HARDWARE_COLUMNS, METRIC_COLUMNS
 
@@ -66,6 +66,7 @@ class PointLog:
         return f
 
     def append(self, row: Row) -> None:
+        require_finite(row, f"sweep point {row.get('point_id', '?')}")
         self._file.write(json.dumps(row, sort_keys=True) + "\n")
         self._file.flush()
 

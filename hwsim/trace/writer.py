@@ -19,6 +19,7 @@ Layout (see `schema` for the record fields):
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 from collections import deque
@@ -32,6 +33,7 @@ from typing import Self
 import h5py
 import numpy as np
 
+from hwsim.errors import os_reason, require_finite
 from hwsim.trace._codec import DEFLATE_LEVEL, deflate, opaque, shuffle_chunk, worker_threads
 from hwsim.trace.schema import (
     MAX_BUFFERS,
@@ -52,7 +54,9 @@ _NO_ROW = np.iinfo(np.int64).max  # first row of a layer not seen yet
 
 
 def attrs_json(obj: object) -> str:
-    """`obj` (dicts, lists, numbers, strings) as canonical JSON: how structured values go into `attrs`."""
+    """`obj` (dicts, lists, numbers, strings) as canonical JSON: how structured values go into `attrs`; a NaN or
+    infinity in it is an error, never a trace attribute."""
+    require_finite(obj, "a trace attribute")
     return json.dumps(obj, sort_keys=True, separators=(",", ":"))
 
 
@@ -164,6 +168,8 @@ class TraceWriter:
             self._file.attrs["complete"] = True
             self._file.close()
             os.replace(self.temporary_path, self.path)
+        except OSError as exc:
+            raise self._write_failed(exc) from None
         except BaseException:
             self.abort()
             raise
@@ -181,7 +187,8 @@ class TraceWriter:
         self._pending.clear()
         file = getattr(self, "_file", None)
         if file is not None and file.id.valid:
-            file.close()
+            with contextlib.suppress(OSError):  # a full disk fails the close too; the file goes either way
+                file.close()
         if os.path.exists(self.temporary_path):
             os.remove(self.temporary_path)
 
@@ -243,8 +250,11 @@ class TraceWriter:
         stream.rows += len(slab)
         stream.fill = 0
         if self._pool is None:
-            stream.dataset.resize((stream.rows,))
-            stream.dataset[first:] = slab
+            try:
+                stream.dataset.resize((stream.rows,))
+                stream.dataset[first:] = slab
+            except OSError as exc:
+                raise self._write_failed(exc) from None
             return
         future = self._pool.submit(deflate, shuffle_chunk(slab, self.chunk_records))
         self._pending.append((stream.dataset, first, len(slab), future))
@@ -254,8 +264,17 @@ class TraceWriter:
     def _write_oldest(self) -> None:
         """Store the oldest encoded chunk; the extent grows only over chunks that exist."""
         dataset, first, n_rows, future = self._pending.popleft()
-        dataset.resize((first + n_rows,))
-        dataset.id.write_direct_chunk((first,), future.result())
+        try:
+            dataset.resize((first + n_rows,))
+            dataset.id.write_direct_chunk((first,), future.result())
+        except OSError as exc:
+            raise self._write_failed(exc) from None
+
+    def _write_failed(self, exc: OSError) -> TraceError:
+        """Give the trace up after a failed write (a full disk) and say so in one line."""
+        self.abort()
+        return TraceError(f"{self.path}: cannot write the trace ({os_reason(exc)}); free space on the disk or "
+                          "write elsewhere (--out); nothing was kept")
 
     def _check_records(self, level: str, slab: np.ndarray, first_row: int) -> None:
         """Reject codes outside the tables, then note each layer's first and end rows in this slab."""
@@ -298,6 +317,7 @@ def _check_attrs(where: str, attrs: Mapping[str, AttrValue]) -> None:
         if not isinstance(value, (str, int, float, bool)):
             raise TraceError(f"{where}: attribute {key!r} is a {type(value).__name__}; store it as "
                              f"attrs_json(value), or as str, int, float or bool")
+        require_finite(value, f"{where}: attribute {key!r}")
 
 
 def _check_setup(path: str, levels: Sequence[str], layers: Sequence[str], buffers: Sequence[str],

@@ -1,0 +1,209 @@
+"""Hostile input and faults: every config value finite and in its physical range, YAML read with bounds, no
+NaN or infinity written anywhere, SIGTERM and a full disk leave nothing half-written, a sweep's workers die
+with it. Each case is one line on stderr and exit code 2 (or the signal's code), never a traceback or a hang."""
+
+from __future__ import annotations
+
+import errno
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+from conftest import CONFIGS, REPO, assert_one_line_error
+
+from hwsim.cli.main import MAX_ERROR_CHARS, one_line
+from hwsim.errors import NonFiniteError, require_finite
+from hwsim.files import MAX_YAML_DEPTH
+
+EYERISS = (CONFIGS / "eyeriss-v1.yaml").read_text()
+SWEEP = (CONFIGS / "sweeps" / "cnnergy-glb.yaml").read_text()
+
+# A billion laughs: nine levels of nine aliases expand to 9**9 = 387,420,489 scalars from 90 written ones.
+ALIAS_BOMB = "".join(
+    f"{name}: &{name} [{', '.join([f'*{prev}'] * 9) if prev else ', '.join(['x'] * 9)}]\n"
+    for prev, name in zip(["", *"abcdefgh"], "abcdefghi")
+)
+
+BAD_VALUES = [
+    # (replace, with, fragments the one-line error must contain)
+    ("clock: 200 MHz", "clock: 1e30 Hz", ["clock", "beyond the largest frequency", "1e+11 Hz"]),
+    ("clock: 200 MHz", "clock: 10 Hz", ["clock", "below the smallest frequency", "1000 Hz"]),
+    ("  burst: 64 B", "  burst: 1e400 B", ["dram.burst", "not a finite number"]),
+    ("  other_fraction: 0.15", "  other_fraction: .nan", ["control.other_fraction", "not a finite number"]),
+    ("  macs_per_cycle: 1", "  macs_per_cycle: 1e-30", ["pe_array.macs_per_cycle", "whole number"]),
+    ("  ports: 1", "  ports: 1e-30", ["glb.ports", "whole number"]),
+    ("  macs_per_cycle: 1", "  macs_per_cycle: 9223372036854775808", ["pe_array.macs_per_cycle", "largest count"]),
+    # 2**12 x 2**12 PEs (each within the count range) x 2**9 MACs = 2**33 MACs per cycle > 2**32
+    ("  rows: 12\n  cols: 14\n  macs_per_cycle: 1", "  rows: 4096\n  cols: 4096\n  macs_per_cycle: 512",
+     ["pe_array", "MACs per cycle"]),
+    ("  clock_power: 106.3 mW", "  clock_power: 1e300 W", ["control.clock_power", "largest power"]),
+    ("  size: 108 KiB", "  size: 2048 GiB", ["glb.size", "largest size"]),
+    ("name: eyeriss-v1", "name: !custom eyeriss-v1", ["name", "tag cannot hold"]),
+    ("  rows: 12", "  rows: !!int twelve", ["pe_array.rows", "tag cannot hold"]),
+    ("name: eyeriss-v1", "name: !!timestamp yesterday", ["name", "tag cannot hold"]),
+]
+
+
+@pytest.mark.parametrize(("old", "new", "fragments"), BAD_VALUES)
+def test_config_values_outside_their_range_are_one_line_errors(cli, tmp_path: Path, old: str, new: str,
+                                                               fragments: list[str]) -> None:
+    assert old in EYERISS, old
+    path = tmp_path / "bad.yaml"
+    path.write_text(EYERISS.replace(old, new, 1))
+    assert_one_line_error(cli("config", "validate", str(path)), str(path), *fragments)
+
+
+def _hostile_files(text: str) -> dict[str, bytes]:
+    """The same document damaged the ways a careless editor or an attacker damages YAML."""
+    return {
+        "utf16": text.encode("utf-16"),
+        "latin1": text.replace("\n", "\n# caf\xe9\n", 1).encode("latin-1"),
+        "nul": text[:40].encode() + b"\0" + text[40:].encode(),
+        "deep_flow": (text + "\nx: " + "[" * 5000 + "]" * 5000 + "\n").encode(),
+        "deep_block": (text + "\n" + "".join("  " * i + f"k{i}:\n" for i in range(MAX_YAML_DEPTH + 5))).encode(),
+        "alias_bomb": (ALIAS_BOMB + text).encode(),
+    }
+
+
+FILE_FRAGMENTS = {
+    "utf16": "NUL byte", "latin1": "not UTF-8", "nul": "NUL byte at byte 40", "deep_flow": "nested deeper than 64",
+    "deep_block": "nested deeper than 64", "alias_bomb": "expands to more than 1,000,000 nodes",
+}
+
+
+@pytest.mark.parametrize("damage", sorted(FILE_FRAGMENTS))
+def test_hostile_config_files_are_one_line_errors(cli, tmp_path: Path, damage: str) -> None:
+    path = tmp_path / "config.yaml"
+    path.write_bytes(_hostile_files(EYERISS)[damage])
+    started = time.perf_counter()
+    result = cli("config", "validate", str(path))
+    assert_one_line_error(result, str(path), FILE_FRAGMENTS[damage])
+    assert len(result.err) < MAX_ERROR_CHARS + 100
+    assert time.perf_counter() - started < 30  # a hang guard, not a timing claim
+
+
+@pytest.mark.parametrize("damage", sorted(FILE_FRAGMENTS))
+def test_hostile_sweep_files_are_one_line_errors(cli, tmp_path: Path, damage: str) -> None:
+    path = tmp_path / "sweep.yaml"
+    path.write_bytes(_hostile_files(SWEEP)[damage])
+    assert_one_line_error(cli("sweep", str(path), "--out", str(tmp_path / "out")), str(path), FILE_FRAGMENTS[damage])
+    assert not (tmp_path / "out" / "results.csv").exists()
+
+
+def test_require_finite_names_the_first_bad_number() -> None:
+    require_finite({"a": [1, 2.5, "x", None, True, np.int64(3), np.arange(3.0)]}, "fine")
+    with pytest.raises(NonFiniteError, match=r"doc: a result is nan at energy\[1\]\.dram"):
+        require_finite({"energy": [{"dram": 1.0}, {"dram": float("nan")}]}, "doc")
+    with pytest.raises(NonFiniteError, match="a result is inf"):
+        require_finite(np.array([1.0, np.inf]), "doc")
+    with pytest.raises(NonFiniteError, match="a result is -inf"):
+        require_finite(np.float64("-inf"), "doc")
+
+
+def test_no_nan_reaches_a_json_document(cli, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An energy forced to NaN in the middle of the estimate stops at the totals, as one line."""
+    import hwsim.flows.estimate as estimate_flow
+
+    real = estimate_flow.estimate_totals
+
+    def poisoned(*args: object) -> object:
+        totals = real(*args)  # type: ignore[arg-type]
+        return type(totals)({**totals.energy_by_component_pj, "dram": float("nan")}, totals.latency_cycles,
+                            totals.dram_bytes, totals.macs)
+
+    monkeypatch.setattr(estimate_flow, "estimate_totals", poisoned)
+    result = cli("estimate", "alexnet", "--hw", "eyeriss-v1", "--json")
+    assert_one_line_error(result, "nan at dram")
+    assert "NaN" not in result.out
+
+
+def test_error_lines_are_bounded_and_single() -> None:
+    text = "first line\nsecond " + "x" * 10_000
+    line = one_line(text)
+    assert "\n" not in line
+    assert len(line) <= MAX_ERROR_CHARS
+    assert line.startswith("first line second xxx") and line.endswith(f"({len('first line second ') + 10_000:,} "
+                                                                     "characters)")
+    assert one_line("short\tone") == "short one"
+
+
+def test_a_full_disk_is_one_line_and_leaves_no_partial_trace(cli, tmp_path: Path,
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """The disk fills as the finished trace is moved into place: one line naming the trace, nothing left."""
+    import hwsim.trace.writer as writer
+
+    def full(src: str, dst: str) -> None:
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(writer.os, "replace", full)
+    out = tmp_path / "run.h5"
+    result = cli("simulate", "phases_example", "--hw", "eyeriss-v1", "--out", str(out))
+    assert_one_line_error(result, str(out), "No space left on device", "free space")
+    assert sorted(p.name for p in tmp_path.iterdir()) == []
+
+
+def _hwsim(*args: str) -> subprocess.Popen[str]:
+    return subprocess.Popen([sys.executable, "-m", "hwsim.cli.main", *args], cwd=REPO, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+
+
+def test_sigterm_leaves_no_partial_trace(tmp_path: Path) -> None:
+    """SIGTERM mid-simulation ends like Ctrl-C: the hidden partial trace is removed; exit 143 = 128 + SIGTERM."""
+    out = tmp_path / "run.h5"
+    proc = _hwsim("simulate", "resnet50", "--hw", "eyeriss-v1", "--out", str(out))
+    deadline = time.monotonic() + 60
+    while not any(tmp_path.iterdir()) and time.monotonic() < deadline:  # the partial trace appears
+        time.sleep(0.05)
+    assert any(p.name.endswith(".partial") for p in tmp_path.iterdir())
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 128 + signal.SIGTERM, err
+    assert err.strip() == "hwsim: terminated"
+    assert list(tmp_path.iterdir()) == []
+
+
+def _children(pid: int) -> list[int]:
+    """Processes whose parent is `pid`, from /proc."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(fields[1]) == pid:
+                found.append(int(entry.name))
+    return found
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs Linux's /proc to find the workers")
+def test_sweep_workers_die_with_a_killed_sweep(tmp_path: Path) -> None:
+    sweep = tmp_path / "sweep.yaml"
+    sweep.write_text("name: kill\nconfig: eyeriss-v1\nnetworks: [alexnet]\nmode: simulate\nbatch: 1\n"
+                     "axes:\n  pe_array.rows: [6, 8, 12, 16]\ncombine: product\n")
+    proc = _hwsim("sweep", str(sweep), "--jobs", "2", "--out", str(tmp_path / "out"))
+    deadline = time.monotonic() + 60
+    workers: list[int] = []
+    while len(workers) < 2 and time.monotonic() < deadline:
+        time.sleep(0.1)
+        workers = _children(proc.pid)
+    assert len(workers) == 2
+    proc.kill()  # SIGKILL: the sweep's process can clean nothing up itself
+    proc.communicate(timeout=60)
+    deadline = time.monotonic() + 30
+    while any(_alive(w) for w in workers) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not any(_alive(w) for w in workers)
