@@ -207,3 +207,49 @@ def test_sweep_workers_die_with_a_killed_sweep(tmp_path: Path) -> None:
     while any(_alive(w) for w in workers) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert not any(_alive(w) for w in workers)
+
+
+def _conv_model(path: Path, attrs: dict[str, object], input_hw: tuple[int, int] = (32, 32)) -> Path:
+    """One 3x3 conv (3 -> 8 channels) on a 1x3xHxW input, weights zero, with the given Conv attributes."""
+    from onnx import TensorProto, helper, numpy_helper, save
+
+    weights = numpy_helper.from_array(np.zeros((8, 3, 3, 3), np.float32), "W")
+    node = helper.make_node("Conv", ["x", "W"], ["y"], **attrs)
+    graph = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, *input_hw])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], [weights])
+    save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), path)
+    return path
+
+
+BAD_CONVS = [
+    # (Conv attributes, input H x W, fragments of the one-line error)
+    ({"strides": [0, 0]}, (32, 32), ["stride (0, 0)", "between 1 and 65536"]),
+    ({"strides": [-1, -1]}, (32, 32), ["stride (-1, -1)"]),
+    ({"strides": [10**9, 10**9]}, (32, 32), ["stride (1000000000, 1000000000)"]),
+    ({"dilations": [0, 0]}, (32, 32), ["dilation (0, 0)"]),
+    ({"kernel_shape": [0, 0]}, (32, 32), ["kernel (0, 0)"]),
+    ({"pads": [1000, 1000, 1000, 1000]}, (32, 32), ["padding (1000, 1000, 1000, 1000)", "beyond the 32x32 input"]),
+    ({"strides": [1.5, 1.5]}, (32, 32), ["attribute strides", "not a list of integers"]),
+    ({"group": 0}, (32, 32), ["0 groups"]),
+    # 46341 x 46341 = 2,147,488,281 pixels > 2**31 (x 3 channels = 6,442,464,843 elements)
+    ({}, (46341, 46341), ["3x46341x46341", "6,442,464,843 elements", "--input"]),
+]
+
+
+@pytest.mark.parametrize(("attrs", "input_hw", "fragments"), BAD_CONVS)
+@pytest.mark.parametrize("command", ["info", "estimate", "simulate"])
+def test_bad_onnx_attributes_and_huge_inputs_are_one_line_errors(cli, tmp_path: Path, command: str,
+                                                                  attrs: dict[str, object], input_hw: tuple[int, int],
+                                                                  fragments: list[str]) -> None:
+    model = _conv_model(tmp_path / "m.onnx", attrs, input_hw)
+    hardware = [] if command == "info" else ["--hw", "eyeriss-v1"]
+    trace = ["--out", str(tmp_path / "t.h5")] if command == "simulate" else []
+    assert_one_line_error(cli(command, str(model), *hardware, *trace), *fragments)
+    assert not (tmp_path / "t.h5").exists()
+
+
+def test_a_valid_conv_model_still_imports(cli, tmp_path: Path) -> None:
+    """The same builder without damage: 8 x 30 x 30 outputs x 27 MACs = 194,400 MACs."""
+    result = cli("info", str(_conv_model(tmp_path / "m.onnx", {})), "--json")
+    assert result.code == 0, result.err
+    assert "194400" in result.out.replace(",", "").replace(" ", "")

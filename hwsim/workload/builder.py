@@ -43,6 +43,10 @@ class _LayerFields(TypedDict, total=False):
     activation: str | None
     op_type: str
 
+MAX_TENSOR_ELEMENTS = 2**31  # elements of one tensor (a 2**31-pixel input is past it): int32 indices, memory
+MAX_WINDOW = 2**16  # the largest kernel, stride or dilation in one axis (samples)
+
+
 def pair(value: Pair) -> tuple[int, int]:
     """An int or (h, w) pair as (h, w)."""
     if isinstance(value, int):
@@ -109,6 +113,12 @@ class GraphBuilder:
     def _add(self, layer: Layer) -> str:
         if layer.name in self._shapes:
             raise NetworkError(f"{self.name}: duplicate layer name {layer.name!r}")
+        if layer.out_shape.elements > MAX_TENSOR_ELEMENTS:
+            raise ShapeError(
+                f"{self.name}: layer {layer.name!r} ({layer.kind}) would output {layer.out_shape} = "
+                f"{layer.out_shape.elements:,} elements, beyond the {MAX_TENSOR_ELEMENTS:,} hwsim handles per "
+                "tensor; give a smaller input (--input WxH) or fix the layer's shape"
+            )
         if min(layer.out_shape) <= 0:
             raise ShapeError(
                 f"{self.name}: layer {layer.name!r} ({layer.kind}) would output {layer.out_shape} "
@@ -119,6 +129,20 @@ class GraphBuilder:
         self._layers.append(layer)
         self._shapes[layer.output] = layer.out_shape
         return layer.output
+
+    def _window(self, name: str, kernel: Pair, stride: Pair, dilation: Pair,
+                groups: int) -> tuple[tuple[int, int], tuple[int, int], tuple[int, int]]:
+        """A sliding window's kernel, stride and dilation as (h, w) pairs, each at least 1, and its group count
+        at least 1: checked before any shape arithmetic divides by them."""
+        k, st, d = pair(kernel), pair(stride), pair(dilation)
+        for what, value in (("kernel", k), ("stride", st), ("dilation", d)):
+            if min(value) < 1 or max(value) > MAX_WINDOW:
+                raise ShapeError(f"{self.name}: layer {name!r}: {what} {value} must be between 1 and {MAX_WINDOW} in "
+                                 f"each axis; fix the layer's {what} in the model")
+        if groups < 1:
+            raise ShapeError(f"{self.name}: layer {name!r}: group count {groups} must be at least 1; fix the "
+                             "layer's group attribute in the model")
+        return k, st, d
 
     def _make(self, name: str, kind: LayerKind, inputs: Sequence[str], out_shape: Shape,
               in_shapes: Sequence[Shape] | None = None, **spatial: Unpack[_LayerFields]) -> str:
@@ -187,8 +211,18 @@ class GraphBuilder:
             return Padding(ph, pw, ph, pw)
         return Padding(*spec)
 
+    def _check_pads(self, name: str, pad: Padding, x: Shape) -> None:
+        """A window's pads (a Pad op absorbed included, negative when it crops) each lie within the input's extent
+        in their axis: a pad beyond it only adds windows that see nothing but padding."""
+        if max(abs(pad.top), abs(pad.bottom)) > x.h or max(abs(pad.left), abs(pad.right)) > x.w:
+            raise ShapeError(
+                f"{self.name}: layer {name!r}: padding {tuple(pad)} reaches beyond the {x.h}x{x.w} input; fix the "
+                "layer's pads in the model"
+            )
+
     def _window_shape(self, name: str, x: Shape, channels: int, kernel: tuple[int, int], stride: tuple[int, int],
                       dilation: tuple[int, int], pad: Padding, ceil_mode: bool) -> Shape:
+        self._check_pads(name, pad, x)
         h = window_out(x.h, pad.top + pad.bottom, kernel[0], stride[0], dilation[0], ceil_mode)
         w = window_out(x.w, pad.left + pad.right, kernel[1], stride[1], dilation[1], ceil_mode)
         if h <= 0 or w <= 0:
@@ -211,7 +245,7 @@ class GraphBuilder:
              bn: bool = False, activation: str | None = None) -> str:
         """Convolution; `groups == in channels` gives a depthwise conv."""
         s = self.shape(x)
-        k, st, d = pair(kernel), pair(stride), pair(dilation)
+        k, st, d = self._window(name, kernel, stride, dilation, groups)
         if s.c % groups or out_channels % groups:
             raise ShapeError(
                 f"{self.name}: layer {name!r}: {groups} groups do not divide {s.c} input and "
@@ -228,10 +262,12 @@ class GraphBuilder:
                        activation: str | None = None) -> str:
         """Transposed (fractionally strided) convolution, ONNX output-size rule."""
         s = self.shape(x)
-        k, st, d, op = pair(kernel), pair(stride), pair(dilation), pair(output_padding)
+        k, st, d = self._window(name, kernel, stride, dilation, groups)
+        op = pair(output_padding)
         if isinstance(padding, str):
             raise NetworkError(f"{self.name}: layer {name!r}: give transposed-conv padding as numbers")
         pad = self._padding(padding, s, k, st, d)
+        self._check_pads(name, pad, s)
         h = (s.h - 1) * st[0] - pad.top - pad.bottom + d[0] * (k[0] - 1) + op[0] + 1
         w = (s.w - 1) * st[1] - pad.left - pad.right + d[1] * (k[1] - 1) + op[1] + 1
         if s.c % groups or out_channels % groups:
@@ -249,9 +285,7 @@ class GraphBuilder:
     def _pool(self, kind: LayerKind, name: str, x: str, kernel: Pair, stride: Pair | None,
               padding: PaddingSpec, ceil_mode: bool, dilation: Pair = 1) -> str:
         s = self.shape(x)
-        k = pair(kernel)
-        st = pair(stride) if stride is not None else k
-        d = pair(dilation)
+        k, st, d = self._window(name, kernel, kernel if stride is None else stride, dilation, 1)
         pad = self._padding(padding, s, k, st, d)
         out = self._window_shape(name, s, s.c, k, st, d, pad, ceil_mode)
         return self._make(name, kind, [x], out, kernel=k, stride=st, dilation=d, padding=pad)

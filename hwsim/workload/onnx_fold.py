@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 from onnx import TensorProto, helper, numpy_helper
 
+from hwsim.errors import NetworkError
 from hwsim.vocab import ceil_div
 
 Array = np.ndarray
@@ -40,17 +41,30 @@ class OnnxNode:
     opset: int
 
     def attr_int(self, name: str, default: int) -> int:
-        return int(self.attrs.get(name, default))
+        value = self.attrs.get(name, default)
+        if not _is_int(value):
+            raise NetworkError(f"node {self.name!r} ({self.op}): attribute {name} is {value!r}, not an integer; "
+                               "fix the model")
+        return int(value)
 
     def attr_float(self, name: str, default: float) -> float:
         return float(self.attrs.get(name, default))
 
     def attr_ints(self, name: str, default: Sequence[int] = ()) -> tuple[int, ...]:
-        return tuple(int(v) for v in self.attrs.get(name, default))
+        values = self.attrs.get(name, default)
+        if not isinstance(values, (list, tuple)) or not all(_is_int(v) for v in values):
+            raise NetworkError(f"node {self.name!r} ({self.op}): attribute {name} is {values!r}, not a list of "
+                               "integers; fix the model")
+        return tuple(int(v) for v in values)
 
     def attr_str(self, name: str, default: str) -> str:
         value = self.attrs.get(name, default)
         return value.decode() if isinstance(value, bytes) else str(value)
+
+
+def _is_int(value: object) -> bool:
+    """An integer attribute value (ONNX INT/INTS decode to int; a FLOAT given where an INT belongs does not)."""
+    return isinstance(value, (int, np.integer)) and not isinstance(value, bool)
 
 
 def ints(a: Array | Sequence[int]) -> tuple[int, ...]:
