@@ -253,3 +253,18 @@ def test_a_valid_conv_model_still_imports(cli, tmp_path: Path) -> None:
     result = cli("info", str(_conv_model(tmp_path / "m.onnx", {})), "--json")
     assert result.code == 0, result.err
     assert "194400" in result.out.replace(",", "").replace(" ", "")
+
+
+def test_a_simulation_too_large_to_finish_is_refused_up_front(cli, tmp_path: Path) -> None:
+    """A 256-byte GLB on depthfirst-edge leaves VGG-E5's rule mapping tiles of a few words: millions of them,
+    hours of simulation. The run is refused before it starts, naming the work and how to proceed."""
+    config = tmp_path / "tiny-glb.yaml"
+    text = (CONFIGS / "depthfirst-edge.yaml").read_text()
+    assert "  size: 512 KiB" in text
+    config.write_text(text.replace("  size: 512 KiB", "  size: 256 B", 1))
+    out = tmp_path / "t.h5"
+    started = time.perf_counter()
+    result = cli("simulate", "vgg_e5", "--hw", str(config), "--out", str(out))
+    assert_one_line_error(result, "vgg_e5", "tiles", "beyond the 1,000,000", "--input", "hwsim estimate")
+    assert time.perf_counter() - started < 30  # a hang guard, not a timing claim
+    assert list(tmp_path.iterdir()) == [config]

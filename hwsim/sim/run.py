@@ -7,9 +7,10 @@ from collections.abc import Callable
 from pathlib import Path
 
 import hwsim
+from hwsim.errors import HwsimError
 from hwsim.hardware.loader import to_dict
 from hwsim.hardware.schema import Accelerator
-from hwsim.mapping.nest.format import mapping_data
+from hwsim.mapping.nest.format import LoopNest, mapping_data
 from hwsim.mapping.schedule import Schedule
 from hwsim.sim.executor import SIM_LEVELS, LayerRun, SimResult, simulate
 from hwsim.sparsity.profile import DENSE, SparsityProfile
@@ -66,6 +67,7 @@ def simulate_to_trace(schedule: Schedule, hw: Accelerator, path: str | Path,
                       per_transaction: frozenset[str] = frozenset()) -> SimResult:
     """Run `schedule` and write every record of `levels` to the trace at `path` (complete only on success);
     levels in `per_transaction` get one record per transaction instead of one per DRAM burst."""
+    check_work(schedule)
     names = [ls.name for ls in schedule.layers]
     attrs = trace_attrs(schedule, hw, sparsity or DENSE)
     buffers = BUFFERS + named_buffers(schedule)  # ids RING_BUFFER0 + k
@@ -73,6 +75,25 @@ def simulate_to_trace(schedule: Schedule, hw: Accelerator, path: str | Path,
         result = simulate(schedule, hw, writer.append, levels, progress, writer.append_occupancy, per_transaction)
         writer.add_attrs({DRAM_STATS_ATTR: attrs_json(dram_stats_document(result))})
     return result
+
+
+MAX_SIMULATED_TILES = 1_000_000  # tiles (storage-loop iterations) one run may simulate: about a minute, not hours
+
+
+def check_work(schedule: Schedule) -> None:
+    """Refuse up front a loop-nest schedule whose tiles would take hours to simulate (a buffer of a few bytes,
+    a huge input), naming its largest layer and how to proceed, instead of running until killed."""
+    if schedule.mapping is None:
+        return
+    nests = [m for m in schedule.mapping.layers if isinstance(m, LoopNest)]
+    tiles = sum(nest.storage_iterations() for nest in nests)
+    if tiles <= MAX_SIMULATED_TILES:
+        return
+    largest = max(nests, key=LoopNest.storage_iterations)
+    raise HwsimError(f"{schedule.network} on {schedule.hardware}: the mapping moves {tiles:,} tiles "
+                     f"({largest.layer} alone {largest.storage_iterations():,}), beyond the {MAX_SIMULATED_TILES:,} "
+                     "one simulation takes; enlarge the buffers, give a smaller input (--input WxH), or use "
+                     "`hwsim estimate`")
 
 
 DRAM_STATS_ATTR = "dram_stats_json"

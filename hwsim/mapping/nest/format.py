@@ -156,6 +156,15 @@ class LoopNest:
         return (tuple(self.dims[d] for d in DIMS), self.lowering, storage, array, self.rf.loops,
                 tuple(sorted(self.rf.keeps)))
 
+    def storage_iterations(self) -> int:
+        """Iterations of the storage levels' loops together: the tiles the layer moves, each one or a few
+        simulated steps, so the work of simulating the nest is known before it starts."""
+        product = 1
+        for storage in self.storage:
+            for loop in storage.loops:
+                product *= loop.factor
+        return product
+
     def factor_product(self, dim: str) -> int:
         """Π of the factors of `dim` over the whole nest."""
         product = 1
