@@ -268,3 +268,90 @@ def test_a_simulation_too_large_to_finish_is_refused_up_front(cli, tmp_path: Pat
     assert_one_line_error(result, "vgg_e5", "tiles", "beyond the 1,000,000", "--input", "hwsim estimate")
     assert time.perf_counter() - started < 30  # a hang guard, not a timing claim
     assert list(tmp_path.iterdir()) == [config]
+
+
+@pytest.fixture(scope="module")
+def small_trace(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A complete trace of the five-layer phases example on eyeriss-v1, written once for the damage tests."""
+    from hwsim.cli.main import main
+
+    path = tmp_path_factory.mktemp("trace") / "small.h5"
+    assert main(["simulate", "phases_example", "--hw", "eyeriss-v1", "--out", str(path), "--json"]) == 0
+    return path
+
+
+def _set_code(column: str, value: int, dataset: str = "levels/dram") -> object:
+    def damage(file: object) -> None:
+        rows = file[dataset][...]  # type: ignore[index]
+        rows[column][3] = value
+        file[dataset][...] = rows  # type: ignore[index]
+    return damage
+
+
+def _set_attr(key: str, value: object) -> object:
+    def damage(file: object) -> None:
+        file.attrs[key] = value  # type: ignore[attr-defined]
+    return damage
+
+
+def _rename_hardware_key(file: object) -> None:
+    text = file.attrs["hardware_json"]  # type: ignore[attr-defined]
+    file.attrs["hardware_json"] = text.replace("bandwidth_bytes_per_cycle", "bandwidth_bytes]per_cycle", 1)  # type: ignore[attr-defined]
+
+
+TRACE_DAMAGE = {
+    # damage: (how, fragment of the one-line error)
+    "op code past the table": (_set_code("op", 250), "op code past"),
+    "operand code past the table": (_set_code("operand", 200), "operand code past"),
+    "layer id past the table": (_set_code("layer", 999), "layer id outside"),
+    "negative layer id": (_set_code("layer", -3), "layer id outside"),
+    "record ending before it starts": (_set_code("end_cycle", -5), "ending before it starts"),
+    "buffer id past the table": (_set_code("buffer", 999, "occupancy"), "buffer id past"),
+    "version not an integer": (_set_attr("hwsim_trace_version", "three"), "not an integer"),
+    "clock of zero": (_set_attr("clock_hz", 0.0), "clock_hz"),
+    "clock NaN": (_set_attr("clock_hz", float("nan")), "clock_hz"),
+    "unreadable JSON attribute": (_set_attr("schedule_json", "{not json"), "schedule_json"),
+    "hardware record with a damaged key": (_rename_hardware_key, "unknown field"),
+    "layer table deleted": (lambda f: f.__delitem__("names/layers"), "damaged"),  # type: ignore[attr-defined]
+}
+
+
+# The commands that read a part every command does not: the occupancy events (the Perfetto counters and the
+# report's occupancy figure) and the accelerator record (the report's energy and cross-check).
+DAMAGE_READERS = {"buffer id past the table": {"perfetto", "report"}, "hardware record with a damaged key": {"report"}}
+
+
+@pytest.mark.parametrize("damage", sorted(TRACE_DAMAGE))
+@pytest.mark.parametrize("command", ["summary", "query", "perfetto", "report"])
+def test_damaged_traces_are_one_line_errors(cli, small_trace: Path, tmp_path: Path, damage: str,
+                                            command: str) -> None:
+    import shutil
+
+    import h5py
+
+    how, fragment = TRACE_DAMAGE[damage]
+    path = tmp_path / "damaged.h5"
+    shutil.copy(small_trace, path)
+    with h5py.File(path, "r+") as file:
+        how(file)  # type: ignore[operator]
+    args = {"summary": ["trace", "summary", str(path)],
+            "query": ["trace", "query", str(path), "--level", "dram", "--limit", "5"],
+            "perfetto": ["trace", "export", str(path), "--perfetto", str(tmp_path / "out.json")],
+            "report": ["report", str(path), "--html", str(tmp_path / "out.html")]}[command]
+    result = cli(*args)
+    if command not in DAMAGE_READERS.get(damage, {command}):
+        assert result.code == 0, result.err  # the command never reads the damaged part: a sound answer
+    else:
+        assert_one_line_error(result, str(path), fragment)
+
+
+@pytest.mark.parametrize("cut", [0.3, 0.9])
+def test_truncated_and_corrupted_traces_are_one_line_errors(cli, small_trace: Path, tmp_path: Path,
+                                                            cut: float) -> None:
+    import shutil
+
+    path = tmp_path / "cut.h5"
+    shutil.copy(small_trace, path)
+    with open(path, "r+b") as stream:
+        stream.truncate(int(path.stat().st_size * cut))
+    assert_one_line_error(cli("trace", "summary", str(path)), str(path))

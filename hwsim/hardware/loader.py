@@ -470,16 +470,37 @@ def to_dict(acc: Any) -> dict[str, Any]:
     return dataclasses.asdict(acc)
 
 
-def from_dict(data: Mapping[str, Any], cls: type = Accelerator) -> Any:
-    """The inverse of `to_dict` (a trace rebuilds the accelerator it was simulated on)."""
-    hints = typing.get_type_hints(cls)
+def from_dict(data: Mapping[str, Any], cls: type = Accelerator, where: str = "accelerator record") -> Any:
+    """The inverse of `to_dict` (a trace rebuilds the accelerator it was simulated on); every number is held to
+    its field's bounds as a config's is, so a damaged record is a ConfigError naming the field, never a crash."""
+    if not isinstance(data, Mapping):
+        raise ConfigError(f"{where}: expected a mapping, got {type(data).__name__}; the record is damaged")
+    hints = _type_hints(cls)
+    fields = {f.name: f for f in dataclasses.fields(cls)}
+    unknown = sorted(str(key) for key in data if key not in fields)
+    if unknown:
+        raise ConfigError(f"{where}: unknown field {unknown[0]!r}; the record is damaged")
     values: dict[str, Any] = {}
-    for f in dataclasses.fields(cls):
-        if f.name in data:
-            section = _section_type(hints[f.name])
-            value = data[f.name]
-            values[f.name] = from_dict(value, section) if section is not None and value is not None else value
-    return cls(**values)
+    for f in fields.values():
+        if f.name not in data:
+            continue
+        section, value, path = _section_type(hints[f.name]), data[f.name], f"{where}.{f.name}"
+        if section is not None and value is not None:
+            values[f.name] = from_dict(value, section, path)
+            continue
+        info: ParamInfo = f.metadata["info"]
+        if info.dim is not None:
+            if not isinstance(value, (int, float)) or isinstance(value, bool):
+                raise ConfigError(f"{path}: {value!r} is not a number; the record is damaged")
+            value = _check_number(float(value), info, path)
+        values[f.name] = value
+    try:
+        built = cls(**values)
+    except TypeError as exc:
+        raise ConfigError(f"{where}: {exc}; the record is damaged") from None
+    if isinstance(built, Accelerator):  # the record holds derived DRAM fields: only the cross-field rules apply
+        _raise_first(consistency_errors(built), where, None)
+    return built
 
 
 __all__ = ["Overrides", "check_overrides", "describe", "from_dict", "load_config", "parse_config", "resolve_config",

@@ -120,7 +120,7 @@ def _accumulate(trace: Trace, n_layers: int) -> _Sums:
 
 def derive(trace: Trace) -> TraceMetrics:
     """Per-layer counts, energy, latency and utilization of the trace."""
-    hw = from_dict(json.loads(trace.attrs["hardware_json"]))
+    hw = from_dict(json.loads(trace.attrs["hardware_json"]), where=f"trace {trace.path}: hardware_json")
     table = energy_table(hw)
     dram_stats = _dram_stats(trace)
     names = list(trace.layers)

@@ -57,7 +57,7 @@ def dram_requests(trace: Trace) -> DramRequests:
     if "dram" not in trace.levels:
         raise HwsimError(f"{trace.path}: the trace has no dram level; simulate with it recorded "
                          "(--trace-levels including dram)")
-    hw = from_dict(json.loads(trace.attrs["hardware_json"]))
+    hw = from_dict(json.loads(trace.attrs["hardware_json"]), where=f"trace {trace.path}: hardware_json")
     word_bytes, burst = hw.word_bytes, hw.dram.burst_bytes
     parts = [(b["start_cycle"], b["op"] != Op.READ, b["address"], b["end_cycle"] - b["start_cycle"])
              for b in trace.records("dram")]

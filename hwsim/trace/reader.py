@@ -9,7 +9,9 @@ the rows between that layer's first and last record, found in `index/<level>`.
 from __future__ import annotations
 
 import json
+import math
 import os
+import zlib
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from types import TracebackType
@@ -19,8 +21,8 @@ import h5py
 import numpy as np
 
 from hwsim.trace._codec import decode_chunk, is_shuffle_deflate, opaque, worker_threads
-from hwsim.trace.schema import OCCUPANCY_DTYPE, RECORD_DTYPE, TRACE_VERSION, TraceError
-from hwsim.vocab import ceil_div
+from hwsim.trace.schema import OCCUPANCY_DTYPE, OPERANDS, OPS, RECORD_DTYPE, TRACE_VERSION, TraceError
+from hwsim.vocab import TRACE_LEVELS, ceil_div
 
 Code = str | int  # a name from a trace's table, or its index
 Window = tuple[int, int]  # cycles [start, end)
@@ -43,6 +45,9 @@ def open(path: str | os.PathLike[str], allow_incomplete: bool = False) -> Trace:
             from None
     try:
         return Trace(path, file, allow_incomplete)
+    except DAMAGE_ERRORS as exc:
+        file.close()
+        raise TraceError(f"trace {path} is damaged ({_short(exc)}); re-run the simulation that wrote it") from None
     except BaseException:
         file.close()
         raise
@@ -59,6 +64,9 @@ class Trace:
         if version is None:
             raise TraceError(f"{path} is an HDF5 file but not an hwsim trace (no hwsim_trace_version attribute); "
                              f"pass a trace written by hwsim")
+        if not isinstance(version, int) or isinstance(version, bool):
+            raise TraceError(f"trace {path} is damaged: format version {version!r} is not an integer; re-run the "
+                             "simulation that wrote it")
         if self.attrs.get("complete") is not True and not allow_incomplete:
             raise TraceError(f"trace {path} is incomplete (no complete=True attribute): the run was interrupted; "
                              f"re-run the simulation")
@@ -74,6 +82,7 @@ class Trace:
         self.units: dict[str, str] = json.loads(self.attrs["units"])
         self.layers: tuple[str, ...] = tuple(_python_value(file["names/layers"][()]))
         self.buffers: tuple[str, ...] = tuple(_python_value(file["names/buffers"][()]))
+        _check_header(path, self.attrs, self.levels, self.ops, self.operands, self.layers)
         self._direct: dict[str, bool] = {}  # dataset name -> decoded by worker threads
         expected = {f"/levels/{level}": RECORD_DTYPE for level in self.levels} | {"/occupancy": OCCUPANCY_DTYPE}
         for name, dtype in expected.items():
@@ -118,6 +127,9 @@ class Trace:
         first_row, end_row = 0, len(dataset)
         if layer_id is not None and f"index/{level}" in self._file:
             first_row, end_row = (int(row) for row in self._file[f"index/{level}"][layer_id])
+            if not 0 <= first_row <= end_row <= len(dataset):
+                raise TraceError(f"trace {self.path}: index/{level} is damaged (layer {layer_id} at rows "
+                                 f"{first_row}..{end_row} of {len(dataset)}); re-run the simulation that wrote it")
 
         def keep(block: np.ndarray) -> np.ndarray:
             mask = np.ones(len(block), dtype=bool)
@@ -221,7 +233,37 @@ class Trace:
                     yield block
 
     def _read_chunks(self, dataset: h5py.Dataset, k0: int, k1: int, chunk_len: int) -> np.ndarray:
-        """The rows of chunks k0..k1-1 (the last one cut at the dataset's end)."""
+        """The rows of chunks k0..k1-1 (the last one cut at the dataset's end), their codes checked against the
+        trace's tables: a damaged chunk is a TraceError naming it, never a wrong answer."""
+        try:
+            rows = self._decoded_chunks(dataset, k0, k1, chunk_len)
+        except DAMAGE_ERRORS as exc:
+            raise TraceError(f"trace {self.path}: dataset {dataset.name} is damaged at rows from {k0 * chunk_len:,} "
+                             f"({_short(exc)}); re-run the simulation that wrote it") from None
+        problem = self._bad_codes(rows)
+        if problem:
+            raise TraceError(f"trace {self.path}: dataset {dataset.name} is damaged: {problem} in rows from "
+                             f"{k0 * chunk_len:,}; re-run the simulation that wrote it")
+        return rows
+
+    def _bad_codes(self, rows: np.ndarray) -> str:
+        """What is wrong with a block of records or occupancy events read back ('' when nothing): a code past
+        its name table, a negative size, an end before a start."""
+        layer = rows["layer"]
+        if len(layer) and (layer.min() < 0 or layer.max() >= len(self.layers)):
+            return f"a layer id outside 0..{len(self.layers) - 1}"
+        if rows.dtype == OCCUPANCY_DTYPE:
+            if len(rows) and (rows["buffer"].max() >= len(self.buffers) or rows["bytes"].min() < 0):
+                return f"a buffer id past {len(self.buffers) - 1} or a negative occupancy"
+            return ""
+        for column, names in (("op", self.ops), ("operand", self.operands)):
+            if len(rows) and rows[column].max() >= len(names):
+                return f"an {column} code past {len(names) - 1}"
+        if np.any(rows["end_cycle"] < rows["start_cycle"]) or np.any(rows["words"] < 0):
+            return "a record ending before it starts or moving a negative word count"
+        return ""
+
+    def _decoded_chunks(self, dataset: h5py.Dataset, k0: int, k1: int, chunk_len: int) -> np.ndarray:
         end_row = min(k1 * chunk_len, len(dataset))
         if not self._direct[dataset.name]:
             read: np.ndarray = dataset[k0 * chunk_len:end_row]  # h5py decodes it
@@ -231,6 +273,41 @@ class Trace:
         parts = list(self._pool.map(lambda r: decode_chunk(r[0], r[1], dtype, chunk_len), raw))
         rows = parts[0] if len(parts) == 1 else np.concatenate([opaque(p) for p in parts]).view(dtype)
         return rows[:end_row - k0 * chunk_len]
+
+
+DAMAGE_ERRORS = (OSError, KeyError, ValueError, TypeError, IndexError, RuntimeError, zlib.error)  # h5py, zlib
+
+
+def _short(exc: BaseException) -> str:
+    """An exception as a few words for a one-line message."""
+    text = (str(exc).splitlines() or [""])[0]
+    return f"{type(exc).__name__}: {text[:100]}" if text else type(exc).__name__
+
+
+def _check_header(path: str, attrs: dict[str, Any], levels: tuple[str, ...], ops: tuple[str, ...],
+                  operands: tuple[str, ...], layers: tuple[str, ...]) -> None:
+    """The attributes and name tables a reader relies on, as this format version writes them: the code tables
+    equal to the vocabulary, known levels, at least one layer, a positive finite clock and word width, and
+    every JSON attribute readable."""
+    problem = ""
+    if ops != OPS or operands != OPERANDS:
+        problem = "its op or operand table differs from this format version's"
+    elif not set(levels) <= set(TRACE_LEVELS):
+        problem = f"unknown levels {sorted(set(levels) - set(TRACE_LEVELS))}"
+    elif not layers:
+        problem = "its layer table is empty"
+    for key in ("clock_hz", "word_bits"):
+        value = attrs.get(key)
+        if value is not None and not (isinstance(value, (int, float)) and math.isfinite(value) and value > 0):
+            problem = problem or f"attribute {key} is {value!r}, not a positive number"
+    for key, value in attrs.items():
+        if key.endswith("_json") or key == "units":
+            try:
+                json.loads(value)
+            except (TypeError, ValueError):
+                problem = problem or f"attribute {key} is not readable JSON"
+    if problem:
+        raise TraceError(f"trace {path} is damaged: {problem}; re-run the simulation that wrote it")
 
 
 def _joined(blocks: Iterator[np.ndarray], dtype: np.dtype) -> np.ndarray:
