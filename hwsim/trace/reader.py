@@ -248,7 +248,7 @@ class Trace:
 
     def _bad_codes(self, rows: np.ndarray) -> str:
         """What is wrong with a block of records or occupancy events read back ('' when nothing): a code past
-        its name table, a negative size, an end before a start."""
+        its name table, a negative occupancy, an end before a start."""
         layer = rows["layer"]
         if len(layer) and (layer.min() < 0 or layer.max() >= len(self.layers)):
             return f"a layer id outside 0..{len(self.layers) - 1}"
@@ -259,8 +259,8 @@ class Trace:
         for column, names in (("op", self.ops), ("operand", self.operands)):
             if len(rows) and rows[column].max() >= len(names):
                 return f"an {column} code past {len(names) - 1}"
-        if np.any(rows["end_cycle"] < rows["start_cycle"]) or np.any(rows["words"] < 0):
-            return "a record ending before it starts or moving a negative word count"
+        if np.any(rows["end_cycle"] < rows["start_cycle"]):  # (words may be negative: a pe record's corrections)
+            return "a record ending before it starts"
         return ""
 
     def _decoded_chunks(self, dataset: h5py.Dataset, k0: int, k1: int, chunk_len: int) -> np.ndarray:

@@ -1,0 +1,330 @@
+"""Seeded mutation fuzzing of hwsim's inputs: hardware configs, sweep files, ONNX graphs and trace files.
+
+Each mutant is one damaged input; the commands that read that kind of input run on it as fresh processes
+(`python -m hwsim.cli.main ...`) with a time limit and an address-space limit, and each run is classified:
+
+- ok: exit 0 and no NaN or infinity in its output;
+- error: exit 2 and exactly one stderr line starting `hwsim` (the one-line error contract);
+- traceback, hang (past --timeout), memory (past --memory-gb), nonfinite (exit 0 with nan/inf printed),
+  other (any other exit code or stderr shape).
+
+It prints the count of each outcome per family and writes every run that is neither ok nor error to
+OUT/bad.txt with the mutation, the command and the end of stderr. Examples:
+
+    python tools/fuzz.py --mutants 500 --jobs 2 --out /tmp/fuzz     # >= 2,000 mutants
+    python tools/fuzz.py --families config,trace --mutants 20 --seed 7
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import re
+import resource
+import shutil
+import subprocess
+import sys
+from collections import Counter
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+import h5py
+import numpy as np
+
+REPO = Path(__file__).resolve().parents[1]
+FAMILIES = ("config", "sweep", "onnx", "trace")
+OUTCOMES = ("ok", "error", "traceback", "hang", "memory", "nonfinite", "other")
+NONFINITE = re.compile(r"(?<![A-Za-z_])(nan|inf|-inf|infinity)(?![A-Za-z_])", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class Run:
+    """One command on one mutant."""
+
+    family: str
+    mutation: str
+    argv: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Outcome:
+    run: Run
+    kind: str
+    stderr_tail: str
+
+
+# ----- mutations ------------------------------------------------------------------------------------------
+
+HOSTILE_NUMBERS = ["0", "-1", "1e400", "-1e400", ".nan", ".inf", "1e-30", "9223372036854775808", "1e300", "0.5",
+                   "2.5", "'x'", "[]", "{}", "null", "true", "!!int abc", "!custom 3", "!!timestamp x", "1e30 Hz",
+                   "-4 KiB", "1e30 pJ", "0 B", "1 B", "3 GHz"]
+ALIAS_BOMB = "".join(f"b{k}: &b{k} [{', '.join([f'*b{k - 1}'] * 9) if k else ', '.join(['x'] * 9)}]\n"
+                     for k in range(9))
+
+
+def mutate_yaml(text: str, rng: random.Random) -> tuple[str | bytes, str]:
+    """A damaged copy of a YAML document and what was done to it."""
+    lines = text.splitlines()
+    value_lines = [i for i, line in enumerate(lines) if re.match(r"^\s*[A-Za-z_.]+:\s*\S", line)
+                   and not line.lstrip().startswith("#")]
+    choice = rng.random()
+    if choice < 0.55 and value_lines:
+        i = rng.choice(value_lines)
+        key = lines[i].split(":", 1)[0]
+        value = rng.choice(HOSTILE_NUMBERS)
+        lines[i] = f"{key}: {value}"
+        return "\n".join(lines) + "\n", f"line {i + 1}: {key.strip()} = {value}"
+    if choice < 0.65 and value_lines:
+        i = rng.choice(value_lines)
+        removed = lines.pop(i)
+        return "\n".join(lines) + "\n", f"deleted line {i + 1} ({removed.strip()[:40]})"
+    if choice < 0.72:
+        return text.encode(rng.choice(["utf-16", "utf-32"])), "re-encoded as UTF-16/32"
+    if choice < 0.77:
+        k = rng.randrange(len(text))
+        return text[:k].encode() + b"\0" + text[k:].encode(), f"NUL byte at {k}"
+    if choice < 0.82:
+        return text + "\nx: " + "[" * 5000 + "]" * 5000 + "\n", "nested 5,000 deep"
+    if choice < 0.87:
+        return ALIAS_BOMB + text, "alias bomb (9**9 expansion)"
+    if choice < 0.92:
+        k = rng.randrange(len(text))
+        return text[:k], f"cut at character {k}"
+    data = bytearray(text.encode())
+    for _ in range(rng.choice([1, 3, 10])):
+        data[rng.randrange(len(data))] = rng.randrange(256)
+    return bytes(data), "random bytes replaced"
+
+
+def conv_graph(rng: random.Random) -> tuple[object, str]:
+    """A small ONNX graph (conv, pool, fc) with one attribute, shape or initializer damaged."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    attrs: dict[str, object] = {"kernel_shape": [3, 3], "strides": [1, 1], "pads": [1, 1, 1, 1], "dilations": [1, 1],
+                                "group": 1}
+    hw, weights = [1, 3, 32, 32], np.zeros((8, 3, 3, 3), np.float32)
+    kind = rng.choice(["attr", "attr", "attr", "shape", "init", "cycle", "missing", "pool"])
+    what = kind
+    if kind == "attr":
+        key = rng.choice(sorted(attrs))
+        value = rng.choice([[0, 0], [-1, -1], [1000, 1000], [10**9, 10**9], [1.5, 1.5], [2, 2, 2], 0, -2, 7])
+        attrs[key] = value if key != "group" or isinstance(value, int) else rng.choice([0, -1, 5, 1000])
+        what = f"Conv {key} = {attrs[key]}"
+    elif kind == "shape":
+        dim = rng.choice([0, -5, 2**31, 46341, 10**12])
+        hw[rng.choice([1, 2, 3])] = dim
+        what = f"input dims {hw}"
+    conv = helper.make_node("Conv", ["x", "W"], ["c"], **attrs)
+    pool_attrs = {"kernel_shape": [2, 2], "strides": [2, 2]}
+    if kind == "pool":
+        pool_attrs[rng.choice(["kernel_shape", "strides"])] = rng.choice([[0, 0], [-3, -3], [1000, 1000]])
+        what = f"MaxPool {pool_attrs}"
+    pool = helper.make_node("MaxPool", ["c"], ["p"], **pool_attrs)
+    flat = helper.make_node("Flatten", ["p"], ["f"])
+    fc = helper.make_node("Gemm", ["f", "F"], ["y"], transB=1)
+    w = numpy_helper.from_array(weights, "W")
+    f = numpy_helper.from_array(np.zeros((10, 8 * 16 * 16), np.float32), "F")
+    if kind == "init":
+        w.raw_data = w.raw_data[:rng.choice([0, 10, 100])]
+        what = "truncated initializer W"
+    nodes = [conv, pool, flat, fc]
+    if kind == "cycle":
+        nodes = [helper.make_node("Add", ["y", "x"], ["x2"]), *nodes]
+        conv.input[0] = "x2"
+        what = "cycle through the first node"
+    if kind == "missing":
+        conv.input[1] = "nowhere"
+        what = "Conv reads a tensor nothing produces"
+    graph = helper.make_graph(nodes, "fuzz", [helper.make_tensor_value_info("x", TensorProto.FLOAT, hw)],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], [w, f])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), what
+
+
+def damage_trace(source: Path, target: Path, rng: random.Random) -> str:
+    """A damaged copy of a trace and what was done to it."""
+    shutil.copy(source, target)
+    choice = rng.random()
+    if choice < 0.35:
+        data = bytearray(target.read_bytes())
+        flips = rng.choice([1, 4, 32, 256])
+        for _ in range(flips):
+            k = rng.randrange(len(data))
+            data[k] ^= 1 << rng.randrange(8)
+        target.write_bytes(bytes(data))
+        return f"{flips} bits flipped"
+    if choice < 0.45:
+        cut = rng.random()
+        with open(target, "r+b") as stream:
+            stream.truncate(int(target.stat().st_size * cut))
+        return f"truncated to {cut:.2f}"
+    with h5py.File(target, "r+") as file:
+        if choice < 0.6:
+            names = [n for n in ("levels/dram", "levels/pe", "names/layers", "names/buffers", "index/dram",
+                                 "occupancy") if n in file]
+            name = rng.choice(names)
+            if rng.random() < 0.5:
+                del file[name]
+                return f"deleted {name}"
+            if isinstance(file[name], h5py.Dataset) and file[name].chunks and len(file[name]) > 2:
+                file[name].resize((len(file[name]) // 2, *file[name].shape[1:]))
+                return f"shortened {name}"
+            del file[name]
+            return f"deleted {name}"
+        if choice < 0.8:
+            dataset = rng.choice(["levels/dram", "levels/glb", "occupancy"])
+            rows = file[dataset][...]
+            column = rng.choice(list(rows.dtype.names or ()))
+            value = rng.choice([-1, 250, 999, 2**31 - 1, -(2**40)])
+            if len(rows):
+                k = rng.randrange(len(rows))
+                info = np.iinfo(rows.dtype[column])
+                rows[column][k] = min(max(value, info.min), info.max)
+                file[dataset][...] = rows
+            return f"{dataset}.{column} = {value}"
+        key = rng.choice(["hwsim_trace_version", "clock_hz", "word_bits", "batch", "hardware_json", "schedule_json",
+                          "mapping_json", "levels", "ops", "complete"])
+        value = rng.choice([0, -1, 99, "three", float("nan"), float("inf"), "{bad json", ""])
+        file.attrs[key] = value
+        return f"attribute {key} = {value!r}"
+
+
+# ----- the runs ------------------------------------------------------------------------------------------
+
+def config_runs(out: Path, rng: random.Random, n: int) -> list[Run]:
+    sources = sorted((REPO / "configs").glob("*.yaml"))
+    runs = []
+    for k in range(n):
+        source = rng.choice(sources)
+        text, what = mutate_yaml(source.read_text(), rng)
+        path = out / f"config-{k}.yaml"
+        path.write_bytes(text if isinstance(text, bytes) else text.encode())
+        mutation = f"{source.name}: {what}"
+        runs.append(Run("config", mutation, ("config", "validate", str(path))))
+        if rng.random() < 0.5:
+            runs.append(Run("config", mutation, ("estimate", "alexnet", "--hw", str(path))))
+        else:
+            runs.append(Run("config", mutation, ("simulate", "phases_example", "--hw", str(path), "--out",
+                                                 str(out / f"config-{k}.h5"))))
+    return runs
+
+
+def sweep_runs(out: Path, rng: random.Random, n: int) -> list[Run]:
+    sources = sorted((REPO / "configs" / "sweeps").glob("*.yaml"))
+    runs = []
+    for k in range(n):
+        source = rng.choice(sources)
+        text, what = mutate_yaml(source.read_text(), rng)
+        path = out / f"sweep-{k}.yaml"
+        path.write_bytes(text if isinstance(text, bytes) else text.encode())
+        runs.append(Run("sweep", f"{source.name}: {what}", ("sweep", str(path), "--out", str(out / f"sweep-{k}"))))
+    return runs
+
+
+def onnx_runs(out: Path, rng: random.Random, n: int) -> list[Run]:
+    from onnx import save
+
+    runs = []
+    for k in range(n):
+        model, what = conv_graph(rng)
+        path = out / f"graph-{k}.onnx"
+        save(model, path)
+        command = rng.choice(["info", "estimate", "simulate"])
+        extra = {"info": (), "estimate": ("--hw", "eyeriss-v1"),
+                 "simulate": ("--hw", "eyeriss-v1", "--out", str(out / f"graph-{k}.h5"))}[command]
+        runs.append(Run("onnx", what, (command, str(path), *extra)))
+    return runs
+
+
+def trace_runs(out: Path, rng: random.Random, n: int) -> list[Run]:
+    source = out / "source.h5"
+    subprocess.run([sys.executable, "-m", "hwsim.cli.main", "simulate", "phases_example", "--hw", "eyeriss-v1",
+                    "--out", str(source), "--json"], cwd=REPO, check=True, capture_output=True)
+    runs = []
+    for k in range(n):
+        path = out / f"trace-{k}.h5"
+        what = damage_trace(source, path, rng)
+        command = rng.choice([("trace", "summary", str(path)),
+                              ("trace", "query", str(path), "--level", "dram", "--limit", "5"),
+                              ("trace", "export", str(path), "--perfetto", str(out / f"trace-{k}.json")),
+                              ("report", str(path), "--html", str(out / f"trace-{k}.html"))])
+        runs.append(Run("trace", what, command))
+    return runs
+
+
+MAKERS: dict[str, Callable[[Path, random.Random, int], list[Run]]] = {
+    "config": config_runs, "sweep": sweep_runs, "onnx": onnx_runs, "trace": trace_runs}
+
+
+def _limit_memory(memory_bytes: int) -> Callable[[], None]:
+    def apply() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (memory_bytes, memory_bytes))
+    return apply
+
+
+def execute(run: Run, timeout_s: float, memory_bytes: int) -> Outcome:
+    """Run one command and classify how it ended."""
+    try:
+        proc = subprocess.run([sys.executable, "-m", "hwsim.cli.main", *run.argv], cwd=REPO, capture_output=True,
+                              text=True, timeout=timeout_s, preexec_fn=_limit_memory(memory_bytes), check=False)
+    except subprocess.TimeoutExpired:
+        return Outcome(run, "hang", "")
+    lines = proc.stderr.strip().splitlines()
+    tail = "\n".join(lines[-3:])[-400:]
+    if "MemoryError" in proc.stderr or "Cannot allocate memory" in proc.stderr:
+        kind = "memory"
+    elif "Traceback" in proc.stderr:
+        kind = "traceback"
+    elif proc.returncode == 0:
+        kind = "nonfinite" if NONFINITE.search(proc.stdout) else "ok"
+    elif proc.returncode == 2 and len(lines) == 1 and lines[0].startswith("hwsim"):
+        kind = "error"
+    else:
+        kind = "other"
+    return Outcome(run, kind, tail)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--families", default=",".join(FAMILIES), help="comma-separated, from " + ", ".join(FAMILIES))
+    parser.add_argument("--mutants", type=int, default=25, help="mutants per family (default 25)")
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--jobs", type=int, default=2, help="runs at once (default 2)")
+    parser.add_argument("--timeout", type=float, default=60.0, help="seconds before a run counts as a hang")
+    parser.add_argument("--memory-gb", type=float, default=4.0, help="address-space limit of each run (GB)")
+    parser.add_argument("--out", type=Path, default=Path("/tmp/hwsim-fuzz"), help="where mutants and results go")
+    parser.add_argument("--json", action="store_true", help="print the counts as one JSON document")
+    args = parser.parse_args()
+    families = [f for f in args.families.split(",") if f]
+    unknown = sorted(set(families) - set(FAMILIES))
+    if unknown:
+        parser.error(f"unknown families {unknown}; use {', '.join(FAMILIES)}")
+    shutil.rmtree(args.out, ignore_errors=True)
+    args.out.mkdir(parents=True)
+    rng = random.Random(args.seed)
+    runs = [run for family in families for run in MAKERS[family](args.out, rng, args.mutants)]
+    memory = int(args.memory_gb * 1e9)
+    with ThreadPoolExecutor(args.jobs) as pool:
+        outcomes = list(pool.map(lambda r: execute(r, args.timeout, memory), runs))
+    counts = {f: Counter(o.kind for o in outcomes if o.run.family == f) for f in families}
+    with open(args.out / "bad.txt", "w") as report:
+        for o in outcomes:
+            if o.kind not in ("ok", "error"):
+                report.write(f"[{o.kind}] {o.run.family}: {o.run.mutation}\n  hwsim {' '.join(o.run.argv)}\n"
+                             f"  {o.stderr_tail}\n")
+    if args.json:
+        print(json.dumps({f: dict(c) for f, c in counts.items()}))
+    else:
+        print(f"{'family':8} {'runs':>6} " + " ".join(f"{k:>9}" for k in OUTCOMES))
+        for f in families:
+            print(f"{f:8} {sum(counts[f].values()):>6} " + " ".join(f"{counts[f][k]:>9}" for k in OUTCOMES))
+        bad = sum(c[k] for c in counts.values() for k in OUTCOMES[2:])
+        print(f"{len(runs)} runs over {sum(args.mutants for _ in families)} mutants (seed {args.seed}); "
+              f"{bad} neither ok nor a one-line error (listed in {args.out / 'bad.txt'})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
