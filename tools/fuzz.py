@@ -193,15 +193,20 @@ def damage_trace(source: Path, target: Path, rng: random.Random) -> str:
 
 # ----- the runs ------------------------------------------------------------------------------------------
 
+def write_yaml_mutant(sources: list[Path], path: Path, rng: random.Random) -> str:
+    """A damaged copy of one of `sources` written to `path`; returns what was done to which file."""
+    source = rng.choice(sources)
+    text, what = mutate_yaml(source.read_text(), rng)
+    path.write_bytes(text if isinstance(text, bytes) else text.encode())
+    return f"{source.name}: {what}"
+
+
 def config_runs(out: Path, rng: random.Random, n: int) -> list[Run]:
     sources = sorted((REPO / "configs").glob("*.yaml"))
     runs = []
     for k in range(n):
-        source = rng.choice(sources)
-        text, what = mutate_yaml(source.read_text(), rng)
         path = out / f"config-{k}.yaml"
-        path.write_bytes(text if isinstance(text, bytes) else text.encode())
-        mutation = f"{source.name}: {what}"
+        mutation = write_yaml_mutant(sources, path, rng)
         runs.append(Run("config", mutation, ("config", "validate", str(path))))
         if rng.random() < 0.5:
             runs.append(Run("config", mutation, ("estimate", "alexnet", "--hw", str(path))))
@@ -215,11 +220,9 @@ def sweep_runs(out: Path, rng: random.Random, n: int) -> list[Run]:
     sources = sorted((REPO / "configs" / "sweeps").glob("*.yaml"))
     runs = []
     for k in range(n):
-        source = rng.choice(sources)
-        text, what = mutate_yaml(source.read_text(), rng)
         path = out / f"sweep-{k}.yaml"
-        path.write_bytes(text if isinstance(text, bytes) else text.encode())
-        runs.append(Run("sweep", f"{source.name}: {what}", ("sweep", str(path), "--out", str(out / f"sweep-{k}"))))
+        mutation = write_yaml_mutant(sources, path, rng)
+        runs.append(Run("sweep", mutation, ("sweep", str(path), "--out", str(out / f"sweep-{k}"))))
     return runs
 
 
