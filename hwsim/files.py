@@ -112,7 +112,11 @@ def _children(node: yaml.Node) -> list[yaml.Node]:
 def compose_yaml(text: str, shown: str, error: type[HwsimError]) -> yaml.Node | None:
     """The node tree of the one YAML document `text` (None when empty), depth and alias expansion bounded;
     bad YAML raises `error` naming `shown`, the line and the fix."""
-    loader = _BoundedLoader(text)
+    try:
+        loader = _BoundedLoader(text)  # the reader refuses non-printable characters here already
+    except yaml.YAMLError as exc:
+        raise error(f"{shown}: not valid YAML text ({(str(exc).splitlines() or [''])[0][:120]}); save it as "
+                    "printable UTF-8") from None
     try:
         root = loader.get_single_node()
     except yaml.YAMLError as exc:

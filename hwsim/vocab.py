@@ -152,6 +152,9 @@ class StepField:
     ZERO_MACS = _step_field("zero_macs")
 
 
+MAX_BATCH = 4096  # images one run may process: beyond, a run's records and cycles outgrow memory and int64
+
+
 @overload
 def ceil_div(numerator: int, denominator: int) -> int: ...
 @overload

@@ -67,13 +67,20 @@ def _hostile_files(text: str) -> dict[str, bytes]:
         "deep_flow": (text + "\nx: " + "[" * 5000 + "]" * 5000 + "\n").encode(),
         "deep_block": (text + "\n" + "".join("  " * i + f"k{i}:\n" for i in range(MAX_YAML_DEPTH + 5))).encode(),
         "alias_bomb": (ALIAS_BOMB + text).encode(),
+        "control_character": (text[:40] + "\x19" + text[40:]).encode(),
     }
 
 
 FILE_FRAGMENTS = {
     "utf16": "NUL byte", "latin1": "not UTF-8", "nul": "NUL byte at byte 40", "deep_flow": "nested deeper than 64",
     "deep_block": "nested deeper than 64", "alias_bomb": "expands to more than 1,000,000 nodes",
+    "control_character": "unacceptable character #x0019",
 }
+
+
+def test_a_batch_past_the_bound_is_refused_before_any_work(cli) -> None:
+    assert_one_line_error(cli("simulate", "alexnet", "--hw", "eyeriss-v1", "--batch", "1000000000"),
+                          "--batch", "exceed the 4096")
 
 
 @pytest.mark.parametrize("damage", sorted(FILE_FRAGMENTS))
@@ -306,6 +313,8 @@ TRACE_DAMAGE = {
     "layer id past the table": (_set_code("layer", 999), "layer id outside"),
     "negative layer id": (_set_code("layer", -3), "layer id outside"),
     "record ending before it starts": (_set_code("end_cycle", -5), "ending before it starts"),
+    "record starting before cycle 0": (_set_code("start_cycle", -(2**40)), "starting before cycle 0"),
+    "batch infinite": (_set_attr("batch", float("inf")), "batch"),
     "buffer id past the table": (_set_code("buffer", 999, "occupancy"), "buffer id past"),
     "version not an integer": (_set_attr("hwsim_trace_version", "three"), "not an integer"),
     "clock of zero": (_set_attr("clock_hz", 0.0), "clock_hz"),

@@ -13,6 +13,7 @@ from hwsim.errors import HwsimError
 from hwsim.hardware.units import BYTES, parse_quantity
 from hwsim.search.names import MAPPERS, OBJECTIVE_NAMES
 from hwsim.sparsity.names import DEFAULT_RELU_SPARSITY, SPARSITY_CHOICES
+from hwsim.vocab import MAX_BATCH
 from hwsim.workload.network import parse_input_size
 
 if TYPE_CHECKING:  # the flows are loaded by the command that runs, not by every command's parser
@@ -44,7 +45,7 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
     command takes."""
     add_network_arguments(parser)
     parser.add_argument("--hw", required=True, metavar="CONFIG", help="accelerator config: a path or a shipped name")
-    parser.add_argument("--batch", type=positive_int, default=1, metavar="N", help="images per run (default 1)")
+    parser.add_argument("--batch", type=batch_arg, default=1, metavar="N", help="images per run (default 1)")
     add_mapping_argument(parser)
     add_sparsity_arguments(parser, "none")
     parser.add_argument("--json", action="store_true", help="print one JSON document instead of tables")
@@ -135,6 +136,14 @@ def positive_int(text: str) -> int:
     if not text.strip().isdigit() or int(text) < 1:
         raise argparse.ArgumentTypeError(f"{text!r} is not a positive integer")
     return int(text)
+
+
+def batch_arg(text: str) -> int:
+    """argparse type for --batch: images per run, from 1 to MAX_BATCH."""
+    value = positive_int(text)
+    if value > MAX_BATCH:
+        raise argparse.ArgumentTypeError(f"{text!r} images exceed the {MAX_BATCH} one run may process")
+    return value
 
 
 def fraction_arg(text: str) -> float:

@@ -22,9 +22,9 @@ from hwsim.cli.args import (
     add_mapping_argument,
     add_network_arguments,
     add_sparsity_arguments,
+    batch_arg,
     mapping_request,
     positive_float,
-    positive_int,
     sparsity_request,
 )
 from hwsim.cli.output import console, emit_json, format_count, table
@@ -103,7 +103,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
                         "--mapping FILE); cnnergy: the faithful CNNergy model")
     p.add_argument("--layers", metavar="FILE.csv", default=None,
                    help="cnnergy only: a CNNergy layer table (name,R,M,H,C,U,E,sp_if,sp_of,n) instead of a network")
-    p.add_argument("--batch", type=positive_int, default=1, metavar="N", help="mapping: images per run (default 1)")
+    p.add_argument("--batch", type=batch_arg, default=1, metavar="N", help="mapping: images per run (default 1)")
     add_mapping_argument(p)
     add_sparsity_arguments(p, "none for the mapping model; auto for cnnergy: measured AlexNet values when they fit")
     p.add_argument("--clock-power", type=_watts, default=None, metavar="W",

@@ -6,7 +6,7 @@ import argparse
 from types import SimpleNamespace
 from typing import Any
 
-from hwsim.cli.args import add_network_arguments, add_search_arguments, positive_int, search_settings
+from hwsim.cli.args import add_network_arguments, add_search_arguments, batch_arg, positive_int, search_settings
 from hwsim.cli.output import console, emit_json, format_count, layer_progress, table
 from hwsim.errors import HwsimError
 from hwsim.flows.mapping import MAPPERS, OBJECTIVE_UNITS, MappedNetwork, map_network, shapes_to_search
@@ -22,7 +22,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
                                    "under an objective), checked; write it to replay or edit")
     add_network_arguments(p)
     p.add_argument("--hw", required=True, metavar="CONFIG", help="accelerator config: a path or a shipped name")
-    p.add_argument("--batch", type=positive_int, default=1, metavar="N", help="images per run (default 1)")
+    p.add_argument("--batch", type=batch_arg, default=1, metavar="N", help="images per run (default 1)")
     p.add_argument("--out", metavar="FILE.yaml", default=None,
                    help="write the mapping here (YAML, or JSON for a .json name); estimate, simulate and check "
                         "replay it with --mapping FILE")

@@ -41,6 +41,7 @@ from hwsim.files import load_yaml, read_text
 from hwsim.hardware.loader import Overrides, check_overrides, resolve_config
 from hwsim.hardware.units import BYTES, parse_quantity
 from hwsim.search.names import MAPPERS, OBJECTIVE_NAMES
+from hwsim.vocab import MAX_BATCH
 from hwsim.workload.network import is_onnx_path, load_network, parse_input_size
 
 Scalar = str | int | float
@@ -149,7 +150,9 @@ def parse_sweep(doc: dict[str, Any], shown: str, folder: Path) -> Sweep:
         raise SweepError(f"{shown}: axes: give glb.size or glb.data_size, not both")
     for config in configs:
         _check_axes(axes, config, shown)
-    name = str(doc.get("name") or Path(shown).stem)
+    name = doc.get("name") or Path(shown).stem
+    if not isinstance(name, str):
+        raise SweepError(f"{shown}: name: {name!r} is not a text; give the sweep a name such as cnnergy-glb")
     mapper = _choice(doc.get("mapper", "rules"), MAPPERS, shown, "mapper")
     if "objective" in doc and mapper != "search":
         raise SweepError(f"{shown}: objective: a search's objective; add mapper: search or drop it")
@@ -170,8 +173,9 @@ def _choice(value: object, valid: tuple[str, ...], shown: str, key: str) -> str:
 
 
 def _positive_int(value: object, where: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise SweepError(f"{where}: {value!r} is not a positive whole number; give e.g. 4")
+    """A batch: a whole number from 1 to MAX_BATCH."""
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_BATCH:
+        raise SweepError(f"{where}: {value!r} is not a positive whole number up to {MAX_BATCH}; give e.g. 4")
     return value
 
 

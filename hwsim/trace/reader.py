@@ -259,8 +259,8 @@ class Trace:
         for column, names in (("op", self.ops), ("operand", self.operands)):
             if len(rows) and rows[column].max() >= len(names):
                 return f"an {column} code past {len(names) - 1}"
-        if np.any(rows["end_cycle"] < rows["start_cycle"]):  # (words may be negative: a pe record's corrections)
-            return "a record ending before it starts"
+        if len(rows) and (rows["start_cycle"].min() < 0 or np.any(rows["end_cycle"] < rows["start_cycle"])):
+            return "a record starting before cycle 0 or ending before it starts"  # (words may be negative: pe)
         return ""
 
     def _decoded_chunks(self, dataset: h5py.Dataset, k0: int, k1: int, chunk_len: int) -> np.ndarray:
@@ -296,7 +296,7 @@ def _check_header(path: str, attrs: dict[str, Any], levels: tuple[str, ...], ops
         problem = f"unknown levels {sorted(set(levels) - set(TRACE_LEVELS))}"
     elif not layers:
         problem = "its layer table is empty"
-    for key in ("clock_hz", "word_bits"):
+    for key in ("clock_hz", "word_bits", "batch"):
         value = attrs.get(key)
         if value is not None and not (isinstance(value, (int, float)) and math.isfinite(value) and value > 0):
             problem = problem or f"attribute {key} is {value!r}, not a positive number"
