@@ -43,7 +43,7 @@ class NonFiniteError(HwsimError):
 
 
 def require_finite(value: object, what: str) -> None:
-    """Raise NonFiniteError naming the first NaN or infinite number in `value` (numbers, numpy scalars and
+    """Raise NonFiniteError naming a NaN or infinite number in `value` (numbers, numpy scalars and
     arrays, nested in dicts, lists and tuples; dataclass-free plain data) and where in `what` it sits, so that no
     report, JSON document or trace attribute ever carries one."""
     stack: list[tuple[str, object]] = [("", value)]

@@ -102,7 +102,7 @@ def test_hostile_sweep_files_are_one_line_errors(cli, tmp_path: Path, damage: st
     assert not (tmp_path / "out" / "results.csv").exists()
 
 
-def test_require_finite_names_the_first_bad_number() -> None:
+def test_require_finite_names_the_bad_number_and_where() -> None:
     require_finite({"a": [1, 2.5, "x", None, True, np.int64(3), np.arange(3.0)]}, "fine")
     with pytest.raises(NonFiniteError, match=r"doc: a result is nan at energy\[1\]\.dram"):
         require_finite({"energy": [{"dram": 1.0}, {"dram": float("nan")}]}, "doc")
