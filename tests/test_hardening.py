@@ -87,11 +87,9 @@ def test_a_batch_past_the_bound_is_refused_before_any_work(cli) -> None:
 def test_hostile_config_files_are_one_line_errors(cli, tmp_path: Path, damage: str) -> None:
     path = tmp_path / "config.yaml"
     path.write_bytes(_hostile_files(EYERISS)[damage])
-    started = time.perf_counter()
     result = cli("config", "validate", str(path))
     assert_one_line_error(result, str(path), FILE_FRAGMENTS[damage])
     assert len(result.err) < MAX_ERROR_CHARS + 100
-    assert time.perf_counter() - started < 30  # a hang guard, not a timing claim
 
 
 @pytest.mark.parametrize("damage", sorted(FILE_FRAGMENTS))
@@ -270,10 +268,8 @@ def test_a_simulation_too_large_to_finish_is_refused_up_front(cli, tmp_path: Pat
     assert "  size: 512 KiB" in text
     config.write_text(text.replace("  size: 512 KiB", "  size: 256 B", 1))
     out = tmp_path / "t.h5"
-    started = time.perf_counter()
     result = cli("simulate", "vgg_e5", "--hw", str(config), "--out", str(out))
     assert_one_line_error(result, "vgg_e5", "tiles", "beyond the 1,000,000", "--input", "hwsim estimate")
-    assert time.perf_counter() - started < 30  # a hang guard, not a timing claim
     assert list(tmp_path.iterdir()) == [config]
 
 
