@@ -211,7 +211,10 @@ def test_sweep_workers_die_with_a_killed_sweep(tmp_path: Path) -> None:
     deadline = time.monotonic() + 30
     while any(_alive(w) for w in workers) and time.monotonic() < deadline:
         time.sleep(0.1)
-    assert not any(_alive(w) for w in workers)
+    survivors = [w for w in workers if _alive(w)]
+    for worker in survivors:  # a failing run must not leave orphans behind on the machine
+        os.kill(worker, signal.SIGKILL)
+    assert not survivors
 
 
 def _conv_model(path: Path, attrs: dict[str, object], input_hw: tuple[int, int] = (32, 32)) -> Path:
