@@ -19,6 +19,7 @@ from typing import Protocol
 import numpy as np
 
 from hwsim.analytic.estimate import NetworkEstimate
+from hwsim.check.validate import Validation
 from hwsim.hardware.energy import COMPONENTS, ComputeCounts
 from hwsim.metrics.derive import TraceMetrics
 from hwsim.vocab import ACCESS_NAMES, LEVEL_NAMES, OPERAND_NAMES
@@ -105,10 +106,11 @@ class CheckReport:
     hardware: str
     layers: tuple[LayerCheck, ...]
     energy_leaves_out: tuple[str, ...] = ()  # components the energy comparison leaves out (a jedec DRAM's)
+    validation: Validation | None = None  # the trace's physics (`hwsim.check.validate`), when it was checked
 
     @property
     def ok(self) -> bool:
-        return all(l.ok for l in self.layers)
+        return all(l.ok for l in self.layers) and (self.validation is None or self.validation.ok)
 
     @property
     def mismatches(self) -> list[CountRow]:

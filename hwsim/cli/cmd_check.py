@@ -16,6 +16,7 @@ from hwsim.check.compare import ENERGY_RTOL
 from hwsim.cli.args import add_run_arguments, mapping_request, sparsity_request
 from hwsim.cli.depthfirst_checks import check_record, print_checks
 from hwsim.cli.output import console, emit_json, format_count, layer_progress, table
+from hwsim.cli.validation import print_validation, validation_document
 from hwsim.errors import HwsimError
 from hwsim.flows.check import check_network
 from hwsim.flows.depth_first import DEFAULT_MAX_SHORT_SKIP, check_depth_first
@@ -48,7 +49,8 @@ def document(report: CheckReport) -> dict[str, Any]:
                         "counts": [{"level": r.level, "operand": r.operand, "access": r.access,
                                     "analytic": r.analytic, "simulated": r.simulated} for r in l.counts]}
                        for l in report.layers],
-            "mismatches": [vars(r) for r in report.mismatches]}
+            "mismatches": [vars(r) for r in report.mismatches],
+            "validation": validation_document(report.validation) if report.validation else None}
 
 
 def _layer_table(report: CheckReport) -> Any:
@@ -85,6 +87,8 @@ def print_report(report: CheckReport) -> None:
     out.print(f"{ENERGY}: {sum(l.energy_ok for l in report.layers)}/{layers} layers equal within {ENERGY_RTOL:g}"
               + left_out)
     out.print(f"{LATENCY}: {sum(l.latency_ok for l in report.layers)}/{layers} layers at or above the bound")
+    if report.validation is not None:
+        print_validation(report.validation)
     out.print("PASS" if report.ok else "FAIL")
 
 

@@ -1,5 +1,6 @@
-"""`hwsim trace summary|query|plot|export FILE`: what a trace holds, the records that match a filter, figures,
-and exports (Perfetto trace events; the DRAM bursts for Ramulator 2, DRAMsim3 and DRAMPower).
+"""`hwsim trace summary|query|validate|plot|export FILE`: what a trace holds, the records that match a filter,
+whether its timing obeys the hardware, figures, and exports (Perfetto trace events; the DRAM bursts for
+Ramulator 2, DRAMsim3 and DRAMPower).
 
 Both stream the trace block by block (`hwsim.trace.Trace.records`), so their
 memory stays bounded whatever the trace's size: summary keeps per-layer
@@ -16,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import hwsim.trace
+from hwsim.check.validate import validate_trace
 from hwsim.cli.output import (
     console,
     emit_json,
@@ -24,6 +26,7 @@ from hwsim.cli.output import (
     table,
     write_atomically,
 )
+from hwsim.cli.validation import print_validation, validation_document
 from hwsim.errors import HwsimError
 from hwsim.flows.trace_stats import TraceQuery, query_trace, summarize_trace
 from hwsim.metrics.dram_export import dram_requests, write_drampower, write_dramsim3, write_ramulator
@@ -53,6 +56,11 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     q.add_argument("--csv", metavar="OUT.csv", default=None, help="write every matching record here")
     q.add_argument("--json", action="store_true", help="print one JSON document instead of tables")
     q.set_defaults(run=run_query)
+    v = verbs.add_parser("validate", help="check the trace's physics: bandwidth, ports, DRAM latency, dependencies, "
+                                          "occupancy, addresses and levels (exit 1 if a rule is broken)")
+    v.add_argument("file", metavar="FILE.h5")
+    v.add_argument("--json", action="store_true", help="print one JSON document instead of tables")
+    v.set_defaults(run=run_validate)
     g = verbs.add_parser("plot", help="bandwidth, occupancy, energy or timeline of a trace as an image")
     g.add_argument("file", metavar="FILE.h5")
     g.add_argument("--kind", choices=PLOT_KINDS, required=True,
@@ -146,6 +154,17 @@ def cycles_arg(text: str) -> tuple[int, int]:
 
 
 # ----- summary ------------------------------------------------------------------------------------
+
+
+def run_validate(args: argparse.Namespace) -> int:
+    with hwsim.trace.open(args.file) as trace:
+        result = validate_trace(trace)
+    if args.json:
+        emit_json(validation_document(result))
+    else:
+        print_validation(result)
+        console().print("PASS" if result.ok else "FAIL")
+    return 0 if result.ok else 1
 
 
 def run_summary(args: argparse.Namespace) -> int:

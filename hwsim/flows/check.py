@@ -11,13 +11,16 @@ cycles must be at or above the analytic bound.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+import hwsim.trace
 from hwsim.analytic.estimate import estimate_network
 from hwsim.check import CheckReport, compare
+from hwsim.check.validate import validate_trace
 from hwsim.errors import HwsimError
 from hwsim.flows.inputs import HardwareLike, MappingLike, NetworkLike, SparsityLike
 from hwsim.flows.simulate import ALL_LEVELS, Progress, Simulation, simulate_network
@@ -31,12 +34,15 @@ PASS, FAIL, NOT_AVAILABLE = "PASS", "FAIL", "not available"
 
 
 def check_simulation(sim: Simulation) -> CheckReport:
-    """Every layer of the analytic estimate of the simulated network against the simulation's trace."""
+    """Every layer of the analytic estimate of the simulated network against the simulation's trace, and the
+    trace's physics (the validator's rules)."""
     if sim.levels != ALL_LEVELS:
         raise HwsimError(f"{sim.trace}: records only {', '.join(sorted(sim.levels))}; checking needs every "
                          "level, simulate with the default levels")
     estimate = estimate_network(sim.graph, sim.hardware, sim.mapping, sim.sparsity)
-    return compare(estimate, sim.metrics, measured=sim.sparsity.tensors is not None)
+    report = compare(estimate, sim.metrics, measured=sim.sparsity.tensors is not None)
+    with hwsim.trace.open(sim.trace) as trace:
+        return dataclasses.replace(report, validation=validate_trace(trace))
 
 
 def check_network(network: NetworkLike, hw: HardwareLike, batch: int = 1, trace_path: str | Path | None = None,

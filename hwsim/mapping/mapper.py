@@ -70,7 +70,19 @@ def check_mapping(mapping: NetworkMapping, graph: Graph, hw: Accelerator) -> Non
 
 
 def _addresses(layer: Layer, addr: DramLayout) -> TensorAddresses:
+    if addr.lowered >= 0:  # the im2col matrix is one image of its own region
+        return TensorAddresses(addr.lowered, addr.lowered_words, addr.filter, addr.ofmap, addr.ofmap_image_words)
     return TensorAddresses(addr.ifmap[0], addr.ifmap_image_words[0], addr.filter, addr.ofmap, addr.ofmap_image_words)
+
+
+def _lowered_words(graph: Graph, mapping: NetworkMapping) -> dict[str, int]:
+    """Words of the im2col matrix of every layer the mapping lowers, for its batch."""
+    out = {}
+    for entry in mapping.layers:
+        if isinstance(entry, LoopNest) and entry.lowering == "im2col":
+            p = nest_problem(graph.layer(entry.layer), mapping.batch, "im2col")
+            out[entry.layer] = p.dims["G"] * p.dims["C"] * p.in_h * p.in_w
+    return out
 
 
 def layer_sparsity(layer: Layer, entry: LoopNest, batch: int, profile: SparsityProfile | None) -> LayerSparsity:
@@ -106,7 +118,8 @@ def _layer_schedule(layer: Layer, entry: LayerMapping | None, hw: Accelerator, a
     if isinstance(entry, Streamed):
         tiles, zeros = entry.tiles, streamed_sparsity(layer, sparsity)
         return LayerSchedule(layer, {"mapping": "stream", "tiles": tiles},
-                             lambda: stream_steps(layer, hw, addr, batch, tiles, zeros))
+                             lambda: stream_steps(layer, hw, addr, batch, tiles, zeros),
+                             dram_regions=addr.regions(batch, len(layer.inputs)))
     steps = NestSteps(entry, nest_problem(layer, batch, entry.lowering), hw, _addresses(layer, addr),
                       layer_sparsity(layer, entry, batch, sparsity))
     params: dict[str, object] = {"mapping": "nest", "lowering": entry.lowering,
@@ -117,7 +130,7 @@ def _layer_schedule(layer: Layer, entry: LayerMapping | None, hw: Accelerator, a
                                  "rf": " ".join(str(l) for l in entry.rf.loops)}
     if entry.level("l2") is not None:
         params["buffers"] = L2_BUFFERS
-    return LayerSchedule(layer, params, steps.blocks)
+    return LayerSchedule(layer, params, steps.blocks, dram_regions=addr.regions(batch, 1))
 
 
 def network_schedule(graph: Graph, hw: Accelerator, batch: int = 1, mapping: NetworkMapping | None = None,
@@ -129,7 +142,7 @@ def network_schedule(graph: Graph, hw: Accelerator, batch: int = 1, mapping: Net
     else:
         check_mapping(mapping, graph, hw)
         batch = mapping.batch
-    layout = dram_layout(graph, batch)
+    layout = dram_layout(graph, batch, _lowered_words(graph, mapping))
     entries = {m.layer: m for m in mapping.layers}
     layers = tuple(_layer_schedule(l, entries.get(l.name), hw, layout[l.name], batch, sparsity) for l in graph)
     return Schedule(graph.name, hw.name, f"nest:{mapping.dataflow}", batch, layers, mapping)

@@ -108,6 +108,8 @@ class LayerSchedule:
     generate: Callable[[], Iterator[np.ndarray]] = field(repr=False)
     stack: tuple[Layer, ...] = ()  # the layers run together (depth-first stack); empty for one layer
     pipelined: bool = True  # False: each group starts once the one before has finished (no overlap)
+    dram_regions: tuple[tuple[int, int, int], ...] = ()  # (operand, first word, words) its DRAM accesses stay
+    # within, per tensor; empty: not declared
 
     @property
     def name(self) -> str:

@@ -73,6 +73,7 @@ from hwsim.sim.component import Port, StatInfo, declared_stats
 from hwsim.sim.machine import NAMED_LEVELS, PLACED_LEVELS, Machine
 from hwsim.sim.policy import Registry
 from hwsim.sim.recorder import Recorder
+from hwsim.sim.structure import GroupLog
 from hwsim.sparsity.codec import Links
 from hwsim.trace.schema import OCCUPANCY_DTYPE
 from hwsim.vocab import LEVEL_NAMES, NO_ADDRESS, OTHER, TRACE_LEVELS, Level, Op, Operand, StepField, StepKind
@@ -289,13 +290,15 @@ class Handoff:
         return self.items.popleft()
 
 
-def _groups(layer: LayerSchedule) -> Iterator[Group]:
-    """The layer's groups in order, each with the index of its first step in the layer."""
+def _groups(layer: LayerSchedule, log: GroupLog) -> Iterator[Group]:
+    """The layer's groups in order, each with the index of its first step in the layer; every block is noted in
+    `log` for the trace."""
     offset = 0
     index = 0
     pending: list[Step] = []
     pending_start = 0
     for block in layer.blocks():
+        log.add(block, offset)
         steps = block.tolist()
         cuts = np.flatnonzero(np.diff(block["group"])) + 1
         bounds = [0, *cuts.tolist(), len(steps)]
@@ -339,6 +342,7 @@ class LayerExecutor:
 
     def __init__(self, m: Machine, layer: LayerSchedule, rec: Recorder) -> None:
         self.m, self.layer = m, layer
+        self.group_log = GroupLog(rec.layer)
         self.runner = StepRunner(m, rec)
         self.policy = EXECUTION_POLICIES.get("pipelined" if layer.pipelined else "sequential")()
         self.stored = Progress(m.env)  # groups whose stores have finished
@@ -467,7 +471,7 @@ class Pipelined(ExecutionPolicy):
     def _prefetcher(ex: LayerExecutor, to_array: Handoff) -> Generator[simpy.Event, Any, None]:
         """A group's loads are issued back to back, like a DMA engine with outstanding requests; the group
         goes to the array when the last one has landed."""
-        for g in _groups(ex.layer):
+        for g in _groups(ex.layer, ex.group_log):
             end, near = yield from ex.loads(g, int(ex.m.env.now))
             yield from ex.until(end)
             to_array.put((g, near))
@@ -507,7 +511,7 @@ class Sequential(ExecutionPolicy):
     def run(self, ex: LayerExecutor) -> Generator[simpy.Event, Any, None]:
         env = ex.m.env
         end = int(env.now)
-        for g in _groups(ex.layer):
+        for g in _groups(ex.layer, ex.group_log):
             loaded, near = yield from ex.loads(g, end)
             ex.load_wait += loaded - end
             end = yield from ex.run_pass(g, near, loaded)
@@ -554,24 +558,44 @@ class SimResult:
         return self.layers[-1].end_cycle if self.layers else 0
 
 
-def _run_layer(m: Machine, layer: LayerSchedule, rec: Recorder) -> LayerRun:
+def _run_layer(m: Machine, layer: LayerSchedule, rec: Recorder) -> tuple[LayerRun, np.ndarray]:
+    """Run one layer; what it measured and its schedule's groups (for the trace)."""
     ex = LayerExecutor(m, layer, rec)
     start = int(m.env.now)
     before, dram_before = m.stall_cycles(), m.dram.stats()
-    m.env.run(m.env.process(ex.run()))
+    done = m.env.process(ex.run())
+    try:
+        m.env.run(done)
+    except RuntimeError:  # simpy: no event is left, yet the layer has not finished
+        if done.triggered:
+            raise
+        raise HwsimError(_deadlock(m, layer)) from None
     after, dram_after = m.stall_cycles(), m.dram.stats()
     dram = {k: dram_after[k].value - dram_before[k].value for k in dram_after}
-    return LayerRun(layer.name, start, int(m.env.now), ex.steps, ex.runner.passes, ex.runner.compute_cycles,
-                    ex.rf_wait, ex.load_wait, ex.psum_wait, {k: after[k] - before[k] for k in after}, dram)
+    return (LayerRun(layer.name, start, int(m.env.now), ex.steps, ex.runner.passes, ex.runner.compute_cycles,
+                     ex.rf_wait, ex.load_wait, ex.psum_wait, {k: after[k] - before[k] for k in after}, dram),
+            ex.group_log.rows())
+
+
+def _deadlock(m: Machine, layer: LayerSchedule) -> str:
+    """Why a layer stopped making progress: the buffer claims that wait for space nothing will free."""
+    stuck = [f"{space.name} needs {space.waiting_words} words with {space.occupancy_words} of "
+             f"{space.capacity_words} held" for space in (*m.buffer_spaces(), m.l2.spaces["data"] if m.l2 else None)
+             if space is not None and space.waiting_words]
+    why = "; ".join(stuck) if stuck else "a step waits for an event that never comes"
+    return (f"layer {layer.name} cannot make progress at cycle {int(m.env.now)}: {why}, and no later step can free "
+            "it; give the mapping smaller tiles, free the space in an earlier group, or enlarge the buffer")
 
 
 def simulate(schedule: Schedule, hw: Accelerator, sink: Callable[[str, np.ndarray], None],
              levels: frozenset[str] = frozenset(SIM_LEVELS),
              progress: Callable[[int, LayerRun], None] | None = None,
              occupancy_sink: Callable[[np.ndarray], None] | None = None,
-             per_transaction: frozenset[str] = frozenset()) -> SimResult:
+             per_transaction: frozenset[str] = frozenset(),
+             group_sink: Callable[[np.ndarray], None] | None = None) -> SimResult:
     """Execute `schedule` layer after layer; every record of the chosen `levels` goes to `sink(level, block)`
-    (one per transaction rather than per burst for the levels in `per_transaction`) and the buffers'
+    (one per transaction rather than per burst for the levels in `per_transaction`), each layer's groups
+    (`hwsim.trace.schema.GROUP_DTYPE`) to `group_sink` and the buffers'
     allocate/free events to `occupancy_sink` (buffer 0 = GLB data, 1 = GLB filter, 2 = line buffer,
     RING_BUFFER0 + k = named buffer k: a depth-first ring, a phased or planned buffer)."""
     m = Machine.build(hw)
@@ -580,8 +604,10 @@ def simulate(schedule: Schedule, hw: Accelerator, sink: Callable[[str, np.ndarra
     emitted = [0] * len(spaces)
     for index, layer in enumerate(schedule.layers):
         rec = Recorder(levels, sink, index, per_transaction)
-        run = _run_layer(m, layer, rec)
+        run, groups = _run_layer(m, layer, rec)
         rec.flush()
+        if group_sink is not None:
+            group_sink(groups)
         if occupancy_sink is not None:
             for b, space in enumerate(spaces):
                 if space is None:

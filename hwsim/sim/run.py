@@ -33,6 +33,8 @@ def trace_attrs(schedule: Schedule, hw: Accelerator, sparsity: SparsityProfile) 
         "hwsim_version": hwsim.__version__,
         "clock_hz": hw.clock_hz,
         "word_bits": hw.precision_bits,
+        # (operand, first word, words) of the DRAM regions each layer's accesses stay within, where declared
+        "dram_regions_json": json.dumps({ls.name: ls.dram_regions for ls in schedule.layers if ls.dram_regions}),
     }
     if schedule.mapping is not None:  # the mapping as data: a check can recount it from the trace alone
         attrs["mapping_json"] = json.dumps(mapping_data(schedule.mapping))
@@ -70,9 +72,11 @@ def simulate_to_trace(schedule: Schedule, hw: Accelerator, path: str | Path,
     check_work(schedule)
     names = [ls.name for ls in schedule.layers]
     attrs = trace_attrs(schedule, hw, sparsity or DENSE)
+    attrs["dram_records"] = "transaction" if "dram" in per_transaction else "burst"
     buffers = BUFFERS + named_buffers(schedule)  # ids RING_BUFFER0 + k
     with TraceWriter(path, [l for l in SIM_LEVELS if l in levels], names, buffers, attrs) as writer:
-        result = simulate(schedule, hw, writer.append, levels, progress, writer.append_occupancy, per_transaction)
+        result = simulate(schedule, hw, writer.append, levels, progress, writer.append_occupancy, per_transaction,
+                          writer.append_groups)
         writer.add_attrs({DRAM_STATS_ATTR: attrs_json(dram_stats_document(result))})
     return result
 

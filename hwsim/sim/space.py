@@ -69,6 +69,11 @@ class Space(Component):
         self._waiting.append(_Waiting(words, event, cycle))
         return event
 
+    @property
+    def waiting_words(self) -> int:
+        """Words the oldest claim waiting for space asks for (0: none waits)."""
+        return self._waiting[0].words if self._waiting else 0
+
     def release(self, words: int, at: int | None = None) -> None:
         """Release `words` claimed earlier at cycle `at` (default now); freeing more than is held is an error."""
         check_count(words, "free", self.name)

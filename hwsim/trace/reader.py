@@ -21,7 +21,7 @@ import h5py
 import numpy as np
 
 from hwsim.trace._codec import decode_chunk, is_shuffle_deflate, opaque, worker_threads
-from hwsim.trace.schema import OCCUPANCY_DTYPE, OPERANDS, OPS, RECORD_DTYPE, TRACE_VERSION, TraceError
+from hwsim.trace.schema import GROUP_DTYPE, OCCUPANCY_DTYPE, OPERANDS, OPS, RECORD_DTYPE, TRACE_VERSION, TraceError
 from hwsim.vocab import TRACE_LEVELS, ceil_div
 
 Code = str | int  # a name from a trace's table, or its index
@@ -84,12 +84,14 @@ class Trace:
         self.buffers: tuple[str, ...] = tuple(_python_value(file["names/buffers"][()]))
         _check_header(path, self.attrs, self.levels, self.ops, self.operands, self.layers)
         self._direct: dict[str, bool] = {}  # dataset name -> decoded by worker threads
-        expected = {f"/levels/{level}": RECORD_DTYPE for level in self.levels} | {"/occupancy": OCCUPANCY_DTYPE}
-        for name, dtype in expected.items():
+        self._dtypes = {f"/levels/{level}": RECORD_DTYPE for level in self.levels} | {
+            "/occupancy": OCCUPANCY_DTYPE, "/groups": GROUP_DTYPE}
+        for name, dtype in self._dtypes.items():
             if name not in file or file[name].dtype != dtype:
                 raise TraceError(f"trace {path}: dataset {name} is missing or not of the hwsim record type; "
                                  f"re-run the simulation with this hwsim")
             self._direct[name] = is_shuffle_deflate(file[name])
+        self.group_level_bits: tuple[str, ...] = tuple(self.attrs["group_level_bits"])
         self._pool = ThreadPoolExecutor(worker_threads(), "hwsim-trace-read")
 
     def __enter__(self) -> Self:
@@ -184,6 +186,13 @@ class Trace:
         dataset = self._file["occupancy"]
         return _joined(self._scan(dataset, 0, len(dataset), 1 << 20, keep), OCCUPANCY_DTYPE)
 
+    def groups(self) -> np.ndarray:
+        """The schedule's groups (GROUP_DTYPE rows, layer after layer in step order): which steps form each
+        processing pass with its loads and stores."""
+        self._require_open()
+        dataset = self._file["groups"]
+        return _joined(self._scan(dataset, 0, len(dataset), 1 << 20, None), GROUP_DTYPE)
+
     def _level_dataset(self, level: str) -> h5py.Dataset:
         self._require_open()
         if level not in self.levels:
@@ -252,6 +261,11 @@ class Trace:
         layer = rows["layer"]
         if len(layer) and (layer.min() < 0 or layer.max() >= len(self.layers)):
             return f"a layer id outside 0..{len(self.layers) - 1}"
+        if rows.dtype == GROUP_DTYPE:
+            if len(rows) and (rows["first_step"].min() < 0 or rows["compute_step"].min() < -1
+                              or rows["levels"].max() >= 1 << len(self.group_level_bits)):
+                return "a negative step or a level bit past the table"
+            return ""
         if rows.dtype == OCCUPANCY_DTYPE:
             if len(rows) and (rows["buffer"].max() >= len(self.buffers) or rows["bytes"].min() < 0):
                 return f"a buffer id past {len(self.buffers) - 1} or a negative occupancy"
@@ -268,7 +282,7 @@ class Trace:
         if not self._direct[dataset.name]:
             read: np.ndarray = dataset[k0 * chunk_len:end_row]  # h5py decodes it
             return read
-        dtype = RECORD_DTYPE if dataset.name.startswith("/levels/") else OCCUPANCY_DTYPE  # checked at open
+        dtype = self._dtypes[dataset.name]  # checked at open
         raw = [dataset.id.read_direct_chunk((k * chunk_len,)) for k in range(k0, k1)]
         parts = list(self._pool.map(lambda r: decode_chunk(r[0], r[1], dtype, chunk_len), raw))
         rows = parts[0] if len(parts) == 1 else np.concatenate([opaque(p) for p in parts]).view(dtype)
@@ -290,8 +304,8 @@ def _check_header(path: str, attrs: dict[str, Any], levels: tuple[str, ...], ops
     equal to the vocabulary, known levels, at least one layer, a positive finite clock and word width, and
     every JSON attribute readable."""
     problem = ""
-    if ops != OPS or operands != OPERANDS:
-        problem = "its op or operand table differs from this format version's"
+    if ops != OPS or operands != OPERANDS or tuple(attrs.get("group_level_bits", ())) != TRACE_LEVELS:
+        problem = "its op, operand or level table differs from this format version's"
     elif not set(levels) <= set(TRACE_LEVELS):
         problem = f"unknown levels {sorted(set(levels) - set(TRACE_LEVELS))}"
     elif not layers:

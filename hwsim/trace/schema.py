@@ -1,8 +1,9 @@
 """What a trace file holds: record layouts, the code tables and units every reader and writer agree on.
 
 A trace has one dataset of `RECORD_DTYPE` per level of `TRACE_LEVELS`, one dataset of
-`OCCUPANCY_DTYPE` events, and tables that turn the small integer codes of the
-records back into names (Timeloop's access vocabulary for `op`). A record
+`OCCUPANCY_DTYPE` events, one of `GROUP_DTYPE` rows (the schedule's groups: which steps form each
+processing pass with its loads and stores, what a validator needs to check dependencies), and tables
+that turn the small integer codes of the records back into names (Timeloop's access vocabulary for `op`). A record
 covers the cycles [start_cycle, end_cycle).
 """
 
@@ -13,7 +14,8 @@ import numpy as np
 from hwsim.errors import HwsimError
 from hwsim.vocab import OP_NAMES, TRACE_OPERAND_NAMES
 
-TRACE_VERSION = 3  # bumped when a reader of the old layout would misread the new one (2: 16-bit buffer ids; 3: op skip)
+TRACE_VERSION = 4  # bumped when a reader of the old layout would misread the new one (2: 16-bit buffer ids; 3: op skip;
+# 4: the schedule's groups)
 
 OPS = OP_NAMES  # record `op` code = index (hwsim.vocab.Op)
 OPERANDS = TRACE_OPERAND_NAMES  # record `operand` code = index (hwsim.vocab.Operand, then "other")
@@ -36,6 +38,15 @@ OCCUPANCY_DTYPE = np.dtype([
     ("layer", np.int32),  # index into the file's layer table
 ])
 
+GROUP_DTYPE = np.dtype([
+    ("layer", np.int32),  # index into the file's layer table
+    ("first_step", np.int64),  # the group's first schedule step within the layer
+    ("compute_step", np.int64),  # its COMPUTE step (the pass), NO_STEP if it has none
+    ("levels", np.uint16),  # bit k set: the group moves data through TRACE_LEVELS[k] (its steps' ends, the NoC for
+    # an RF end, pe for a pass)
+])
+NO_STEP = -1  # compute_step of a group without a pass
+
 UNITS = {
     "start_cycle": "cycles",
     "end_cycle": "cycles (exclusive)",
@@ -48,6 +59,9 @@ UNITS = {
     "buffer": "index into names/buffers",
     "cycle": "cycles",
     "bytes": "bytes",
+    "first_step": "schedule step index within the layer",
+    "compute_step": "schedule step index within the layer (-1: none)",
+    "levels": "bit mask: bit k is level k of attribute group_level_bits",
 }
 
 
@@ -61,6 +75,11 @@ class TraceError(HwsimError):
 def empty_records(n: int) -> np.ndarray:
     """A zeroed block of `n` access records, to fill column by column."""
     return np.zeros(n, dtype=RECORD_DTYPE)
+
+
+def empty_groups(n: int) -> np.ndarray:
+    """A zeroed block of `n` group rows."""
+    return np.zeros(n, dtype=GROUP_DTYPE)
 
 
 def empty_occupancy(n: int) -> np.ndarray:

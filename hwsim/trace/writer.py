@@ -11,6 +11,7 @@ Layout (see `schema` for the record fields):
                       ops, operands, levels, complete
     /levels/<level>   RECORD_DTYPE[n] in append order, chunked, shuffle + deflate
     /occupancy        OCCUPANCY_DTYPE[n] in append order
+    /groups           GROUP_DTYPE[n]: the schedule's groups, layer after layer
     /index/<level>    int64[n_layers, 2]: first row and one past the last row of
                       each layer's records in /levels/<level> ((0, 0) if none)
     /names/layers     str[n_layers]: layer id -> name
@@ -36,6 +37,7 @@ import numpy as np
 from hwsim.errors import os_reason, require_finite
 from hwsim.trace._codec import DEFLATE_LEVEL, deflate, opaque, shuffle_chunk, worker_threads
 from hwsim.trace.schema import (
+    GROUP_DTYPE,
     MAX_BUFFERS,
     OCCUPANCY_DTYPE,
     OPERANDS,
@@ -49,7 +51,7 @@ from hwsim.vocab import TRACE_LEVELS
 
 AttrValue = str | int | float | bool
 COMPRESSIONS = ("gzip", "lzf", "none")  # gzip: shuffle + deflate in worker threads; lzf: HDF5's filter, one thread
-RESERVED_ATTRS = ("complete", "hwsim_trace_version", "units", "ops", "operands", "levels")
+RESERVED_ATTRS = ("complete", "hwsim_trace_version", "units", "ops", "operands", "levels", "group_level_bits")
 _NO_ROW = np.iinfo(np.int64).max  # first row of a layer not seen yet
 
 
@@ -114,6 +116,7 @@ class TraceWriter:
                                                 partial(self._check_records, level))
                             for level in levels}
             self._occupancy = self._stream("occupancy", OCCUPANCY_DTYPE, compression, 0, self._check_occupancy)
+            self._groups = self._stream("groups", GROUP_DTYPE, compression, 0, self._check_groups)
         except OSError as exc:
             self.abort()
             raise TraceError(f"cannot create trace {self.temporary_path} for {self.path} ({exc}); "
@@ -144,6 +147,10 @@ class TraceWriter:
         """Add a block of OCCUPANCY_DTYPE events (kept in append order)."""
         self._push(self._occupancy, block, OCCUPANCY_DTYPE)
 
+    def append_groups(self, block: np.ndarray) -> None:
+        """Add a block of GROUP_DTYPE rows (the schedule's groups, in layer and step order)."""
+        self._push(self._groups, block, GROUP_DTYPE)
+
     def add_attrs(self, attrs: Mapping[str, AttrValue]) -> None:
         """Add root attributes known only once the records are written (a run's totals), before `close`."""
         self._require_open()
@@ -157,7 +164,7 @@ class TraceWriter:
             return
         self._require_open()
         try:
-            for stream in (*self._levels.values(), self._occupancy):
+            for stream in (*self._levels.values(), self._occupancy, self._groups):
                 self._flush(stream)
             while self._pending:
                 self._write_oldest()
@@ -199,7 +206,8 @@ class TraceWriter:
             root[key] = value
         root["hwsim_trace_version"] = TRACE_VERSION
         root["units"] = attrs_json(UNITS)
-        for key, names in (("ops", OPS), ("operands", OPERANDS), ("levels", levels)):
+        for key, names in (("ops", OPS), ("operands", OPERANDS), ("levels", levels),
+                           ("group_level_bits", TRACE_LEVELS)):
             root[key] = np.array(names, dtype=h5py.string_dtype())
         for name, values in (("layers", self.layers), ("buffers", self.buffers)):
             self._file.create_dataset(f"names/{name}", data=np.array(values, dtype=h5py.string_dtype()),
@@ -299,6 +307,13 @@ class TraceWriter:
         if len(slab) and slab["bytes"].min() < 0:
             raise TraceError(f"{where} has a negative occupancy ({slab['bytes'].min()} bytes); "
                              f"the trace was abandoned, fix the simulator")
+
+    def _check_groups(self, slab: np.ndarray, first_row: int) -> None:
+        """Reject layer ids outside the table and steps before the layer's first."""
+        where = f"trace {self.path}: groups"
+        _check_range(where, "layer id", slab["layer"], len(self.layers), "pass every layer to TraceWriter(layers=...)")
+        if len(slab) and (slab["first_step"].min() < 0 or slab["compute_step"].min() < -1):
+            raise TraceError(f"{where} has a negative step; the trace was abandoned, fix the simulator")
 
 
 def _check_range(where: str, what: str, values: np.ndarray, count: int, fix: str) -> None:

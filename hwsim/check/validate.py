@@ -1,0 +1,569 @@
+"""The trace validator: the physics of a simulation checked from its trace alone.
+
+`hwsim check` compares counts, which a timing bug leaves equal. These rules read nothing but the trace (its
+records, occupancy events, the schedule's groups and the hardware it holds as data) and share no code with
+the simulator; each says what the hardware allows and finds every record that breaks it:
+
+- bandwidth: no component moves more than its width allows. A DRAM burst record lasts at least one burst
+  slot (burst × channels / bandwidth), and the bytes of the bursts starting in any window of
+  `WINDOW_CYCLES` cycles stay within bandwidth × window + one burst per channel (each channel's bursts follow
+  one another on its bus). An SRAM transfer (GLB, L2, line buffer) lasts at least ⌈words / width⌉ (+ the L2's
+  latency), a NoC transfer ⌈words × word bits / bus bits⌉, and a pass's MACs and operations fit its cycles on
+  its active PEs.
+- ports: a resource never serves more records at once than it has servers: GLB records ≤ ports and ≤ 1 per
+  bank (bank = ⌊address / (size / banks)⌋), the L2 and line buffer one at a time, each NoC bus one, the PE
+  array one pass.
+- dram_latency: a DRAM transaction's first burst starts at least the configured minimum latency after the
+  earliest cycle it can have been requested: a load after the previous group's loads have ended (or the
+  layer's start), a store after its pass.
+- dependencies: layers run one after another; a group's loads start after the previous group's loads end;
+  its pass starts after its loads and its filters' RF fills end; its stores start after the pass ends; a read
+  of psums, and the pass of its group, start after the last earlier group's write of psums at the same address
+  ended.
+- occupancy: a buffer never holds more than its capacity (GLB partitions, the line buffer, the L2's named
+  buffers together).
+- addresses: every on-chip transfer lies inside its buffer; every DRAM record inside its layer's region for
+  its operand, where the schedule declared regions.
+- levels: every level a group's steps move data through (the schedule's groups say which) holds records of
+  that group, for every level the trace records.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from fractions import Fraction
+from functools import partial
+
+import numpy as np
+
+from hwsim.hardware.loader import from_dict
+from hwsim.hardware.schema import Accelerator
+from hwsim.trace import Trace
+from hwsim.vocab import BUS_OF_OPERAND, NO_ADDRESS, Op, Operand
+
+WINDOW_CYCLES = 256  # the DRAM bandwidth rule sums the bytes of the bursts starting in windows this long
+RULES = ("bandwidth", "ports", "dram_latency", "dependencies", "occupancy", "addresses", "levels")
+_STEP_BITS = 40  # a (layer, step) key is layer << 40 | step
+_NONE = np.iinfo(np.int64).min // 4  # "no bound" in a max
+_LATE = np.iinfo(np.int64).max // 4  # "no record" in a min
+_SRAM_LEVELS = ("l2", "glb", "line_buffer")
+_EXAMPLES = 3  # violations spelled out per rule
+
+
+@dataclass(frozen=True)
+class RuleResult:
+    """One rule over a whole trace: how many things it checked, how many broke it, and the first few."""
+
+    rule: str
+    checked: int
+    violations: int
+    examples: tuple[str, ...] = ()
+
+    @property
+    def ok(self) -> bool:
+        return self.violations == 0
+
+
+@dataclass(frozen=True)
+class Validation:
+    """Every rule's result for one trace."""
+
+    path: str
+    rules: tuple[RuleResult, ...]
+    notes: tuple[str, ...] = ()  # what could not be checked, and why
+
+    @property
+    def ok(self) -> bool:
+        return all(r.ok for r in self.rules)
+
+
+class _Tally:
+    """Accumulates the checked items and violations of each rule."""
+
+    def __init__(self) -> None:
+        self.checked = dict.fromkeys(RULES, 0)
+        self.violations = dict.fromkeys(RULES, 0)
+        self.examples: dict[str, list[str]] = {rule: [] for rule in RULES}
+        self.notes: list[str] = []
+
+    def add(self, rule: str, bad: np.ndarray, describe: Callable[[int], str]) -> None:
+        """Count the items of a vectorised check (`bad`: True where broken), describing the first few broken."""
+        self.checked[rule] += len(bad)
+        where = np.flatnonzero(bad)
+        self.violations[rule] += len(where)
+        room = _EXAMPLES - len(self.examples[rule])
+        self.examples[rule].extend(describe(int(i)) for i in where[:max(0, room)])
+
+    def result(self, path: str) -> Validation:
+        return Validation(path, tuple(RuleResult(r, self.checked[r], self.violations[r], tuple(self.examples[r]))
+                                      for r in RULES), tuple(self.notes))
+
+
+@dataclass
+class _Steps:
+    """Per (layer, step) of the trace: the span of its records, its first DRAM burst, which levels recorded it,
+    its operand, and the key (layer << 40 | step), sorted by key."""
+
+    key: np.ndarray
+    start: np.ndarray
+    end: np.ndarray
+    dram_start: np.ndarray
+    level_bits: np.ndarray
+    operand: np.ndarray
+
+
+def validate_trace(trace: Trace) -> Validation:
+    """Check the trace against every rule (module docstring)."""
+    hw = from_dict(json.loads(trace.attrs["hardware_json"]), where=f"trace {trace.path}: hardware_json")
+    tally = _Tally()
+    recorded = set(trace.levels)
+    names = trace.layers
+    per_step: list[_Steps] = []
+    psum_access: dict[str, np.ndarray] = {}
+    for bit, level in enumerate(trace.group_level_bits):
+        if level not in recorded:
+            continue
+        rec = trace.select(level)
+        _component_rules(tally, level, rec, hw, trace, names)
+        if level in ("dram", *_SRAM_LEVELS):
+            psum = rec[rec["operand"] == Operand.PSUM]
+            psum_access[level] = psum[(psum["op"] == Op.READ) | (psum["op"] == Op.UPDATE)]
+        per_step.append(_step_table(rec, bit, level == "dram"))
+        del rec
+    steps = _merge_steps(per_step)
+    groups = trace.groups()
+    _group_rules(tally, steps, groups, psum_access, hw, trace, recorded)
+    _occupancy_rule(tally, trace, hw)
+    return tally.result(trace.path)
+
+
+# --- components: bandwidth, ports, addresses ---------------------------------------------------------------
+
+
+def _component_rules(tally: _Tally, level: str, rec: np.ndarray, hw: Accelerator, trace: Trace,
+                     names: tuple[str, ...]) -> None:
+    if not len(rec):
+        return
+    if level == "dram":
+        _dram_rules(tally, rec, hw, trace, names)
+    elif level in _SRAM_LEVELS:
+        _sram_rules(tally, level, rec, hw, names)
+    elif level == "noc":
+        _noc_rules(tally, rec, hw, names)
+    elif level == "pe":
+        _pe_rules(tally, rec, hw, names)
+
+
+def _where(rec: np.ndarray, i: int, names: tuple[str, ...]) -> str:
+    r = rec[i]
+    return (f"layer {names[int(r['layer'])]} step {int(r['step'])}: {int(r['words'])} words at "
+            f"{int(r['address'])}, cycles {int(r['start_cycle'])}..{int(r['end_cycle'])}")
+
+
+def _dram_rules(tally: _Tally, rec: np.ndarray, hw: Accelerator, trace: Trace, names: tuple[str, ...]) -> None:
+    dram = hw.dram
+    rate = Fraction(dram.bandwidth_bytes_per_cycle).limit_denominator(1_000_000)  # bytes per cycle, all channels
+    start, end = rec["start_cycle"], rec["end_cycle"]
+    nbytes = rec["words"] * hw.word_bytes
+    if trace.attrs.get("dram_records", "burst") == "burst":
+        slot = Fraction(dram.burst_bytes * dram.channels) / rate  # cycles a burst holds its channel's bus
+        tally.add("bandwidth", (end - start) < int(slot),
+                  lambda i: f"dram burst lasts {int(end[i] - start[i])} cycles, a burst slot is {float(slot):.3g}: "
+                            + _where(rec, i, names))
+        window = start // WINDOW_CYCLES
+        moved = np.bincount(window, weights=nbytes) if len(rec) else np.zeros(0)
+        cap = float(rate * WINDOW_CYCLES) + dram.channels * dram.burst_bytes
+        tally.add("bandwidth", moved > cap,
+                  lambda w: f"dram moves {int(moved[w])} B in cycles {w * WINDOW_CYCLES}..{(w + 1) * WINDOW_CYCLES}, "
+                            f"at most {cap:.0f} B fit at {float(rate):.3g} B/cycle")
+    else:  # one record per transaction: its bytes need their time at the full bandwidth
+        least = np.ceil(nbytes / float(rate)) - np.ceil(dram.channels * dram.burst_bytes / float(rate))
+        tally.add("bandwidth", (end - start) < least,
+                  lambda i: f"dram transaction of {int(nbytes[i])} B lasts {int(end[i] - start[i])} cycles: "
+                            + _where(rec, i, names))
+    tally.add("addresses", rec["address"] < 0, lambda i: "dram record at a negative address: " + _where(rec, i, names))
+    regions = json.loads(str(trace.attrs.get("dram_regions_json", "{}")))
+    declared = np.array([names[k] in regions for k in range(len(names))], dtype=bool)
+    undeclared = [names[k] for k in np.unique(rec["layer"]).tolist() if not declared[k]]
+    if undeclared:
+        tally.notes.append(f"DRAM regions: {len(undeclared)} layers with DRAM records declare none (e.g. "
+                           f"{undeclared[0]}): their DRAM addresses are checked only for sign")
+    inside = ~declared[rec["layer"]]
+    lo, hi = rec["address"], rec["address"] + rec["words"]
+    for first, last in _region_tables(regions, names, len(trace.operands)):
+        inside |= (lo >= first[rec["layer"], rec["operand"]]) & (hi <= last[rec["layer"], rec["operand"]])
+    tally.add("addresses", ~inside,
+              lambda i: f"dram {trace.operands[int(rec['operand'][i])]} record outside its layer's regions: "
+                        + _where(rec, i, names))
+
+
+def _region_tables(regions: dict[str, list[list[int]]], names: tuple[str, ...],
+                   operands: int) -> list[tuple[np.ndarray, np.ndarray]]:
+    """The declared regions as tables [layer, operand] -> (first word, one past the last), one table per region
+    of a (layer, operand) pair; an empty slot admits nothing."""
+    tables: list[tuple[np.ndarray, np.ndarray]] = []
+    slot: dict[tuple[int, int], int] = {}
+    for k, name in enumerate(names):
+        for operand, base, words in regions.get(name, ()):
+            r = slot[(k, operand)] = slot.get((k, operand), -1) + 1
+            if r == len(tables):
+                tables.append((np.ones((len(names), operands), np.int64), np.zeros((len(names), operands), np.int64)))
+            tables[r][0][k, operand], tables[r][1][k, operand] = base, base + words
+    return tables
+
+
+def _sram_rules(tally: _Tally, level: str, rec: np.ndarray, hw: Accelerator, names: tuple[str, ...]) -> None:
+    wb = hw.word_bytes
+    if level == "glb":
+        cfg_g = hw.glb
+        per_cycle, latency, ports, banks, size = (Fraction(cfg_g.words_per_port), 0, cfg_g.ports, cfg_g.banks,
+                                                  cfg_g.size_bytes)
+    elif level == "l2":
+        cfg_2 = hw.l2
+        if cfg_2 is None:
+            tally.add("addresses", np.ones(1, bool), lambda i: "the trace has l2 records but its hardware no l2")
+            return
+        per_cycle = Fraction(cfg_2.bandwidth_bytes_per_cycle).limit_denominator(1_000_000) / wb
+        latency, ports, banks, size = cfg_2.latency_cycles, 1, cfg_2.banks, cfg_2.size_bytes
+    else:
+        cfg_l = hw.line_buffer
+        if cfg_l is None:
+            tally.add("addresses", np.ones(1, bool), lambda i: "the trace has line_buffer records but its hardware "
+                                                               "no line buffer")
+            return
+        per_cycle, latency, ports, banks, size = Fraction(cfg_l.words_per_port), 0, 1, 1, cfg_l.size_bytes
+    start, end, words, address = rec["start_cycle"], rec["end_cycle"], rec["words"], rec["address"]
+    least = -(-(words * per_cycle.denominator) // per_cycle.numerator) + latency
+    tally.add("bandwidth", (end - start) < least,
+              lambda i: f"{level} transfer lasts {int(end[i] - start[i])} cycles, its words need {int(least[i])}: "
+                        + _where(rec, i, names))
+    _concurrency(tally, level, start, end, np.zeros(len(rec), np.int64), ports, f"{ports} port(s)")
+    size_words = size // wb
+    located = address != NO_ADDRESS
+    tally.add("addresses", located & ((address < 0) | (address + words > size_words)),
+              lambda i: f"{level} access outside its {size_words} words: " + _where(rec, i, names))
+    if banks > 1:
+        bank_words = size // banks // wb
+        at = np.flatnonzero(located & (words > 0))
+        first, last = address[at] // bank_words, (address[at] + words[at] - 1) // bank_words
+        spans = last - first + 1
+        which = np.repeat(at, spans)
+        bank = np.repeat(first, spans) + np.arange(len(which)) - np.repeat(np.cumsum(spans) - spans, spans)
+        _concurrency(tally, level, start[which], end[which], bank, 1, "one transfer per bank")
+
+
+def _noc_rules(tally: _Tally, rec: np.ndarray, hw: Accelerator, names: tuple[str, ...]) -> None:
+    widths = {"ifmap": hw.noc.ifmap_bus_bits, "filter": hw.noc.filter_bus_bits, "psum": hw.noc.psum_bus_bits}
+    bus_of = np.zeros(len(Operand) + 1, dtype=np.int64)
+    bits = np.ones(len(Operand) + 1, dtype=np.int64)
+    buses = list(widths)
+    for operand, bus in BUS_OF_OPERAND.items():
+        bus_of[operand] = buses.index(bus)
+        bits[operand] = widths[bus]
+    start, end, words = rec["start_cycle"], rec["end_cycle"], rec["words"]
+    least = -(-(words * hw.precision_bits) // bits[rec["operand"]])
+    tally.add("bandwidth", (end - start) < least,
+              lambda i: f"noc transfer lasts {int(end[i] - start[i])} cycles, its words need {int(least[i])} on "
+                        f"the {buses[int(bus_of[rec['operand'][i]])]} bus: " + _where(rec, i, names))
+    _concurrency(tally, "noc", start, end, bus_of[rec["operand"]], 1, "one transfer per bus")
+
+
+def _pe_rules(tally: _Tally, rec: np.ndarray, hw: Accelerator, names: tuple[str, ...]) -> None:
+    passes = rec[(rec["op"] == Op.UPDATE) & (rec["operand"] == len(Operand))]  # one per pass: its MACs
+    passes = passes[np.argsort(_key(passes), kind="stable")]
+    ops = rec[(rec["op"] == Op.WRITE) & (rec["operand"] == len(Operand))]
+    skipped = rec[(rec["op"] == Op.SKIP) & (rec["operand"] == len(Operand))]
+    work = passes["words"].copy()
+    key = _key(passes)
+    for extra, sign in ((ops, 1), (skipped, -1 if hw.pe_array.zero_skipping else 0)):
+        at = np.minimum(np.searchsorted(key, _key(extra)), max(len(key) - 1, 0))
+        np.add.at(work, at, sign * extra["words"])
+    start, end, active = passes["start_cycle"], passes["end_cycle"], passes["address"]
+    pes = hw.pe_array.pes
+    tally.add("bandwidth", (active < 1) | (active > pes) | (work > (end - start) * active * hw.pe_array.macs_per_cycle),
+              lambda i: f"pe pass of {int(work[i])} MACs and operations on {int(active[i])} of {pes} PEs lasts "
+                        f"{int(end[i] - start[i])} cycles: " + _where(passes, i, names))
+    _concurrency(tally, "pe", start, end, np.zeros(len(passes), np.int64), 1, "one pass at a time")
+
+
+def _concurrency(tally: _Tally, level: str, start: np.ndarray, end: np.ndarray, server: np.ndarray, capacity: int,
+                 what: str) -> None:
+    """At most `capacity` records of each `server` hold it in any cycle ([start, end) intervals)."""
+    if not len(start):
+        return
+    times = np.concatenate((end, start))
+    delta = np.concatenate((np.full(len(end), -1), np.full(len(start), 1)))
+    order = np.lexsort((delta, times, np.concatenate((server, server))))  # per server, ends before starts
+    held = np.cumsum(delta[order])
+    busy = (held > capacity) & (delta[order] > 0)
+    cycle = times[order]
+    group = np.concatenate((server, server))[order]
+    tally.add("ports", busy, lambda i: f"{level}: {int(held[i])} transfers at once at cycle {int(cycle[i])} "
+                                       f"(server {int(group[i])}), {what}")
+
+
+# --- steps and groups: dependencies, DRAM latency, levels --------------------------------------------------
+
+
+def _key(rec: np.ndarray) -> np.ndarray:
+    """Each record's (layer, step) as one sortable integer."""
+    key: np.ndarray = (rec["layer"].astype(np.int64) << _STEP_BITS) | rec["step"]
+    return key
+
+
+def _step_table(rec: np.ndarray, bit: int, is_dram: bool) -> _Steps:
+    """Per step of one level's records: first start, last end (and the first DRAM burst), the level's bit."""
+    key = _key(rec)
+    if not len(key):
+        empty = np.zeros(0, np.int64)
+        return _Steps(empty, empty, empty, empty, empty, empty)
+    order = np.argsort(key, kind="stable")
+    key = key[order]
+    cuts = np.flatnonzero(np.r_[True, key[1:] != key[:-1]])
+    start = np.minimum.reduceat(rec["start_cycle"][order], cuts)
+    end = np.maximum.reduceat(rec["end_cycle"][order], cuts)
+    dram = start if is_dram else np.full(len(cuts), _LATE)
+    operand = rec["operand"][order][cuts].astype(np.int64)
+    return _Steps(key[cuts], start, end, dram, np.full(len(cuts), 1 << bit, np.int64), operand)
+
+
+def _merge_steps(parts: list[_Steps]) -> _Steps:
+    """One row per step over every level's rows."""
+    if not parts:
+        empty = np.zeros(0, np.int64)
+        return _Steps(empty, empty, empty, empty, empty, empty)
+    key = np.concatenate([p.key for p in parts])
+    order = np.argsort(key, kind="stable")
+    key = key[order]
+    cuts = np.flatnonzero(np.r_[True, key[1:] != key[:-1]]) if len(key) else np.zeros(0, np.int64)
+
+    def joined(field: str) -> np.ndarray:
+        return np.concatenate([getattr(p, field) for p in parts])[order]
+    if not len(key):
+        return parts[0]
+    return _Steps(key[cuts], np.minimum.reduceat(joined("start"), cuts), np.maximum.reduceat(joined("end"), cuts),
+                  np.minimum.reduceat(joined("dram_start"), cuts), np.bitwise_or.reduceat(joined("level_bits"), cuts),
+                  np.minimum.reduceat(joined("operand"), cuts))
+
+
+def _group_max(values: np.ndarray, group: np.ndarray, n: int) -> np.ndarray:
+    out = np.full(n, _NONE)
+    np.maximum.at(out, group, values)
+    return out
+
+
+def _group_min(values: np.ndarray, group: np.ndarray, n: int) -> np.ndarray:
+    out = np.full(n, _LATE)
+    np.minimum.at(out, group, values)
+    return out
+
+
+def _group_rules(tally: _Tally, steps: _Steps, groups: np.ndarray, psum_access: dict[str, np.ndarray],
+                 hw: Accelerator, trace: Trace, recorded: set[str]) -> None:
+    names = trace.layers
+    n = len(groups)
+    first_key = (groups["layer"].astype(np.int64) << _STEP_BITS) | groups["first_step"]
+    if n and np.any(np.diff(first_key) <= 0):
+        tally.add("dependencies", np.ones(1, bool), lambda i: "the trace's groups are not in layer and step order")
+        return
+    g = np.searchsorted(first_key, steps.key, side="right") - 1
+    layer_of_step = steps.key >> _STEP_BITS
+    orphan = (g < 0) | (groups["layer"][np.maximum(g, 0)] != layer_of_step) if n else np.ones(len(steps.key), bool)
+    tally.add("dependencies", orphan, lambda i: f"layer {names[int(layer_of_step[i])]} step "
+                                                f"{int(steps.key[i] & ((1 << _STEP_BITS) - 1))} has records but "
+                                                "belongs to no group of the schedule")
+    if not n or orphan.any():
+        return
+    step_no = steps.key & ((1 << _STEP_BITS) - 1)
+    compute = groups["compute_step"][g]
+    noc_rf = sum(1 << trace.group_level_bits.index(level) for level in ("noc", "rf"))
+    near = (steps.level_bits & noc_rf) != 0
+    is_pass = step_no == compute
+    is_store = (compute >= 0) & (step_no > compute)
+    is_load = ~is_pass & ~is_store
+    far_load = is_load & ~near
+    filter_fill = is_load & near & (steps.operand == Operand.FILTER)
+    streams = is_load & near & ~filter_fill
+
+    layer = groups["layer"].astype(np.int64)
+    layer_start = _layer_starts(steps, layer_of_step, len(names))
+    loads_end = _group_max(np.where(far_load, steps.end, _NONE), g, n)
+    before = _previous_in_layer(loads_end, layer)  # the latest end of an earlier group's loads in the layer
+    load_floor = np.maximum(before, layer_start[layer])
+    pass_start = _group_min(np.where(is_pass, steps.start, _LATE), g, n)
+    pass_end = _group_max(np.where(is_pass | streams, steps.end, _NONE), g, n)
+    filters_end = _group_max(np.where(filter_fill, steps.end, _NONE), g, n)
+
+    def step_text(i: int) -> str:
+        return f"layer {names[int(layer_of_step[i])]} step {int(step_no[i])} (group {int(g[i])})"
+
+    tally.add("dependencies", steps.start < layer_start[layer_of_step],
+              lambda i: f"{step_text(i)} starts at {int(steps.start[i])}, before the previous layer ended at "
+                        f"{int(layer_start[layer_of_step[i]])}")
+    tally.add("dependencies", far_load & (steps.start < before[g]),
+              lambda i: f"{step_text(i)}, a load, starts at {int(steps.start[i])} before the previous group's "
+                        f"loads ended at {int(before[g[i]])}")
+    has_pass = pass_start < _LATE
+    tally.add("dependencies", has_pass & (pass_start < np.maximum(loads_end, filters_end)),
+              lambda k: f"layer {names[int(layer[k])]} group {k}: its pass starts at {int(pass_start[k])}, before "
+                        f"its loads and filters are in at {int(max(loads_end[k], filters_end[k]))}")
+    tally.add("dependencies", is_store & (steps.start < pass_end[g]),
+              lambda i: f"{step_text(i)}, a store, starts at {int(steps.start[i])} before its pass ended at "
+                        f"{int(pass_end[g[i]])}")
+    _psum_rule(tally, psum_access, first_key, names, pass_start)
+    _latency_rule(tally, steps, g, far_load, is_store, load_floor, pass_end, hw, step_text)
+    _levels_rule(tally, steps, g, groups, trace, recorded)
+
+
+def _layer_starts(steps: _Steps, layer_of_step: np.ndarray, n_layers: int) -> np.ndarray:
+    """Per layer, the end of the previous layers' last record: the earliest it can start."""
+    last_end = np.full(n_layers, _NONE)
+    np.maximum.at(last_end, layer_of_step, steps.end)
+    return np.r_[0, np.maximum.accumulate(np.maximum(last_end, 0))[:-1]] if n_layers else last_end
+
+
+def _previous_in_layer(values: np.ndarray, layer: np.ndarray) -> np.ndarray:
+    """For each group, the max of `values` over the earlier groups of its layer (_NONE for a layer's first)."""
+    if not len(values):
+        return values
+    first = np.r_[True, layer[1:] != layer[:-1]]
+    segment = np.cumsum(first) - 1  # the layer's rank: cycles < 2**40 leave room for 2**22 layers
+    big = np.int64(1) << 41
+    lifted = np.maximum(values, -1) + 1 + segment * big  # a running max that restarts with each layer
+    running = np.maximum.accumulate(lifted)
+    out = np.r_[_NONE, running[:-1] - segment[1:] * big - 1]
+    out[first] = _NONE
+    return np.where(out < 0, _NONE, out)
+
+
+def _psum_rule(tally: _Tally, access: dict[str, np.ndarray], first_key: np.ndarray, names: tuple[str, ...],
+               pass_start: np.ndarray) -> None:
+    """A psum read starts after the last earlier group's psum write at the same level and address ended, and so
+    does the pass of the reading group (its psums stream in while it computes)."""
+    for level, rec in access.items():
+        group = np.searchsorted(first_key, _key(rec), side="right") - 1
+        writes, reads = rec["op"] == Op.UPDATE, rec["op"] == Op.READ
+        if not writes.any() or not reads.any():
+            continue
+        w_addr, w_group, w_end = rec["address"][writes], group[writes], rec["end_cycle"][writes]
+        addresses = np.unique(w_addr)
+        w_key = (np.searchsorted(addresses, w_addr).astype(np.int64) << 32) | w_group
+        order = np.lexsort((w_end, w_key))
+        w_key, w_end = w_key[order], w_end[order]
+        r_addr, r_group, r_start = rec["address"][reads], group[reads], rec["start_cycle"][reads]
+        rank = np.searchsorted(addresses, r_addr)
+        known = (rank < len(addresses)) & (addresses[np.minimum(rank, len(addresses) - 1)] == r_addr)
+        r_key = (rank.astype(np.int64) << 32) | r_group
+        at = np.searchsorted(w_key, r_key, side="left") - 1  # the last write of an earlier group (max end last)
+        valid = known & (at >= 0) & ((w_key[np.maximum(at, 0)] >> 32) == rank)
+        writer_end = np.where(valid, w_end[np.maximum(at, 0)], _NONE)
+        read_rec = rec[reads]
+        tally.add("dependencies", valid & (r_start < writer_end),
+                  partial(_late_read, level, r_start, writer_end, read_rec, names))
+        pass_at = np.where(valid & (r_group >= 0), pass_start[np.maximum(r_group, 0)], _LATE)
+        tally.add("dependencies", valid & (pass_at < writer_end),
+                  partial(_early_pass, level, pass_at, writer_end, read_rec, names))
+
+
+def _late_read(level: str, start: np.ndarray, writer_end: np.ndarray, reads: np.ndarray, names: tuple[str, ...],
+               i: int) -> str:
+    return (f"{level} psum read starts at {int(start[i])} before the earlier group's write at the same address "
+            f"ended at {int(writer_end[i])}: " + _where(reads, i, names))
+
+
+def _early_pass(level: str, pass_at: np.ndarray, writer_end: np.ndarray, reads: np.ndarray,
+                names: tuple[str, ...], i: int) -> str:
+    return (f"a pass starts at {int(pass_at[i])}, before the {level} psums it reads were stored (at "
+            f"{int(writer_end[i])}): " + _where(reads, i, names))
+
+
+def _latency_rule(tally: _Tally, steps: _Steps, g: np.ndarray, far_load: np.ndarray, is_store: np.ndarray,
+                  load_floor: np.ndarray, pass_end: np.ndarray, hw: Accelerator,
+                  step_text: Callable[[int], str]) -> None:
+    """A DRAM transaction's first burst comes the minimum latency after the earliest cycle it can be requested:
+    a load's, once the previous group's loads have ended; a store's, once its pass has ended."""
+    latency = min_dram_latency_cycles(hw)
+    floor = np.where(far_load, load_floor[g], np.where(is_store, pass_end[g], _NONE))
+    has_dram = steps.dram_start < _LATE
+    tally.add("dram_latency", has_dram & (far_load | is_store) & (steps.dram_start < floor + latency),
+              lambda i: f"{step_text(i)}: its first DRAM burst starts at {int(steps.dram_start[i])}, but it cannot be "
+                        f"requested before {int(floor[i])} and DRAM needs {latency} cycles")
+
+
+def min_dram_latency_cycles(hw: Accelerator) -> int:
+    """The least time, in core cycles, from a DRAM request to its first data: the configured latency (a row
+    hit's with a row buffer); for a JEDEC device the CAS latency (read CL, write CWL) of a hit."""
+    dram = hw.dram
+    if dram.is_jedec:
+        assert dram.timing is not None and dram.device is not None, "a jedec DRAM has timing and a device"
+        fastest = min(dram.timing.tcl_nck, dram.timing.tcwl_nck)
+        return int(Fraction(fastest) * Fraction(hw.clock_hz).limit_denominator(1_000_000)
+                   / Fraction(dram.device.command_clock_hz).limit_denominator(1_000_000))
+    if dram.row_buffer is not None:
+        return min(dram.row_buffer.hit_latency_cycles, dram.row_buffer.miss_latency_cycles)
+    return dram.latency_cycles
+
+
+def _levels_rule(tally: _Tally, steps: _Steps, g: np.ndarray, groups: np.ndarray, trace: Trace,
+                 recorded: set[str]) -> None:
+    """Every recorded level a group moves data through holds records of that group."""
+    mask = sum(1 << k for k, level in enumerate(trace.group_level_bits) if level in recorded)
+    seen = np.zeros(len(groups), np.int64)
+    np.bitwise_or.at(seen, g, steps.level_bits)
+    missing = groups["levels"].astype(np.int64) & mask & ~seen
+
+    def text(k: int) -> str:
+        lost = [lv for b, lv in enumerate(trace.group_level_bits) if missing[k] >> b & 1]
+        return (f"layer {trace.layers[int(groups['layer'][k])]} group {k} moves data through "
+                f"{', '.join(lost)} but the trace holds no record of it there")
+    tally.add("levels", missing != 0, text)
+
+
+# --- occupancy ----------------------------------------------------------------------------------------------
+
+
+def _capacities(hw: Accelerator, buffers: tuple[str, ...]) -> dict[str, int]:
+    """Bytes each traced buffer may hold; named buffers by the level their name starts with, together."""
+    wb = hw.word_bytes
+    glb = hw.glb
+    caps = {"glb.data": (glb.size_bytes - glb.filter_bytes) // wb * wb, "glb.filter": glb.filter_bytes // wb * wb}
+    if hw.line_buffer is not None:
+        caps["line_buffer"] = hw.line_buffer.size_bytes // wb * wb
+    if hw.l2 is not None:
+        caps["l2"] = hw.l2.size_bytes // wb * wb
+    return {name: caps[name] for name in caps if name in buffers or any(b.startswith(name + ".") for b in buffers)}
+
+
+def _occupancy_rule(tally: _Tally, trace: Trace, hw: Accelerator) -> None:
+    """A buffer never holds more than its capacity; the named buffers of one level (`l2.*`, `line_buffer.*`)
+    together never hold more than the level."""
+    events = trace.occupancy()
+    buffers = trace.buffers
+    for name, cap in _capacities(hw, buffers).items():
+        for ids in ([k for k, b in enumerate(buffers) if b == name],
+                    [k for k, b in enumerate(buffers) if b.startswith(name + ".")]):
+            if not ids:
+                continue
+            mine = events[np.isin(events["buffer"], ids)]
+            cycle, total = _held_together(mine)
+            what = name if len(ids) == 1 else f"{name}'s {len(ids)} named buffers"
+            tally.add("occupancy", total > cap, partial(_overfull, what, total, cycle, cap))
+
+
+def _overfull(what: str, total: np.ndarray, cycle: np.ndarray, cap: int, i: int) -> str:
+    return f"{what} hold {int(total[i])} B at cycle {int(cycle[i])}; the capacity is {cap} B"
+
+
+def _held_together(events: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(cycle, bytes held by all the events' buffers together) after each event, in cycle order: each event's
+    change from its buffer's previous event, frees before claims within a cycle."""
+    n = len(events)
+    by_buffer = np.lexsort((np.arange(n), events["buffer"]))
+    held = events["bytes"][by_buffer]
+    same = np.r_[False, events["buffer"][by_buffer][1:] == events["buffer"][by_buffer][:-1]]
+    change = np.empty(n, np.int64)
+    change[by_buffer] = held - np.where(same, np.r_[0, held[:-1]], 0)
+    order = np.lexsort((change, events["cycle"]))
+    return events["cycle"][order], np.cumsum(change[order])
