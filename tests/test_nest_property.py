@@ -25,6 +25,7 @@ from nest_oracle import Oracle, OracleCounts
 from nest_random import big_hardware, random_layer, random_nest
 
 import hwsim.trace
+from hwsim.check.validate import validate_trace
 from hwsim.analytic.nest_counts import NestCounter
 from hwsim.hardware.schema import Accelerator
 from hwsim.mapping.dataflows import DATAFLOWS
@@ -110,6 +111,8 @@ def simulate(cases: list[Case], tmp: Path) -> list[dict[str, object]]:
                           str(path))
         with hwsim.trace.open(str(path)) as tr:
             metrics = derive(tr).layers
+            physics = validate_trace(tr)  # random mappings obey the hardware's timing too
+        assert physics.ok, [(r.rule, r.examples) for r in physics.rules if not r.ok]
         for i, m in zip(members, metrics, strict=True):
             assert m.name == cases[i].layer.name
             found[i] = {"transfers": table(m.transfers), "compute": dataclasses.asdict(m.compute),

@@ -96,7 +96,7 @@ def test_round_trip_exact_values(tmp_path: Path, compression: str) -> None:
         assert (trace.n_records("glb"), trace.n_records("dram")) == (10, 3)
         for key, value in ATTRS.items():
             assert trace.attrs[key] == value and type(trace.attrs[key]) is type(value)
-        assert trace.attrs["complete"] is True and trace.attrs["hwsim_trace_version"] == 3
+        assert trace.attrs["complete"] is True and trace.attrs["hwsim_trace_version"] == 4
         assert trace.units["start_cycle"] == "cycles" and trace.units["bytes"] == "bytes"
         glb = trace.select("glb")
         assert glb.dtype == RECORD_DTYPE

@@ -229,3 +229,36 @@ def test_real_simulations_obey_the_physics(cli: Any, tmp_path: Path, network: st
     doc = json.loads(result.out)
     assert result.code == 0 and doc["ok"], [r for r in doc["rules"] if r["violations"]]
     assert all(r["checked"] > 0 for r in doc["rules"] if r["rule"] in ("bandwidth", "ports", "dependencies"))
+
+
+def test_a_layer_that_can_never_progress_stops_at_once_naming_the_buffer(tmp_path: Path) -> None:
+    """Two groups each claim 30,000 of the GLB data partition's 51,200 words (100 KiB of 16-bit words) and
+    nothing frees them: the second claim waits for space no step will release. The run stops with one error
+    naming the layer, the buffer and the words, instead of waiting forever."""
+    from hwsim.errors import HwsimError
+    from hwsim.mapping.schedule import LayerSchedule, Schedule, buffer_steps, empty_steps, transfers
+    from hwsim.sim.run import simulate_to_trace
+    from hwsim.vocab import Level, StepKind
+    from hwsim.workload import zoo
+
+    layer = zoo.build("phases_example").layer("n2")
+    hw = load_config("eyeriss-v1")
+
+    def steps() -> Any:
+        blocks = []
+        for group in (0, 1):
+            g = np.array([group])
+            compute = empty_steps(1)
+            compute["kind"], compute["group"], compute["macs"], compute["active_pes"] = StepKind.COMPUTE, group, 1, 1
+            blocks += [buffer_steps(StepKind.ALLOC, Operand.IFMAP, Level.GLB, g, np.array([30_000]), np.array([0])),
+                       transfers(Operand.IFMAP, Level.DRAM, Level.GLB, g, np.array([8]), np.array([0]),
+                                 np.array([0])), compute]
+        yield np.concatenate(blocks)
+
+    schedule = Schedule("stuck", hw.name, "hand", 1, (LayerSchedule(layer, {"mapping": "hand"}, steps),))
+    with pytest.raises(HwsimError) as raised:
+        simulate_to_trace(schedule, hw, tmp_path / "t.h5")
+    message = str(raised.value)
+    assert "layer n2 cannot make progress" in message and "glb data partition needs 30000 words" in message
+    assert "30000 of 51200 held" in message and "\n" not in message
+    assert list(tmp_path.iterdir()) == []  # nothing half-written left behind

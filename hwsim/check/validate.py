@@ -412,7 +412,7 @@ def _group_rules(tally: _Tally, steps: _Steps, groups: np.ndarray, psum_access: 
     tally.add("dependencies", is_store & (steps.start < pass_end[g]),
               lambda i: f"{step_text(i)}, a store, starts at {int(steps.start[i])} before its pass ended at "
                         f"{int(pass_end[g[i]])}")
-    _psum_rule(tally, psum_access, first_key, names, pass_start)
+    _psum_rule(tally, psum_access, first_key, groups["compute_step"], names, pass_start)
     _latency_rule(tally, steps, g, far_load, is_store, load_floor, pass_end, hw, step_text)
     _levels_rule(tally, steps, g, groups, trace, recorded)
 
@@ -438,33 +438,50 @@ def _previous_in_layer(values: np.ndarray, layer: np.ndarray) -> np.ndarray:
     return np.where(out < 0, _NONE, out)
 
 
-def _psum_rule(tally: _Tally, access: dict[str, np.ndarray], first_key: np.ndarray, names: tuple[str, ...],
-               pass_start: np.ndarray) -> None:
-    """A psum read starts after the last earlier group's psum write at the same level and address ended, and so
-    does the pass of the reading group (its psums stream in while it computes)."""
+def _psum_rule(tally: _Tally, access: dict[str, np.ndarray], first_key: np.ndarray, compute_step: np.ndarray,
+               names: tuple[str, ...], pass_start: np.ndarray) -> None:
+    """A psum read starts after the psum write that precedes it in the schedule at the same level and address
+    has ended; a read that feeds a pass (one before its group's COMPUTE) also holds the pass back until then."""
     for level, rec in access.items():
-        group = np.searchsorted(first_key, _key(rec), side="right") - 1
         writes, reads = rec["op"] == Op.UPDATE, rec["op"] == Op.READ
         if not writes.any() or not reads.any():
             continue
-        w_addr, w_group, w_end = rec["address"][writes], group[writes], rec["end_cycle"][writes]
+        key = _key(rec)
+        w_addr, w_key, w_end = rec["address"][writes], key[writes], rec["end_cycle"][writes]
         addresses = np.unique(w_addr)
-        w_key = (np.searchsorted(addresses, w_addr).astype(np.int64) << 32) | w_group
-        order = np.lexsort((w_end, w_key))
-        w_key, w_end = w_key[order], w_end[order]
-        r_addr, r_group, r_start = rec["address"][reads], group[reads], rec["start_cycle"][reads]
-        rank = np.searchsorted(addresses, r_addr)
-        known = (rank < len(addresses)) & (addresses[np.minimum(rank, len(addresses) - 1)] == r_addr)
-        r_key = (rank.astype(np.int64) << 32) | r_group
-        at = np.searchsorted(w_key, r_key, side="left") - 1  # the last write of an earlier group (max end last)
-        valid = known & (at >= 0) & ((w_key[np.maximum(at, 0)] >> 32) == rank)
-        writer_end = np.where(valid, w_end[np.maximum(at, 0)], _NONE)
+        w_rank = np.searchsorted(addresses, w_addr)
+        order = np.lexsort((w_end, w_key, w_rank))  # by address, then schedule order (the latest end last)
+        w_rank, w_key, w_end = w_rank[order], w_key[order], w_end[order]
         read_rec = rec[reads]
+        r_addr, r_key, r_start = read_rec["address"], key[reads], read_rec["start_cycle"]
+        rank = np.minimum(np.searchsorted(addresses, r_addr), len(addresses) - 1)
+        known = addresses[rank] == r_addr
+        # the last write at this address before the read's step: search (rank, key) in the (rank, key) order
+        at = np.searchsorted(w_rank, rank, side="left")  # first write of rank
+        last = np.searchsorted(w_rank, rank, side="right") - 1  # last write of rank
+        before = _last_before(w_key, at, last, r_key)
+        valid = known & (before >= at) & (before >= 0)
+        writer_end = np.where(valid, w_end[np.maximum(before, 0)], _NONE)
         tally.add("dependencies", valid & (r_start < writer_end),
                   partial(_late_read, level, r_start, writer_end, read_rec, names))
-        pass_at = np.where(valid & (r_group >= 0), pass_start[np.maximum(r_group, 0)], _LATE)
-        tally.add("dependencies", valid & (pass_at < writer_end),
+        group = np.searchsorted(first_key, r_key, side="right") - 1
+        feeds = (group >= 0) & ((r_key & ((1 << _STEP_BITS) - 1)) < compute_step[np.maximum(group, 0)])
+        pass_at = np.where(valid & feeds, pass_start[np.maximum(group, 0)], _LATE)
+        tally.add("dependencies", pass_at < writer_end,
                   partial(_early_pass, level, pass_at, writer_end, read_rec, names))
+
+
+def _last_before(keys: np.ndarray, first: np.ndarray, last: np.ndarray, key: np.ndarray) -> np.ndarray:
+    """For each query, the index of the last of keys[first..last] (sorted) below `key`, or first - 1 if none."""
+    lo, hi = first.copy(), last + 1  # answer in [lo - 1, hi - 1]: binary search on each range at once
+    while True:
+        open_ = lo < hi
+        if not open_.any():
+            return lo - 1
+        mid = (lo + hi) // 2
+        below = open_ & (keys[np.minimum(mid, len(keys) - 1)] < key)
+        lo = np.where(below, mid + 1, lo)
+        hi = np.where(open_ & ~below, mid, hi)
 
 
 def _late_read(level: str, start: np.ndarray, writer_end: np.ndarray, reads: np.ndarray, names: tuple[str, ...],

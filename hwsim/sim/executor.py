@@ -7,9 +7,11 @@ under every execution policy:
 - *loads*: the steps before the COMPUTE that fill on-chip buffers (ALLOC,
   DRAM → GLB, L2 → line buffer, FREE), all requested when the group starts;
   an ALLOC in the line buffer first waits until the previous group's stores
-  are done (ring rows are overwritten only once released);
-- the *pass*: once every earlier pass that wrote the psums it reads back has
-  stored them, its filters go into the RFs one transfer after another, then
+  are done (ring rows are overwritten only once released), and a load of
+  psums (spilled to the L2 or DRAM) until every earlier group whose psum
+  stores overlap its words has stored them;
+- the *pass*: once every earlier pass that wrote psums overlapping those it
+  reads back has stored them, its filters go into the RFs one transfer after another, then
   its ifmap and psum words stream in over the NoC while the array computes
   (a pass ends when its compute and its streams are done);
 - *stores*: the steps after the COMPUTE (psums RF → GLB, ofmaps → DRAM,
@@ -346,7 +348,8 @@ class LayerExecutor:
         self.runner = StepRunner(m, rec)
         self.policy = EXECUTION_POLICIES.get("pipelined" if layer.pipelined else "sequential")()
         self.stored = Progress(m.env)  # groups whose stores have finished
-        self.psum_writer: dict[tuple[int, int], int] = {}  # (level, psum address) -> the last group storing there
+        self.psum_stores: deque[tuple[int, int, int, int]] = deque()  # (group, level, first word, end word) of
+        # psum stores noted and not yet known to be done, in group order
         self.steps = 0
         self.rf_wait = self.load_wait = self.psum_wait = 0
 
@@ -368,9 +371,12 @@ class LayerExecutor:
         return at
 
     def loads(self, g: Group, at: int) -> Generator[simpy.Event, Any, tuple[int, list[int]]]:
-        """Issue the group's loads at `at`; (cycle the last one lands, positions of its RF transfers)."""
+        """Issue the group's loads at `at` (a load of psums once the group that stored them has); (cycle the last
+        one lands, positions of its RF transfers). Groups come here in schedule order: their psum stores are
+        noted first."""
         runner, steps, first = self.runner, g.steps, g.first
         self.steps += len(steps)
+        self._note_psum_stores(g)
         near, end = [], at
         for k in range(g.compute):
             s = steps[k]
@@ -378,6 +384,11 @@ class LayerExecutor:
             if s[DST] == _RF:
                 near.append(k)
             elif kind == _TRANSFER:
+                if s[OPERAND] == _PSUM:
+                    writer = self._psum_writer(s[SRC], s[SRC_ADDR], s[WORDS], g.index)
+                    if self.stored.done_upto < writer:
+                        yield from self.stored.wait_for(writer)
+                        at = max(at, int(self.m.env.now))
                 end = max(end, runner.transfer(first + k, s, at))
             elif kind == _ALLOC:
                 if s[DST] == _LINE_BUFFER and self.stored.done_upto < g.index - 1:
@@ -415,20 +426,35 @@ class LayerExecutor:
         return end
 
     def _wait_for_psums(self, g: Group, near: list[int], at: int) -> Generator[simpy.Event, Any, int]:
-        """Wait until every earlier pass that wrote the psums this pass reads back has stored them; note the
-        psums this pass writes. The cycle the pass may start."""
+        """Wait until every earlier pass that wrote the psums this pass reads back has stored them. The cycle the
+        pass may start."""
         steps = g.steps
-        readers = [self.psum_writer[(steps[k][SRC], steps[k][SRC_ADDR])] for k in near
-                   if steps[k][OPERAND] == _PSUM and (steps[k][SRC], steps[k][SRC_ADDR]) in self.psum_writer]
-        if readers and self.stored.done_upto < max(readers):
-            yield from self.stored.wait_for(max(readers))
+        writer = max((self._psum_writer(steps[k][SRC], steps[k][SRC_ADDR], steps[k][WORDS], g.index) for k in near
+                      if steps[k][OPERAND] == _PSUM), default=-1)
+        if self.stored.done_upto < writer:
+            yield from self.stored.wait_for(writer)
             waited = max(at, int(self.m.env.now))
             self.psum_wait += waited - at
             at = waited
-        for k in range(g.compute + 1, len(steps)):
-            if steps[k][OPERAND] == _PSUM and steps[k][SRC] == _RF:
-                self.psum_writer[(steps[k][DST], steps[k][DST_ADDR])] = g.index
         return at
+
+    def _note_psum_stores(self, g: Group) -> None:
+        """Note where the group's stores put psums (from the RFs, or spilled on to the L2 or DRAM)."""
+        steps = g.steps
+        for k in range(g.compute + 1, len(steps)):
+            s = steps[k]
+            if s[OPERAND] == _PSUM and s[KIND] == _TRANSFER and s[WORDS]:
+                self.psum_stores.append((g.index, s[DST], s[DST_ADDR], s[DST_ADDR] + s[WORDS]))
+
+    def _psum_writer(self, level: int, address: int, words: int, group: int) -> int:
+        """The last group before `group` whose psum stores overlap words address … address + words of `level`
+        and are not done yet (-1: none; a store already done needs no wait)."""
+        pending, done = self.psum_stores, self.stored.done_upto
+        while pending and pending[0][0] <= done:
+            pending.popleft()
+        end = address + words
+        return max((w for w, lv, first, last in pending
+                    if w < group and lv == level and first < end and address < last), default=-1)
 
     def stores(self, g: Group, at: int) -> Generator[simpy.Event, Any, int]:
         """The group's stores one after another from `at`; the cycle the last one ends."""
