@@ -19,6 +19,7 @@ from conftest import CONFIGS, REPO, assert_one_line_error
 from hwsim.cli.main import MAX_ERROR_CHARS, one_line
 from hwsim.errors import NonFiniteError, require_finite
 from hwsim.files import MAX_YAML_DEPTH
+from hwsim.trace.seal import seal
 
 EYERISS = (CONFIGS / "eyeriss-v1.yaml").read_text()
 SWEEP = (CONFIGS / "sweeps" / "cnnergy-glb.yaml").read_text()
@@ -326,11 +327,12 @@ TRACE_DAMAGE = {
 
 # The commands that read a part every command does not: the occupancy events (the Perfetto counters and the
 # report's occupancy figure) and the accelerator record (the report's energy and cross-check).
-DAMAGE_READERS = {"buffer id past the table": {"perfetto", "report"}, "hardware record with a damaged key": {"report"}}
+DAMAGE_READERS = {"buffer id past the table": {"perfetto", "report", "validate"},
+                  "hardware record with a damaged key": {"report", "validate"}}
 
 
 @pytest.mark.parametrize("damage", sorted(TRACE_DAMAGE))
-@pytest.mark.parametrize("command", ["summary", "query", "perfetto", "report"])
+@pytest.mark.parametrize("command", ["summary", "query", "perfetto", "report", "validate"])
 def test_damaged_traces_are_one_line_errors(cli, small_trace: Path, tmp_path: Path, damage: str,
                                             command: str) -> None:
     import shutil
@@ -342,15 +344,42 @@ def test_damaged_traces_are_one_line_errors(cli, small_trace: Path, tmp_path: Pa
     shutil.copy(small_trace, path)
     with h5py.File(path, "r+") as file:
         how(file)  # type: ignore[operator]
+    seal(str(path))  # as if written so: the checks behind the seal must catch it
     args = {"summary": ["trace", "summary", str(path)],
             "query": ["trace", "query", str(path), "--level", "dram", "--limit", "5"],
             "perfetto": ["trace", "export", str(path), "--perfetto", str(tmp_path / "out.json")],
-            "report": ["report", str(path), "--html", str(tmp_path / "out.html")]}[command]
+            "report": ["report", str(path), "--html", str(tmp_path / "out.html")],
+            "validate": ["trace", "validate", str(path)]}[command]
     result = cli(*args)
     if command not in DAMAGE_READERS.get(damage, {command}):
         assert result.code == 0, result.err  # the command never reads the damaged part: a sound answer
     else:
         assert_one_line_error(result, str(path), fragment)
+
+
+def test_a_trace_changed_after_it_was_written_fails_its_seal(cli, small_trace: Path, tmp_path: Path) -> None:
+    """One flipped bit anywhere, or an edit through HDF5, and the CRC-32 in the trace's first bytes no longer
+    matches: refused before HDF5 reads the file (a damaged B-tree can crash the HDF5 library itself)."""
+    import shutil
+
+    import h5py
+
+    flipped = tmp_path / "flipped.h5"
+    data = bytearray(small_trace.read_bytes())
+    data[len(data) // 2] ^= 0x10
+    flipped.write_bytes(bytes(data))
+    assert_one_line_error(cli("trace", "summary", str(flipped)), str(flipped), "do not match its checksum")
+    assert_one_line_error(cli("trace", "validate", str(flipped)), str(flipped), "do not match its checksum")
+    edited = tmp_path / "edited.h5"
+    shutil.copy(small_trace, edited)
+    with h5py.File(edited, "r+") as file:
+        file.attrs["clock_hz"] = 1e9
+    assert_one_line_error(cli("trace", "summary", str(edited)), str(edited), "changed after it was written")
+    head = tmp_path / "head.h5"
+    data = bytearray(small_trace.read_bytes())
+    data[3] ^= 0x01  # the seal itself
+    head.write_bytes(bytes(data))
+    assert_one_line_error(cli("trace", "summary", str(head)), str(head), "seal", "damaged")
 
 
 @pytest.mark.parametrize("cut", [0.3, 0.9])

@@ -25,8 +25,8 @@ from nest_oracle import Oracle, OracleCounts
 from nest_random import big_hardware, random_layer, random_nest
 
 import hwsim.trace
-from hwsim.check.validate import validate_trace
 from hwsim.analytic.nest_counts import NestCounter
+from hwsim.check.validate import validate_trace
 from hwsim.hardware.schema import Accelerator
 from hwsim.mapping.dataflows import DATAFLOWS
 from hwsim.mapping.nest.format import LoopNest, MappingError

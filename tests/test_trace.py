@@ -15,6 +15,7 @@ import pytest
 import hwsim.trace
 from hwsim.errors import HwsimError
 from hwsim.trace import OCCUPANCY_DTYPE, OPERANDS, OPS, RECORD_DTYPE, TraceError, TraceWriter, attrs_json, empty_records
+from hwsim.trace.seal import seal
 
 LAYERS = ("conv1", "conv2", "fc")
 BUFFERS = ("glb_ifmap", "glb_psum")
@@ -239,6 +240,7 @@ def test_killed_run_leaves_only_a_partial_file_that_open_rejects(tmp_path: Path)
 def test_file_without_complete_flag_is_rejected(sample: Path, tmp_path: Path) -> None:
     with h5py.File(sample, "a") as f:
         del f.attrs["complete"]
+    seal(str(sample))  # as if written without the flag
     with pytest.raises(TraceError, match="the run was interrupted; re-run the simulation") as err:
         hwsim.trace.open(sample)
     assert str(sample) in str(err.value)

@@ -34,6 +34,8 @@ from pathlib import Path
 import h5py
 import numpy as np
 
+from hwsim.trace.seal import seal
+
 REPO = Path(__file__).resolve().parents[1]
 FAMILIES = ("config", "sweep", "onnx", "trace")
 OUTCOMES = ("ok", "error", "traceback", "hang", "memory", "nonfinite", "other")
@@ -160,6 +162,15 @@ def damage_trace(source: Path, target: Path, rng: random.Random) -> str:
         with open(target, "r+b") as stream:
             stream.truncate(int(target.stat().st_size * cut))
         return f"truncated to {cut:.2f}"
+    what = _damage_hdf5(target, choice, rng)
+    if rng.random() < 0.5:  # as if written so: the checks behind the seal must catch it
+        seal(str(target))
+        return what + ", resealed"
+    return what
+
+
+def _damage_hdf5(target: Path, choice: float, rng: random.Random) -> str:
+    """Damage a trace through HDF5 itself: a dataset deleted or shortened, a value or an attribute changed."""
     with h5py.File(target, "r+") as file:
         if choice < 0.6:
             names = [n for n in ("levels/dram", "levels/pe", "names/layers", "names/buffers", "index/dram",

@@ -20,8 +20,10 @@ from typing import Any, Self
 import h5py
 import numpy as np
 
+from hwsim.errors import os_reason
 from hwsim.trace._codec import decode_chunk, is_shuffle_deflate, opaque, worker_threads
 from hwsim.trace.schema import GROUP_DTYPE, OCCUPANCY_DTYPE, OPERANDS, OPS, RECORD_DTYPE, TRACE_VERSION, TraceError
+from hwsim.trace.seal import is_sealed_layout, seal_problem
 from hwsim.vocab import TRACE_LEVELS, ceil_div
 
 Code = str | int  # a name from a trace's table, or its index
@@ -38,6 +40,12 @@ def open(path: str | os.PathLike[str], allow_incomplete: bool = False) -> Trace:
     if path.endswith(".partial") and not allow_incomplete:
         raise TraceError(f"{path} is the temporary file of a trace that was never completed: the run was "
                          f"interrupted; re-run the simulation")
+    try:
+        problem = seal_problem(path) if is_sealed_layout(path) and not allow_incomplete else ""
+    except OSError as exc:
+        raise TraceError(f"trace {path} cannot be read ({os_reason(exc)}); check the file") from None
+    if problem:
+        raise TraceError(f"trace {path} is damaged: {problem}; re-run the simulation that wrote it")
     try:
         file = h5py.File(path, "r", rdcc_nbytes=_CHUNK_CACHE_BYTES)
     except OSError as exc:

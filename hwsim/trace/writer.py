@@ -1,7 +1,8 @@
 """Writing a trace: blocks buffered into whole chunks, encoded by worker threads, renamed into place when complete.
 
 The file grows under a hidden temporary name beside `path`; only `close()`
-sets the root attribute `complete=True` and renames it, so an interrupted run
+sets the root attribute `complete=True`, seals it (a CRC-32 of the file in its
+first bytes, `hwsim.trace.seal`) and renames it, so an interrupted run
 never leaves a file that looks whole, and an older trace at `path` survives
 until the new one is finished.
 
@@ -47,6 +48,7 @@ from hwsim.trace.schema import (
     UNITS,
     TraceError,
 )
+from hwsim.trace.seal import SEAL_BYTES, seal
 from hwsim.vocab import TRACE_LEVELS
 
 AttrValue = str | int | float | bool
@@ -110,7 +112,7 @@ class TraceWriter:
         self._max_pending = 4 * threads + 2  # chunks in flight: bounds memory, keeps every thread busy
         try:
             os.makedirs(os.path.dirname(self.path) or ".", exist_ok=True)
-            self._file = h5py.File(self.temporary_path, "w")
+            self._file = h5py.File(self.temporary_path, "w", userblock_size=SEAL_BYTES)
             self._write_header(levels, attrs)
             self._levels = {level: self._stream(f"levels/{level}", RECORD_DTYPE, compression, len(self.layers),
                                                 partial(self._check_records, level))
@@ -174,6 +176,7 @@ class TraceWriter:
                 self._file.create_dataset(f"index/{level}", data=index, track_times=False)
             self._file.attrs["complete"] = True
             self._file.close()
+            seal(self.temporary_path)
             os.replace(self.temporary_path, self.path)
         except OSError as exc:
             raise self._write_failed(exc) from None
