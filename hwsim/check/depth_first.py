@@ -20,6 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from hwsim.analytic.depth_first import DepthFirstCost, depth_first_cost
+from hwsim.check.validate import Validation, validate_trace
 from hwsim.hardware.schema import Accelerator
 from hwsim.mapping.depth_first import DepthFirstMapping, depth_first_schedule
 from hwsim.mapping.schedule import LayerSchedule
@@ -57,10 +58,11 @@ class DepthFirstCheck:
     mapping: DepthFirstMapping
     stacks: tuple[StackCheck, ...]
     trace: str
+    validation: Validation | None = None  # the trace's physics (`hwsim.check.validate`)
 
     @property
     def ok(self) -> bool:
-        return all(s.ok for s in self.stacks)
+        return all(s.ok for s in self.stacks) and (self.validation is None or self.validation.ok)
 
     @property
     def analytic_line_buffer_bytes(self) -> int:
@@ -90,7 +92,8 @@ class DepthFirstCheck:
 def check_point(graph: Graph, hw: Accelerator, mapping: DepthFirstMapping, trace_path: str | Path,
                 levels: frozenset[str] = DEFAULT_LEVELS,
                 progress: Callable[[int, LayerRun], None] | None = None) -> DepthFirstCheck:
-    """Simulate the point into `trace_path` (DRAM recorded per transaction) and compare it with the model."""
+    """Simulate the point into `trace_path` (DRAM recorded per transaction), compare it with the model and
+    validate the trace's physics."""
     bits = hw.precision_bits
     cost = depth_first_cost(graph, mapping.cuts, list(mapping.tiling), mapping.weights, bits,
                             mapping.max_short_skip_layers)
@@ -98,8 +101,10 @@ def check_point(graph: Graph, hw: Accelerator, mapping: DepthFirstMapping, trace
     result = simulate_to_trace(schedule, hw, trace_path, levels | {"dram", "line_buffer"}, progress=progress,
                                per_transaction=frozenset({"dram"}))
     rings, peaks, dram_words = _trace_totals(trace_path, len(schedule.layers))
+    with open_trace(trace_path) as trace:
+        physics = validate_trace(trace)
     return DepthFirstCheck(mapping, _stacks(cost, schedule.layers, result, rings, peaks, dram_words, hw.word_bytes),
-                           str(trace_path))
+                           str(trace_path), physics)
 
 
 def _trace_totals(path: str | Path, stacks: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

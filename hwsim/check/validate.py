@@ -104,7 +104,7 @@ class _Tally:
 @dataclass
 class _Steps:
     """Per (layer, step) of the trace: the span of its records, its first DRAM burst, which levels recorded it,
-    its operand, and the key (layer << 40 | step), sorted by key."""
+    its operand, whether it fills a storage level, and the key (layer << 40 | step), sorted by key."""
 
     key: np.ndarray
     start: np.ndarray
@@ -112,6 +112,7 @@ class _Steps:
     dram_start: np.ndarray
     level_bits: np.ndarray
     operand: np.ndarray
+    fills: np.ndarray  # 1 where the step fills or updates a storage level (a load into a buffer, not the RFs)
 
 
 def validate_trace(trace: Trace) -> Validation:
@@ -130,7 +131,7 @@ def validate_trace(trace: Trace) -> Validation:
         if level in ("dram", *_SRAM_LEVELS):
             psum = rec[rec["operand"] == Operand.PSUM]
             psum_access[level] = psum[(psum["op"] == Op.READ) | (psum["op"] == Op.UPDATE)]
-        per_step.append(_step_table(rec, bit, level == "dram"))
+        per_step.append(_step_table(rec, bit, level == "dram", level in ("dram", *_SRAM_LEVELS)))
         del rec
     steps = _merge_steps(per_step)
     groups = trace.groups()
@@ -313,12 +314,13 @@ def _key(rec: np.ndarray) -> np.ndarray:
     return key
 
 
-def _step_table(rec: np.ndarray, bit: int, is_dram: bool) -> _Steps:
-    """Per step of one level's records: first start, last end (and the first DRAM burst), the level's bit."""
+def _step_table(rec: np.ndarray, bit: int, is_dram: bool, storage: bool) -> _Steps:
+    """Per step of one level's records: first start, last end (and the first DRAM burst), the level's bit,
+    whether it fills a storage level."""
     key = _key(rec)
     if not len(key):
         empty = np.zeros(0, np.int64)
-        return _Steps(empty, empty, empty, empty, empty, empty)
+        return _Steps(empty, empty, empty, empty, empty, empty, empty)
     order = np.argsort(key, kind="stable")
     key = key[order]
     cuts = np.flatnonzero(np.r_[True, key[1:] != key[:-1]])
@@ -326,14 +328,17 @@ def _step_table(rec: np.ndarray, bit: int, is_dram: bool) -> _Steps:
     end = np.maximum.reduceat(rec["end_cycle"][order], cuts)
     dram = start if is_dram else np.full(len(cuts), _LATE)
     operand = rec["operand"][order][cuts].astype(np.int64)
-    return _Steps(key[cuts], start, end, dram, np.full(len(cuts), 1 << bit, np.int64), operand)
+    op = rec["op"][order]
+    fills = np.maximum.reduceat(((op == Op.FILL) | (op == Op.UPDATE)).astype(np.int64), cuts) if storage \
+        else np.zeros(len(cuts), np.int64)
+    return _Steps(key[cuts], start, end, dram, np.full(len(cuts), 1 << bit, np.int64), operand, fills)
 
 
 def _merge_steps(parts: list[_Steps]) -> _Steps:
     """One row per step over every level's rows."""
     if not parts:
         empty = np.zeros(0, np.int64)
-        return _Steps(empty, empty, empty, empty, empty, empty)
+        return _Steps(empty, empty, empty, empty, empty, empty, empty)
     key = np.concatenate([p.key for p in parts])
     order = np.argsort(key, kind="stable")
     key = key[order]
@@ -345,7 +350,7 @@ def _merge_steps(parts: list[_Steps]) -> _Steps:
         return parts[0]
     return _Steps(key[cuts], np.minimum.reduceat(joined("start"), cuts), np.maximum.reduceat(joined("end"), cuts),
                   np.minimum.reduceat(joined("dram_start"), cuts), np.bitwise_or.reduceat(joined("level_bits"), cuts),
-                  np.minimum.reduceat(joined("operand"), cuts))
+                  np.minimum.reduceat(joined("operand"), cuts), np.maximum.reduceat(joined("fills"), cuts))
 
 
 def _group_max(values: np.ndarray, group: np.ndarray, n: int) -> np.ndarray:
@@ -378,8 +383,7 @@ def _group_rules(tally: _Tally, steps: _Steps, groups: np.ndarray, psum_access: 
         return
     step_no = steps.key & ((1 << _STEP_BITS) - 1)
     compute = groups["compute_step"][g]
-    noc_rf = sum(1 << trace.group_level_bits.index(level) for level in ("noc", "rf"))
-    near = (steps.level_bits & noc_rf) != 0
+    near = steps.fills == 0  # a load that fills no buffer feeds the RFs (its storage records are reads)
     is_pass = step_no == compute
     is_store = (compute >= 0) & (step_no > compute)
     is_load = ~is_pass & ~is_store

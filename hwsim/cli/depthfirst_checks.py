@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from hwsim.cli.output import console, table
+from hwsim.cli.validation import print_validation, validation_document
 from hwsim.flows.depth_first import PointCheck
 
 
@@ -18,7 +19,8 @@ def check_record(p: PointCheck) -> dict[str, Any]:
                         "simulated_line_buffer_bytes": s.simulated_line_buffer_bytes,
                         "simulated_simultaneous_peak_bytes": s.simulated_simultaneous_peak_bytes,
                         "analytic_dram_bytes": s.analytic_dram_bytes, "simulated_dram_bytes": s.simulated_dram_bytes,
-                        "cycles": s.cycles} for s in c.stacks]}
+                        "cycles": s.cycles} for s in c.stacks],
+            "validation": validation_document(c.validation) if c.validation else None}
 
 
 def print_checks(checks: tuple[PointCheck, ...], clock_hz: float) -> None:
@@ -26,15 +28,20 @@ def print_checks(checks: tuple[PointCheck, ...], clock_hz: float) -> None:
               "simulation; the whole line buffer's simultaneous peak beside them",
               [("point", "right"), ("stacks", "right"), ("weights", "left"), ("line buffer model", "right"),
                ("simulated rings", "right"), ("simultaneous", "right"), ("DRAM model", "right"),
-               ("DRAM simulated", "right"), ("latency", "right"), ("equal", "left")])
+               ("DRAM simulated", "right"), ("latency", "right"), ("equal", "left"), ("physics", "left")])
     for p in checks:
         c = p.check
         t.add_row(str(p.position), str(len(c.stacks)), str(c.mapping.weights), f"{c.analytic_line_buffer_bytes:,} B",
                   f"{c.simulated_line_buffer_bytes:,} B", f"{c.simulated_simultaneous_peak_bytes:,} B",
                   f"{c.analytic_dram_bytes:,} B",
                   f"{c.simulated_dram_bytes:,} B", f"{c.cycles / clock_hz * 1e3:,.3f} ms",
-                  "yes" if c.ok else "[red]NO[/]")
+                  "yes" if all(s.ok for s in c.stacks) else "[red]NO[/]",
+                  "-" if c.validation is None else "holds" if c.validation.ok else "[red]BROKEN[/]")
     console().print(t)
+    for p in checks:
+        if p.check.validation is not None and not p.check.validation.ok:
+            console().print(f"[red]point {p.position}:[/] the trace breaks the hardware's limits")
+            print_validation(p.check.validation)
     for p in checks:
         for s in p.check.stacks:
             if not s.ok:
