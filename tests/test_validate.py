@@ -262,3 +262,40 @@ def test_a_layer_that_can_never_progress_stops_at_once_naming_the_buffer(tmp_pat
     assert "layer n2 cannot make progress" in message and "glb data partition needs 30000 words" in message
     assert "30000 of 51200 held" in message and "\n" not in message
     assert list(tmp_path.iterdir()) == []  # nothing half-written left behind
+
+
+def _timing_bugs() -> Any:
+    """tools/timing_bugs.py as a module (the tools are scripts, not a package)."""
+    import importlib.util
+    import sys
+
+    if "timing_bugs" not in sys.modules:
+        spec = importlib.util.spec_from_file_location("timing_bugs",
+                                                      Path(__file__).parents[1] / "tools" / "timing_bugs.py")
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        sys.modules["timing_bugs"] = module  # dataclasses look their module up while the file runs
+        spec.loader.exec_module(module)
+    return sys.modules["timing_bugs"]
+
+
+CAUGHT_BY = {  # each deliberate bug of tools/timing_bugs.py, and the rule that must break
+    "dram_2x_bandwidth": "bandwidth",  # bursts of 64 B in 4 cycles where a slot is 8
+    "dram_no_latency": "dram_latency",  # first data at the request, not 10 cycles after it
+    "glb_port_ignored": "ports",  # two transfers on the one GLB port
+    "psums_not_awaited": "dependencies",  # a pass starting before the psums it reads are stored
+    "noc_records_dropped": "levels",  # groups moving data through the NoC without a NoC record
+    "dram_wrong_address": "addresses",  # loads reading DRAM at GLB addresses, outside their tensors
+}
+
+
+@pytest.mark.parametrize("bug", sorted(CAUGHT_BY))
+def test_hwsim_check_catches_each_deliberate_timing_bug(tmp_path: Path, bug: str) -> None:
+    """Each bug applied to a scratch copy of the simulator: the counts still agree, so only the validator can
+    notice; `hwsim check` on AlexNet at 67x67 fails (exit 1) with the bug's rule broken."""
+    tool = _timing_bugs()
+    chosen = next(b for b in tool.BUGS if b.name == bug)
+    code, doc = tool.run_check(tool.scratch_copy(chosen, tmp_path), "alexnet", "eyeriss-v1", "67x67")
+    broken = {r["rule"] for r in doc["validation"]["rules"] if r["violations"]}
+    assert code == 1 and not doc["mismatches"]
+    assert CAUGHT_BY[bug] in broken, broken

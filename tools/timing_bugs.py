@@ -6,7 +6,7 @@ tool prints whether the counts comparison still passes, which validator rules br
 whether `hwsim check` as a whole failed (exit 1). A bug that no rule notices is reported as MISSED and makes the
 tool exit 1.
 
-Usage: python tools/timing_bugs.py [--net alexnet] [--hw eyeriss-v1] [--only NAME,NAME]
+Usage: python tools/timing_bugs.py [--net alexnet] [--hw eyeriss-v1] [--input WxH] [--only NAME,NAME]
 """
 
 from __future__ import annotations
@@ -46,7 +46,8 @@ BUGS = (
         "port, start_cycle = self._scheduler.pick_server(banks_ready, self._port_free_at)",
         "port, start_cycle = self._scheduler.pick_server(banks_ready, self._port_free_at)[0], banks_ready"),
     Bug("psums_not_awaited", "passes do not wait for the psums they read to be stored", "hwsim/sim/executor.py",
-        "yield from self.stored.wait_for(max(readers))", "yield from self.stored.wait_for(-1)"),
+        "yield from self.stored.wait_for(writer)\n            waited",
+        "yield from self.stored.wait_for(-1)\n            waited"),
     Bug("noc_records_dropped", "NoC records are never written", "hwsim/sim/executor.py",
         'self.want_noc, self.want_rf, self.want_pe = rec.wants("noc"), rec.wants("rf"), rec.wants("pe")',
         'self.want_noc, self.want_rf, self.want_pe = False, rec.wants("rf"), rec.wants("pe")'),
@@ -70,10 +71,12 @@ def scratch_copy(bug: Bug, into: Path) -> Path:
     return into
 
 
-def run_check(pythonpath: Path, net: str, hw: str) -> tuple[int, dict[str, object]]:
-    """`hwsim check NET --hw HW --json` with the package at `pythonpath`; (exit code, its document)."""
+def run_check(pythonpath: Path, net: str, hw: str, size: str = "") -> tuple[int, dict[str, object]]:
+    """`hwsim check NET --hw HW [--input SIZE] --json` with the package at `pythonpath`; (exit code, its
+    document)."""
     env = {**os.environ, "PYTHONPATH": str(pythonpath)}
-    done = subprocess.run([sys.executable, "-m", "hwsim.cli.main", "check", net, "--hw", hw, "--json"],
+    resize = ["--input", size] if size else []
+    done = subprocess.run([sys.executable, "-m", "hwsim.cli.main", "check", net, "--hw", hw, *resize, "--json"],
                           capture_output=True, text=True, env=env, cwd=pythonpath, check=False)
     if done.returncode not in (0, 1):
         raise SystemExit(f"hwsim check failed to run (exit {done.returncode}): {done.stderr.strip()[-400:]}")
@@ -97,17 +100,18 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--net", default="alexnet")
     parser.add_argument("--hw", default="eyeriss-v1")
+    parser.add_argument("--input", default="", metavar="WxH", help="the network's input size (default its own)")
     parser.add_argument("--only", default="", help="comma-separated bug names (default: all)")
     args = parser.parse_args()
     chosen = [b for b in BUGS if not args.only or b.name in args.only.split(",")]
     print(f"hwsim check {args.net} --hw {args.hw}, with each bug applied in a scratch copy of the package")
-    code, doc = run_check(ROOT, args.net, args.hw)
+    code, doc = run_check(ROOT, args.net, args.hw, args.input)
     if not report("(no bug)", code, doc) and code == 0:
         print(f"{'':24s}the unmodified simulator passes")
     missed = []
     for bug in chosen:
         with tempfile.TemporaryDirectory(prefix=f"hwsim-bug-{bug.name}-") as tmp:
-            code, doc = run_check(scratch_copy(bug, Path(tmp)), args.net, args.hw)
+            code, doc = run_check(scratch_copy(bug, Path(tmp)), args.net, args.hw, args.input)
             if not report(bug.name, code, doc):
                 missed.append(bug.name)
     print("MISSED: " + ", ".join(missed) if missed else f"all {len(chosen)} bugs caught")
