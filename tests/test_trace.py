@@ -105,6 +105,10 @@ def test_round_trip_exact_values(tmp_path: Path, compression: str) -> None:
         assert glb[9].tolist() == (20, 25, 2, 2, 2, 2, 1032, 4)  # fc fills 4 psum words at 1032
         assert glb["address"].tolist() == [0, 512, 16, 1024, 32, 2048, 4096, 1028, 64, 1032]
         assert trace.select("dram")["words"].tolist() == [256, 128, 64]
+        columns = trace.columns("glb")  # the same records as one contiguous array per field
+        assert columns["address"].tolist() == [0, 512, 16, 1024, 32, 2048, 4096, 1028, 64, 1032]
+        assert all(columns[name].flags.c_contiguous and columns[name].tolist() == glb[name].tolist()
+                   for name in RECORD_DTYPE.names or ())
         occ = trace.occupancy()
         assert occ["bytes"].tolist() == [512, 128, 0, 256, 1024]
         assert occ["buffer"].tolist() == [0, 1, 0, 1, 0]

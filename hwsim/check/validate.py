@@ -35,6 +35,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from fractions import Fraction
 from functools import partial
+from typing import overload
 
 import numpy as np
 
@@ -101,6 +102,27 @@ class _Tally:
                                       for r in RULES), tuple(self.notes))
 
 
+class _Records:
+    """A level's records as contiguous columns (numpy's field views of 56-byte records are strided and slow):
+    `rec["words"]` is a column, `rec[mask]` or `rec[i]` the selected records."""
+
+    def __init__(self, columns: dict[str, np.ndarray]) -> None:
+        self.columns = columns
+
+    def __len__(self) -> int:
+        return len(self.columns["start_cycle"])
+
+    @overload
+    def __getitem__(self, key: str) -> np.ndarray: ...
+    @overload
+    def __getitem__(self, key: np.ndarray | int) -> _Records: ...
+
+    def __getitem__(self, key: str | np.ndarray | int) -> np.ndarray | _Records:
+        if isinstance(key, str):
+            return self.columns[key]
+        return _Records({name: column[key] for name, column in self.columns.items()})
+
+
 @dataclass
 class _Steps:
     """Per (layer, step) of the trace: the span of its records, its first DRAM burst, which levels recorded it,
@@ -122,11 +144,11 @@ def validate_trace(trace: Trace) -> Validation:
     recorded = set(trace.levels)
     names = trace.layers
     per_step: list[_Steps] = []
-    psum_access: dict[str, np.ndarray] = {}
+    psum_access: dict[str, _Records] = {}
     for bit, level in enumerate(trace.group_level_bits):
         if level not in recorded:
             continue
-        rec = trace.select(level)
+        rec = _Records(trace.columns(level))
         _component_rules(tally, level, rec, hw, trace, names)
         if level in ("dram", *_SRAM_LEVELS):
             psum = rec[rec["operand"] == Operand.PSUM]
@@ -143,7 +165,7 @@ def validate_trace(trace: Trace) -> Validation:
 # --- components: bandwidth, ports, addresses ---------------------------------------------------------------
 
 
-def _component_rules(tally: _Tally, level: str, rec: np.ndarray, hw: Accelerator, trace: Trace,
+def _component_rules(tally: _Tally, level: str, rec: _Records, hw: Accelerator, trace: Trace,
                      names: tuple[str, ...]) -> None:
     if not len(rec):
         return
@@ -157,13 +179,13 @@ def _component_rules(tally: _Tally, level: str, rec: np.ndarray, hw: Accelerator
         _pe_rules(tally, rec, hw, names)
 
 
-def _where(rec: np.ndarray, i: int, names: tuple[str, ...]) -> str:
+def _where(rec: _Records, i: int, names: tuple[str, ...]) -> str:
     r = rec[i]
     return (f"layer {names[int(r['layer'])]} step {int(r['step'])}: {int(r['words'])} words at "
             f"{int(r['address'])}, cycles {int(r['start_cycle'])}..{int(r['end_cycle'])}")
 
 
-def _dram_rules(tally: _Tally, rec: np.ndarray, hw: Accelerator, trace: Trace, names: tuple[str, ...]) -> None:
+def _dram_rules(tally: _Tally, rec: _Records, hw: Accelerator, trace: Trace, names: tuple[str, ...]) -> None:
     dram = hw.dram
     rate = Fraction(dram.bandwidth_bytes_per_cycle).limit_denominator(1_000_000)  # bytes per cycle, all channels
     start, end = rec["start_cycle"], rec["end_cycle"]
@@ -187,14 +209,16 @@ def _dram_rules(tally: _Tally, rec: np.ndarray, hw: Accelerator, trace: Trace, n
     tally.add("addresses", rec["address"] < 0, lambda i: "dram record at a negative address: " + _where(rec, i, names))
     regions = json.loads(str(trace.attrs.get("dram_regions_json", "{}")))
     declared = np.array([names[k] in regions for k in range(len(names))], dtype=bool)
-    undeclared = [names[k] for k in np.unique(rec["layer"]).tolist() if not declared[k]]
+    present = np.bincount(rec["layer"], minlength=len(names)) > 0
+    undeclared = [names[k] for k in np.flatnonzero(present & ~declared).tolist()]
     if undeclared:
         tally.notes.append(f"DRAM regions: {len(undeclared)} layers with DRAM records declare none (e.g. "
                            f"{undeclared[0]}): their DRAM addresses are checked only for sign")
     inside = ~declared[rec["layer"]]
     lo, hi = rec["address"], rec["address"] + rec["words"]
+    pair = rec["layer"].astype(np.int64) * len(trace.operands) + rec["operand"]
     for first, last in _region_tables(regions, names, len(trace.operands)):
-        inside |= (lo >= first[rec["layer"], rec["operand"]]) & (hi <= last[rec["layer"], rec["operand"]])
+        inside |= (lo >= first.ravel()[pair]) & (hi <= last.ravel()[pair])
     tally.add("addresses", ~inside,
               lambda i: f"dram {trace.operands[int(rec['operand'][i])]} record outside its layer's regions: "
                         + _where(rec, i, names))
@@ -215,7 +239,7 @@ def _region_tables(regions: dict[str, list[list[int]]], names: tuple[str, ...],
     return tables
 
 
-def _sram_rules(tally: _Tally, level: str, rec: np.ndarray, hw: Accelerator, names: tuple[str, ...]) -> None:
+def _sram_rules(tally: _Tally, level: str, rec: _Records, hw: Accelerator, names: tuple[str, ...]) -> None:
     wb = hw.word_bytes
     if level == "glb":
         cfg_g = hw.glb
@@ -255,7 +279,7 @@ def _sram_rules(tally: _Tally, level: str, rec: np.ndarray, hw: Accelerator, nam
         _concurrency(tally, level, start[which], end[which], bank, 1, "one transfer per bank")
 
 
-def _noc_rules(tally: _Tally, rec: np.ndarray, hw: Accelerator, names: tuple[str, ...]) -> None:
+def _noc_rules(tally: _Tally, rec: _Records, hw: Accelerator, names: tuple[str, ...]) -> None:
     widths = {"ifmap": hw.noc.ifmap_bus_bits, "filter": hw.noc.filter_bus_bits, "psum": hw.noc.psum_bus_bits}
     bus_of = np.zeros(len(Operand) + 1, dtype=np.int64)
     bits = np.ones(len(Operand) + 1, dtype=np.int64)
@@ -271,7 +295,7 @@ def _noc_rules(tally: _Tally, rec: np.ndarray, hw: Accelerator, names: tuple[str
     _concurrency(tally, "noc", start, end, bus_of[rec["operand"]], 1, "one transfer per bus")
 
 
-def _pe_rules(tally: _Tally, rec: np.ndarray, hw: Accelerator, names: tuple[str, ...]) -> None:
+def _pe_rules(tally: _Tally, rec: _Records, hw: Accelerator, names: tuple[str, ...]) -> None:
     passes = rec[(rec["op"] == Op.UPDATE) & (rec["operand"] == len(Operand))]  # one per pass: its MACs
     passes = passes[np.argsort(_key(passes), kind="stable")]
     ops = rec[(rec["op"] == Op.WRITE) & (rec["operand"] == len(Operand))]
@@ -308,30 +332,35 @@ def _concurrency(tally: _Tally, level: str, start: np.ndarray, end: np.ndarray, 
 # --- steps and groups: dependencies, DRAM latency, levels --------------------------------------------------
 
 
-def _key(rec: np.ndarray) -> np.ndarray:
+def _key(rec: _Records) -> np.ndarray:
     """Each record's (layer, step) as one sortable integer."""
     key: np.ndarray = (rec["layer"].astype(np.int64) << _STEP_BITS) | rec["step"]
     return key
 
 
-def _step_table(rec: np.ndarray, bit: int, is_dram: bool, storage: bool) -> _Steps:
+def _step_table(rec: _Records, bit: int, is_dram: bool, storage: bool) -> _Steps:
     """Per step of one level's records: first start, last end (and the first DRAM burst), the level's bit,
     whether it fills a storage level."""
     key = _key(rec)
     if not len(key):
         empty = np.zeros(0, np.int64)
         return _Steps(empty, empty, empty, empty, empty, empty, empty)
+    op = rec["op"]
+    filling = ((op == Op.FILL) | (op == Op.UPDATE)).astype(np.int64) if storage else np.zeros(len(key), np.int64)
+    # runs of one step in file order first (a transfer's DRAM bursts follow one another): fewer rows to sort
+    runs = np.flatnonzero(np.r_[True, key[1:] != key[:-1]])
+    key, operand = key[runs], rec["operand"][runs].astype(np.int64)
+    start = np.minimum.reduceat(rec["start_cycle"], runs)
+    end = np.maximum.reduceat(rec["end_cycle"], runs)
+    filling = np.maximum.reduceat(filling, runs)
     order = np.argsort(key, kind="stable")
     key = key[order]
     cuts = np.flatnonzero(np.r_[True, key[1:] != key[:-1]])
-    start = np.minimum.reduceat(rec["start_cycle"][order], cuts)
-    end = np.maximum.reduceat(rec["end_cycle"][order], cuts)
+    start = np.minimum.reduceat(start[order], cuts)
+    end = np.maximum.reduceat(end[order], cuts)
+    fills = np.maximum.reduceat(filling[order], cuts)
     dram = start if is_dram else np.full(len(cuts), _LATE)
-    operand = rec["operand"][order][cuts].astype(np.int64)
-    op = rec["op"][order]
-    fills = np.maximum.reduceat(((op == Op.FILL) | (op == Op.UPDATE)).astype(np.int64), cuts) if storage \
-        else np.zeros(len(cuts), np.int64)
-    return _Steps(key[cuts], start, end, dram, np.full(len(cuts), 1 << bit, np.int64), operand, fills)
+    return _Steps(key[cuts], start, end, dram, np.full(len(cuts), 1 << bit, np.int64), operand[order][cuts], fills)
 
 
 def _merge_steps(parts: list[_Steps]) -> _Steps:
@@ -365,7 +394,7 @@ def _group_min(values: np.ndarray, group: np.ndarray, n: int) -> np.ndarray:
     return out
 
 
-def _group_rules(tally: _Tally, steps: _Steps, groups: np.ndarray, psum_access: dict[str, np.ndarray],
+def _group_rules(tally: _Tally, steps: _Steps, groups: np.ndarray, psum_access: dict[str, _Records],
                  hw: Accelerator, trace: Trace, recorded: set[str]) -> None:
     names = trace.layers
     n = len(groups)
@@ -442,7 +471,7 @@ def _previous_in_layer(values: np.ndarray, layer: np.ndarray) -> np.ndarray:
     return np.where(out < 0, _NONE, out)
 
 
-def _psum_rule(tally: _Tally, access: dict[str, np.ndarray], first_key: np.ndarray, compute_step: np.ndarray,
+def _psum_rule(tally: _Tally, access: dict[str, _Records], first_key: np.ndarray, compute_step: np.ndarray,
                names: tuple[str, ...], pass_start: np.ndarray) -> None:
     """A psum read starts after the psum write that precedes it in the schedule at the same level and address
     has ended; a read that feeds a pass (one before its group's COMPUTE) also holds the pass back until then."""
@@ -488,13 +517,13 @@ def _last_before(keys: np.ndarray, first: np.ndarray, last: np.ndarray, key: np.
         hi = np.where(open_ & ~below, mid, hi)
 
 
-def _late_read(level: str, start: np.ndarray, writer_end: np.ndarray, reads: np.ndarray, names: tuple[str, ...],
+def _late_read(level: str, start: np.ndarray, writer_end: np.ndarray, reads: _Records, names: tuple[str, ...],
                i: int) -> str:
     return (f"{level} psum read starts at {int(start[i])} before the earlier group's write at the same address "
             f"ended at {int(writer_end[i])}: " + _where(reads, i, names))
 
 
-def _early_pass(level: str, pass_at: np.ndarray, writer_end: np.ndarray, reads: np.ndarray,
+def _early_pass(level: str, pass_at: np.ndarray, writer_end: np.ndarray, reads: _Records,
                 names: tuple[str, ...], i: int) -> str:
     return (f"a pass starts at {int(pass_at[i])}, before the {level} psums it reads were stored (at "
             f"{int(writer_end[i])}): " + _where(reads, i, names))

@@ -21,7 +21,7 @@ import h5py
 import numpy as np
 
 from hwsim.errors import os_reason
-from hwsim.trace._codec import decode_chunk, is_shuffle_deflate, opaque, worker_threads
+from hwsim.trace._codec import decode_chunk, decode_chunk_columns, is_shuffle_deflate, opaque, worker_threads
 from hwsim.trace.schema import GROUP_DTYPE, OCCUPANCY_DTYPE, OPERANDS, OPS, RECORD_DTYPE, TRACE_VERSION, TraceError
 from hwsim.trace.seal import is_sealed_layout, seal_problem
 from hwsim.vocab import TRACE_LEVELS, ceil_div
@@ -156,7 +156,52 @@ class Trace:
     def select(self, level: str, layer: Code | None = None, operand: Code | None = None, op: Code | None = None,
                window_cycles: Window | None = None, chunk_records: int = 1 << 20) -> np.ndarray:
         """`records(...)` as one array: for queries whose answer fits in memory."""
-        return _joined(self.records(level, layer, operand, op, window_cycles, chunk_records), RECORD_DTYPE)
+        blocks = self.records(level, layer, operand, op, window_cycles, chunk_records)
+        if any(f is not None for f in (layer, operand, op, window_cycles)):
+            return _joined(blocks, RECORD_DTYPE)
+        out = np.empty(self.n_records(level), dtype=RECORD_DTYPE)  # the whole level: one copy, no list to join
+        filled = 0
+        for block in blocks:
+            out[filled:filled + len(block)] = block
+            filled += len(block)
+        return out[:filled]
+
+    def columns(self, level: str) -> dict[str, np.ndarray]:
+        """Every record of `level` as one contiguous array per field (what whole-trace analyses such as the
+        validator want: numpy's field views of packed records are strided and slow), checked like `records`."""
+        dataset = self._level_dataset(level)
+        n = len(dataset)
+        out = {name: np.empty(n, dtype=RECORD_DTYPE.fields[name][0]) for name in RECORD_DTYPE.names or ()}  # type: ignore[index]
+        chunk_len = dataset.chunks[0] if dataset.chunks else max(n, 1)
+        step = max(1, (1 << 20) // chunk_len)
+        for k0 in range(0, ceil_div(n, chunk_len), step):
+            k1 = min(k0 + step, ceil_div(n, chunk_len))
+            lo, hi = k0 * chunk_len, min(n, k1 * chunk_len)
+            for name, column in self._column_chunks(dataset, k0, k1, chunk_len).items():
+                out[name][lo:hi] = column[:hi - lo]
+        return out
+
+    def _column_chunks(self, dataset: h5py.Dataset, k0: int, k1: int, chunk_len: int) -> dict[str, np.ndarray]:
+        """Chunks k0..k1-1 as columns, their codes checked (a damaged chunk is a TraceError naming it)."""
+        try:
+            if self._direct[dataset.name]:
+                raw = [dataset.id.read_direct_chunk((k * chunk_len,)) for k in range(k0, k1)]
+                parts = list(self._pool.map(
+                    lambda r: decode_chunk_columns(r[0], r[1], RECORD_DTYPE, chunk_len), raw))
+                columns = {name: np.concatenate([p[name] for p in parts]) if len(parts) > 1 else parts[0][name]
+                           for name in RECORD_DTYPE.names or ()}
+            else:
+                rows = self._decoded_chunks(dataset, k0, k1, chunk_len)
+                columns = {name: np.ascontiguousarray(rows[name]) for name in RECORD_DTYPE.names or ()}
+        except DAMAGE_ERRORS as exc:
+            raise TraceError(f"trace {self.path}: dataset {dataset.name} is damaged at rows from {k0 * chunk_len:,} "
+                             f"({_short(exc)}); re-run the simulation that wrote it") from None
+        end = min(k1 * chunk_len, len(dataset)) - k0 * chunk_len
+        problem = self._bad_codes({name: column[:end] for name, column in columns.items()})
+        if problem:
+            raise TraceError(f"trace {self.path}: dataset {dataset.name} is damaged: {problem} in rows from "
+                             f"{k0 * chunk_len:,}; re-run the simulation that wrote it")
+        return columns
 
     def to_pandas(self, level: str, layer: Code | None = None, operand: Code | None = None, op: Code | None = None,
                   window_cycles: Window | None = None) -> Any:
@@ -263,18 +308,19 @@ class Trace:
                              f"{k0 * chunk_len:,}; re-run the simulation that wrote it")
         return rows
 
-    def _bad_codes(self, rows: np.ndarray) -> str:
-        """What is wrong with a block of records or occupancy events read back ('' when nothing): a code past
-        its name table, a negative occupancy, an end before a start."""
+    def _bad_codes(self, rows: np.ndarray | dict[str, np.ndarray]) -> str:
+        """What is wrong with a block of records, occupancy events or groups read back (as an array, or record
+        columns) ('' when nothing): a code past its name table, a negative occupancy, an end before a start."""
         layer = rows["layer"]
         if len(layer) and (layer.min() < 0 or layer.max() >= len(self.layers)):
             return f"a layer id outside 0..{len(self.layers) - 1}"
-        if rows.dtype == GROUP_DTYPE:
+        dtype = rows.dtype if isinstance(rows, np.ndarray) else RECORD_DTYPE
+        if dtype == GROUP_DTYPE:
             if len(rows) and (rows["first_step"].min() < 0 or rows["compute_step"].min() < -1
                               or rows["levels"].max() >= 1 << len(self.group_level_bits)):
                 return "a negative step or a level bit past the table"
             return ""
-        if rows.dtype == OCCUPANCY_DTYPE:
+        if dtype == OCCUPANCY_DTYPE:
             if len(rows) and (rows["buffer"].max() >= len(self.buffers) or rows["bytes"].min() < 0):
                 return f"a buffer id past {len(self.buffers) - 1} or a negative occupancy"
             return ""
