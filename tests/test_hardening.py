@@ -392,3 +392,30 @@ def test_truncated_and_corrupted_traces_are_one_line_errors(cli, small_trace: Pa
     with open(path, "r+b") as stream:
         stream.truncate(int(path.stat().st_size * cut))
     assert_one_line_error(cli("trace", "summary", str(path)), str(path))
+
+
+def test_graph_damage_is_a_one_line_error_naming_the_file(cli, tmp_path: Path) -> None:
+    """A truncated weight (100 of 8·3·3·3·4 = 864 bytes), a node reading a tensor produced only downstream of
+    itself (a cycle), and groups that do not divide the channels."""
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    def save(name: str, nodes: list[object], weights: object) -> Path:
+        graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 32, 32])],
+                                  [helper.make_tensor_value_info(nodes[-1].output[0], TensorProto.FLOAT, None)],  # type: ignore[attr-defined]
+                                  [weights])
+        path = tmp_path / name
+        onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), path)
+        return path
+
+    cut = numpy_helper.from_array(np.zeros((8, 3, 3, 3), np.float32), "w")
+    cut.raw_data = cut.raw_data[:100]
+    truncated = save("cut.onnx", [helper.make_node("Conv", ["x", "w"], ["y"])], cut)
+    assert_one_line_error(cli("info", str(truncated)), str(truncated), "initializer 'w'", "100 bytes", "864")
+    w = numpy_helper.from_array(np.zeros((3, 3, 3, 3), np.float32), "w")
+    cycle = save("cycle.onnx", [helper.make_node("Add", ["x", "a"], ["x2"]),
+                                helper.make_node("Conv", ["x2", "w"], ["a"])], w)
+    assert_one_line_error(cli("info", str(cycle)), str(cycle), "reads 'a'", "malformed")
+    grouped = save("groups.onnx", [helper.make_node("Conv", ["x", "w"], ["y"], group=2)],
+                   numpy_helper.from_array(np.zeros((4, 1, 3, 3), np.float32), "w"))
+    assert_one_line_error(cli("info", str(grouped)), str(grouped), "2 groups", "3")

@@ -150,6 +150,7 @@ def _import(model: onnx.ModelProto, path: Path, allow_unknown: bool, input_hw: t
     imp.quantized, imp.clamped = stripped.bits, stripped.clamped
     imp.input_changed = any(_differs(declared.get(n, ()), dims) for n, dims, _ in specs)
     for name, tensor in initializers.items():
+        _check_initializer_size(tensor, path)
         imp.values[name] = _initializer_value(tensor, path.parent)
     imp.reserve_outputs([o.name for o in graph.output])
     for spec_name, dims, layout in specs:
@@ -214,6 +215,27 @@ def _opset(model: onnx.ModelProto, path: Path, warnings: list[str]) -> int:
     if opset > MAX_OPSET:
         warnings.append(f"opset {opset} is newer than {MAX_OPSET}, the newest hwsim was tested with")
     return opset
+
+
+def _check_initializer_size(tensor: TensorProto, path: Path) -> None:
+    """Raw initializer bytes must fill the tensor's shape exactly (a truncated file leaves fewer)."""
+    if tensor.data_location == TensorProto.EXTERNAL or not tensor.HasField("raw_data"):
+        return
+    try:
+        item_bytes = np.dtype(helper.tensor_dtype_to_np_dtype(tensor.data_type)).itemsize
+    except (KeyError, TypeError, ValueError):
+        raise NetworkError(f"{path}: initializer '{tensor.name}' has an unknown data type {tensor.data_type}; the "
+                           "model is malformed, re-export it") from None
+    if any(d < 0 for d in tensor.dims):
+        raise NetworkError(f"{path}: initializer '{tensor.name}' has a negative dimension {list(tensor.dims)}; "
+                           "the model is malformed, re-export it")
+    expected = prod(tensor.dims) * item_bytes if tensor.data_type not in _PACKED_TYPES else None
+    if expected is not None and len(tensor.raw_data) != expected:
+        raise NetworkError(f"{path}: initializer '{tensor.name}' holds {len(tensor.raw_data):,} bytes but its shape "
+                           f"{list(tensor.dims)} needs {expected:,}; the file is truncated or damaged, re-export it")
+
+
+_PACKED_TYPES = frozenset(getattr(TensorProto, t) for t in ("INT4", "UINT4", "STRING") if hasattr(TensorProto, t))
 
 
 def _initializer_value(tensor: TensorProto, base: Path) -> np.ndarray | Param:
