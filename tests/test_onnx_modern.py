@@ -14,6 +14,7 @@ output element.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import numpy as np
@@ -344,15 +345,39 @@ def test_unforeseen_failure_is_one_line(tmp_path: Path, monkeypatch: pytest.Monk
 
 
 # ----- downstream ------------------------------------------------------------------------------------------------
-def test_attention_estimates_and_simulates(cli, tmp_path: Path) -> None:
-    """The matmul and norm kinds go through the mappers' streaming path: inputs moved, `ops` done."""
+def test_attention_products_are_gemms_with_a_streamed_second_operand(tmp_path: Path) -> None:
+    """q·kᵀ: 2 heads of (6 tokens × 4) · (4 × 6 tokens); A·v: 2 heads of (6 × 6) · (6 × 4). As loop nests: a 1×1
+    convolution per head over the rows, the second operand as its filters (G = heads, M = columns, C = the
+    contraction, P = rows), in both the mapping's problem and the closed form's window."""
+    from hwsim.analytic.nest_counts import window_of
+    from hwsim.mapping.nest.problem import nest_problem
+
+    g = load(M.attention(), tmp_path).graph
+    qk, av = g.layer("qk"), g.layer("av")
+    assert qk.gemm == (2, 6, 4, 6) and av.gemm == (2, 6, 6, 4)
+    for layer, (heads, rows, k, cols) in ((qk, qk.gemm), (av, av.gemm)):
+        expected = {"N": 1, "G": 3 * heads, "M": cols, "C": k, "P": rows, "Q": 1, "R": 1, "S": 1}  # batch 3
+        assert nest_problem(layer, 3).dims == expected and window_of(layer, 3).dims == expected
+        assert 3 * heads * cols * k * rows == 3 * layer.macs == 3 * 288
+
+
+@pytest.mark.parametrize("config", ["eyeriss-v1", "tpu-like-ws", "configs/edge-soc-l2.yaml"])
+def test_attention_checks_with_its_products_on_the_pe_array(cli, tmp_path: Path, config: str) -> None:
+    """The matmuls are mapped as loop nests: their 288 MACs each run on the PE array, the closed form and the
+    simulation agree on every count, and the trace obeys the hardware (the second operand read from its own
+    DRAM region)."""
     path = tmp_path / "attn.onnx"
     onnx.save(M.attention(), str(path))
-    doc = cli("estimate", str(path), "--hw", "eyeriss-v1", "--json").json()
+    doc = cli("estimate", str(path), "--hw", config, "--json").json()
     qk = next(l for l in doc["layers"] if l["name"] == "qk")
-    assert qk["mapping"]["mapping"] == "stream"
-    result = cli("simulate", str(path), "--hw", "eyeriss-v1", "--out", str(tmp_path / "attn.h5"), "--json")
-    assert result.code == 0, result.err
+    assert qk["mapping"]["mapping"] == "nest"
+    result = cli("check", str(path), "--hw", config, "--json")
+    report = json.loads(result.out)
+    assert result.code == 0 and report["ok"] and report["validation"]["ok"], report["mismatches"]
+    for name in ("qk", "av"):
+        layer = next(l for l in report["layers"] if l["name"] == name)
+        macs = next(c for c in layer["counts"] if c["level"] == "pe" and c["operand"] == "macs")
+        assert macs["analytic"] == macs["simulated"] == 288
 
 
 def test_quantized_graph_on_a_wider_word_is_named(cli, tmp_path: Path) -> None:

@@ -85,6 +85,12 @@ def window_of(layer: Layer, batch: int, lowering: str = "conv") -> Window:
                       (0, 0), (t, 1), (t, 1), (1, 1), False)
     ins, out = layer.in_shape, layer.out_shape
     kh, kw = layer.kernel
+    if layer.kind is LayerKind.MATMUL and layer.gemm is not None:
+        # (rows × k)·(k × cols) per product and image: a 1×1 convolution over the rows, filters = the second
+        # operand, which no image or product shares with another (so they are groups, N = 1)
+        products, rows, k, cols = layer.gemm
+        return Window({"N": 1, "G": batch * products, "M": cols, "C": k, "P": rows, "Q": 1, "R": 1, "S": 1},
+                      (1, 1), (1, 1), (0, 0), (rows, 1), (rows, 1), (1, 1), False)
     if layer.kind is LayerKind.FC:
         return Window({"N": batch, "G": 1, "M": out.c, "C": ins.c, "P": 1, "Q": 1, "R": ins.h, "S": ins.w}, (1, 1),
                       (1, 1), (0, 0), (ins.h, ins.w), (1, 1), (1, 1), False)

@@ -17,13 +17,14 @@ from hwsim.hardware.schema import Accelerator
 from hwsim.mapping.dataflows import dataflow_of
 from hwsim.mapping.layout import DramLayout, dram_layout
 from hwsim.mapping.nest.format import LayerMapping, LoopNest, MappingError, NetworkMapping, Streamed
-from hwsim.mapping.nest.problem import NEST_KINDS, lowering_for, nest_problem
+from hwsim.mapping.nest.problem import has_nest, lowering_for, nest_problem
 from hwsim.mapping.nest.steps import L2_BUFFERS, NestSteps, TensorAddresses
 from hwsim.mapping.nest.validate import check_nest
 from hwsim.mapping.schedule import LayerSchedule, Schedule
 from hwsim.mapping.stream import stream_steps, stream_tiles
 from hwsim.sparsity.layer import LayerSparsity
 from hwsim.sparsity.profile import SparsityProfile
+from hwsim.vocab import Operand
 from hwsim.workload.ir import Graph, Layer, LayerKind
 
 NO_STEPS = frozenset({LayerKind.INPUT, LayerKind.OUTPUT, LayerKind.PASSTHROUGH})
@@ -31,7 +32,7 @@ NO_STEPS = frozenset({LayerKind.INPUT, LayerKind.OUTPUT, LayerKind.PASSTHROUGH})
 
 def layer_mapping(layer: Layer, hw: Accelerator, batch: int) -> LayerMapping:
     """The default mapping of one layer on `hw` (its dataflow's default nest, or streamed)."""
-    if layer.kind in NEST_KINDS:
+    if has_nest(layer):
         df = dataflow_of(hw)
         return df.default(nest_problem(layer, batch, lowering_for(layer, df.lowering)), hw)
     return Streamed(layer.name, stream_tiles(layer, hw))
@@ -59,10 +60,10 @@ def check_mapping(mapping: NetworkMapping, graph: Graph, hw: Accelerator) -> Non
             continue
         entry = mapping.layer(layer.name)
         if isinstance(entry, LoopNest):
-            if layer.kind not in NEST_KINDS:
+            if not has_nest(layer):
                 raise MappingError(f"layer {layer.name!r}: a {layer.kind} layer is streamed; write `streamed: N`")
             check_nest(entry, nest_problem(layer, mapping.batch, entry.lowering), hw, dataflow_of(hw))
-        elif layer.kind in NEST_KINDS:
+        elif has_nest(layer):
             raise MappingError(f"layer {layer.name!r}: a {layer.kind} layer needs a loop nest, the mapping streams it")
         elif entry.tiles < stream_tiles(layer, hw):
             raise MappingError(f"layer {layer.name!r}: streamed in {entry.tiles} pieces, but a piece fits the GLB only "
@@ -70,9 +71,19 @@ def check_mapping(mapping: NetworkMapping, graph: Graph, hw: Accelerator) -> Non
 
 
 def _addresses(layer: Layer, addr: DramLayout) -> TensorAddresses:
+    # a matmul's filters are its second operand, every image's after the other (its problem has N = 1)
+    filters = addr.ifmap[1] if layer.kind is LayerKind.MATMUL else addr.filter
     if addr.lowered >= 0:  # the im2col matrix is one image of its own region
-        return TensorAddresses(addr.lowered, addr.lowered_words, addr.filter, addr.ofmap, addr.ofmap_image_words)
-    return TensorAddresses(addr.ifmap[0], addr.ifmap_image_words[0], addr.filter, addr.ofmap, addr.ofmap_image_words)
+        return TensorAddresses(addr.lowered, addr.lowered_words, filters, addr.ofmap, addr.ofmap_image_words)
+    return TensorAddresses(addr.ifmap[0], addr.ifmap_image_words[0], filters, addr.ofmap, addr.ofmap_image_words)
+
+
+def _regions(layer: Layer, addr: DramLayout, batch: int) -> tuple[tuple[int, int, int], ...]:
+    """The DRAM regions of a nest-mapped layer's steps: its first input (a matmul's second is its filters)."""
+    regions = addr.regions(batch, 1)
+    if layer.kind is LayerKind.MATMUL:
+        regions += ((int(Operand.FILTER), addr.ifmap[1], batch * addr.ifmap_image_words[1]),)
+    return regions
 
 
 def _lowered_words(graph: Graph, mapping: NetworkMapping) -> dict[str, int]:
@@ -91,6 +102,8 @@ def layer_sparsity(layer: Layer, entry: LoopNest, batch: int, profile: SparsityP
     if profile is None:
         return LayerSparsity()
     zeros, tensors = profile.zeros(layer.name), profile.tensors
+    if layer.kind is LayerKind.MATMUL:  # measured tiles follow convolution windows; a matmul takes the fractions
+        return LayerSparsity(zeros)
     ins = layer.in_shape
     if tensors is None or tensors.activations.get(layer.inputs[0], np.zeros(0)).shape != (ins.c, ins.h, ins.w) \
             or layer.output not in tensors.activations:
@@ -130,7 +143,7 @@ def _layer_schedule(layer: Layer, entry: LayerMapping | None, hw: Accelerator, a
                                  "rf": " ".join(str(l) for l in entry.rf.loops)}
     if entry.level("l2") is not None:
         params["buffers"] = L2_BUFFERS
-    return LayerSchedule(layer, params, steps.blocks, dram_regions=addr.regions(batch, 1))
+    return LayerSchedule(layer, params, steps.blocks, dram_regions=_regions(layer, addr, batch))
 
 
 def network_schedule(graph: Graph, hw: Accelerator, batch: int = 1, mapping: NetworkMapping | None = None,

@@ -22,7 +22,7 @@ from hwsim.hardware.schema import Accelerator
 from hwsim.mapping.dataflows import dataflow_of
 from hwsim.mapping.mapper import NO_STEPS, check_mapping, layer_mapping
 from hwsim.mapping.nest.format import LayerMapping, LoopNest, NetworkMapping
-from hwsim.mapping.nest.problem import NEST_KINDS, lowering_for, nest_problem
+from hwsim.mapping.nest.problem import has_nest, lowering_for, nest_problem
 from hwsim.search.cache import SearchCache, cache_key, default_cache_dir
 from hwsim.search.cost import LayerCost, exact_cost, rank
 from hwsim.search.layer import Effort, LayerSearch, search_layer, shape_signature
@@ -79,7 +79,7 @@ class SearchedMapping:
 
 
 def weighted_layers(graph: Graph) -> list[Layer]:
-    return [l for l in graph if l.kind in NEST_KINDS]
+    return [l for l in graph if has_nest(l)]
 
 
 def unique_shapes(graph: Graph, hw: Accelerator, batch: int) -> int:
@@ -162,7 +162,7 @@ def _assemble(graph: Graph, hw: Accelerator, batch: int, firsts: dict[tuple[obje
     for l in graph:
         if l.kind in NO_STEPS:
             continue
-        if l.kind not in NEST_KINDS:
+        if not has_nest(l):
             entries.append(layer_mapping(l, hw, batch))
             continue
         sig = _signature(l, hw, batch, profile.zeros(l.name))

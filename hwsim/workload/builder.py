@@ -42,6 +42,7 @@ class _LayerFields(TypedDict, total=False):
     fused_bn: bool
     activation: str | None
     op_type: str
+    rows: int
 
 MAX_TENSOR_ELEMENTS = 2**31  # elements of one tensor (a 2**31-pixel input is past it): int32 indices, memory
 MAX_WINDOW = 2**16  # the largest kernel, stride or dilation in one axis (samples)
@@ -358,11 +359,15 @@ class GraphBuilder:
         return self._make(name, LayerKind.CONV, [x], Shape(out_features, rows.h, rows.w), in_shapes=[rows],
                           has_bias=bias)
 
-    def matmul(self, name: str, a: str, b: str, out_shape: Shape, contraction: int) -> str:
-        """A product of two activations (batched over heads/windows): `contraction` products per output."""
-        if contraction <= 0:
-            raise ShapeError(f"{self.name}: matmul {name!r}: contraction length {contraction} must be positive")
-        return self._make(name, LayerKind.MATMUL, [a, b], out_shape, kernel=(contraction, 1))
+    def matmul(self, name: str, a: str, b: str, out_shape: Shape, contraction: int, products: int = 1,
+               rows: int = 0) -> str:
+        """A product of two activations, `products` of them side by side (heads, windows), each of `rows` rows:
+        `contraction` multiply-accumulates per output."""
+        if contraction <= 0 or products <= 0 or rows < 0:
+            raise ShapeError(f"{self.name}: matmul {name!r}: contraction {contraction}, products {products} and "
+                             f"rows {rows} must be positive")
+        return self._make(name, LayerKind.MATMUL, [a, b], out_shape, kernel=(contraction, 1), groups=products,
+                          rows=rows)
 
     def norm(self, name: str, x: str, groups: int, affine: bool = True) -> str:
         """Normalisation of `groups` equal sets of x's elements (layer, instance or group norm)."""

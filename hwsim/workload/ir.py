@@ -116,7 +116,7 @@ class Layer:
     interpolation window (`INTERPOLATION_TAPS`). `factor` is the integer
     scale of an upsample layer or the block size of depth-to-space. `groups`
     is the convolution group count, the group count of a channel shuffle, or
-    the number of element sets a norm layer normalises separately. A concat's
+    the number of element sets a norm layer normalises separately, or a matmul's independent products. A concat's
     output may exceed its inputs: the rest is a learned constant (a class
     token), counted as parameters. `precision` holds the operand widths a
     quantized graph gives (None: the hardware's word).
@@ -139,6 +139,21 @@ class Layer:
     activation: str | None = None
     op_type: str = ""  # the source op (ONNX op type) for pass-through layers
     precision: Precision | None = None
+    rows: int = 0  # a matmul's rows per product (of its first operand); `groups` counts its products
+
+    @property
+    def gemm(self) -> tuple[int, int, int, int] | None:
+        """A matmul as (products, rows, contraction, columns): `products` independent (rows × contraction) ·
+        (contraction × columns) products (heads, windows); None for other kinds, or when an operand is
+        broadcast over the products (its words are then fewer than products × its matrix)."""
+        if self.kind is not LayerKind.MATMUL or self.rows <= 0:
+            return None
+        products, rows, k = self.groups, self.rows, self.kernel[0]
+        cols, rest = divmod(self.out_shape.elements, products * rows)
+        if rest or len(self.in_shapes) != 2 or self.in_shapes[0].elements != products * rows * k \
+                or self.in_shapes[1].elements != products * k * cols:
+            return None
+        return products, rows, k, cols
 
     # ----- derived quantities -------------------------------------------------
     @property

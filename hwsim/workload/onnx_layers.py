@@ -100,7 +100,8 @@ def _matmul(imp: _Importer, node: OnnxNode, a: Feature, b: Feature) -> None:
         raise Unsupported(f"multiplies {list(a.dims)} by {list(b.dims)}, whose batch axes do not broadcast") from None
     dims = (*batch, a.dims[-2], b.dims[-1])
     layout = "?" * len(dims)
-    tensor = imp.b.matmul(imp.layer_name(node), a.tensor, b.tensor, ir_shape(dims, layout), k)
+    tensor = imp.b.matmul(imp.layer_name(node), a.tensor, b.tensor, ir_shape(dims, layout), k, prod(batch),
+                          a.dims[-2])
     imp.produce(node, 0, tensor, dims, layout)
 
 

@@ -2,7 +2,9 @@
 
 A convolution over the output grid: ifmap row h = p·U + r·Dh − pad_top (U the
 stride, Dh the dilation); a fully connected layer is a convolution whose kernel
-covers its input (R × S = H × W, P = Q = 1); a transposed convolution runs over
+covers its input (R × S = H × W, P = Q = 1); a product of two activations (attention's Q·Kᵀ and A·V) is a
+1×1 convolution over the rows of its first operand with its second as the filters, one group per product and
+image (G = images × products, N = 1: no image shares the other's operand); a transposed convolution runs over
 its input grid (P × Q = H × W), every input pixel scattering into R × S
 outputs, and each grid row *owns* `up_h` rows of the output (its stride; the
 last owns the remainder) — the same work (`Layer.macs`) without the zeros a
@@ -18,7 +20,13 @@ import numpy as np
 from hwsim.mapping.nest.format import RELEVANT, RELEVANT_TRANSPOSED, MappingError
 from hwsim.workload.ir import Layer, LayerKind
 
-NEST_KINDS = frozenset({LayerKind.CONV, LayerKind.CONV_TRANSPOSE, LayerKind.FC})
+NEST_KINDS = frozenset({LayerKind.CONV, LayerKind.CONV_TRANSPOSE, LayerKind.FC, LayerKind.MATMUL})
+
+
+def has_nest(layer: Layer) -> bool:
+    """Whether a loop nest maps the layer (a matmul only when neither operand is broadcast over its products;
+    the others are streamed)."""
+    return layer.kind in NEST_KINDS and (layer.kind is not LayerKind.MATMUL or layer.gemm is not None)
 
 
 @dataclass(frozen=True)
@@ -77,6 +85,13 @@ def nest_problem(layer: Layer, batch: int, lowering: str = "conv") -> Problem:
         return Problem(layer.name, dims, (1, 1), (1, 1), 0, 0, t, 1, t, 1, False)
     ins, out = layer.in_shape, layer.out_shape
     kh, kw = layer.kernel
+    if layer.kind is LayerKind.MATMUL:  # a 1x1 convolution over the rows, the second operand as its filters
+        gemm = layer.gemm
+        if gemm is None:
+            raise MappingError(f"layer {layer.name!r}: a matmul with a broadcast operand is streamed")
+        products, rows, k, cols = gemm  # the images of a batch are further products: each has its own operands
+        dims = {"N": 1, "G": batch * products, "M": cols, "C": k, "P": rows, "Q": 1, "R": 1, "S": 1}
+        return Problem(layer.name, dims, (1, 1), (1, 1), 0, 0, rows, 1, rows, 1, False)
     if layer.kind is LayerKind.FC:
         dims = {"N": batch, "G": 1, "M": out.c, "C": ins.c, "P": 1, "Q": 1, "R": ins.h, "S": ins.w}
         return Problem(layer.name, dims, (1, 1), (1, 1), 0, 0, ins.h, ins.w, 1, 1, False)
