@@ -44,7 +44,8 @@ from hwsim.hardware.schema import Accelerator
 from hwsim.trace import Trace
 from hwsim.vocab import BUS_OF_OPERAND, NO_ADDRESS, Op, Operand
 
-WINDOW_CYCLES = 256  # the DRAM bandwidth rule sums the bytes of the bursts starting in windows this long
+WINDOW_SHIFT = 8
+WINDOW_CYCLES = 1 << WINDOW_SHIFT  # the DRAM bandwidth rule sums the bytes of the bursts starting in windows this long
 RULES = ("bandwidth", "ports", "dram_latency", "dependencies", "occupancy", "addresses", "levels")
 _STEP_BITS = 40  # a (layer, step) key is layer << 40 | step
 _NONE = np.iinfo(np.int64).min // 4  # "no bound" in a max
@@ -108,6 +109,22 @@ class _Records:
 
     def __init__(self, columns: dict[str, np.ndarray]) -> None:
         self.columns = columns
+        self._key: np.ndarray | None = None
+        self._runs: np.ndarray | None = None
+
+    def key(self) -> np.ndarray:
+        """Each record's (layer, step) as one sortable integer, layer << 40 | step."""
+        if self._key is None:
+            self._key = (self.columns["layer"].astype(np.int64) << _STEP_BITS) | self.columns["step"]
+        return self._key
+
+    def runs(self) -> np.ndarray:
+        """Where each run of records of one step begins, in file order (a transfer's DRAM bursts follow one
+        another): what per-step work reduces first, to sort and compare far fewer rows."""
+        if self._runs is None:
+            key = self.key()
+            self._runs = np.flatnonzero(np.r_[True, key[1:] != key[:-1]])
+        return self._runs
 
     def __len__(self) -> int:
         return len(self.columns["start_cycle"])
@@ -189,39 +206,42 @@ def _dram_rules(tally: _Tally, rec: _Records, hw: Accelerator, trace: Trace, nam
     dram = hw.dram
     rate = Fraction(dram.bandwidth_bytes_per_cycle).limit_denominator(1_000_000)  # bytes per cycle, all channels
     start, end = rec["start_cycle"], rec["end_cycle"]
-    nbytes = rec["words"] * hw.word_bytes
     if trace.attrs.get("dram_records", "burst") == "burst":
         slot = Fraction(dram.burst_bytes * dram.channels) / rate  # cycles a burst holds its channel's bus
         tally.add("bandwidth", (end - start) < int(slot),
                   lambda i: f"dram burst lasts {int(end[i] - start[i])} cycles, a burst slot is {float(slot):.3g}: "
                             + _where(rec, i, names))
-        window = start // WINDOW_CYCLES
-        moved = np.bincount(window, weights=nbytes) if len(rec) else np.zeros(0)
+        moved = np.bincount(start >> WINDOW_SHIFT, weights=rec["words"]) * hw.word_bytes
         cap = float(rate * WINDOW_CYCLES) + dram.channels * dram.burst_bytes
         tally.add("bandwidth", moved > cap,
                   lambda w: f"dram moves {int(moved[w])} B in cycles {w * WINDOW_CYCLES}..{(w + 1) * WINDOW_CYCLES}, "
                             f"at most {cap:.0f} B fit at {float(rate):.3g} B/cycle")
     else:  # one record per transaction: its bytes need their time at the full bandwidth
+        nbytes = rec["words"] * hw.word_bytes
         least = np.ceil(nbytes / float(rate)) - np.ceil(dram.channels * dram.burst_bytes / float(rate))
         tally.add("bandwidth", (end - start) < least,
                   lambda i: f"dram transaction of {int(nbytes[i])} B lasts {int(end[i] - start[i])} cycles: "
                             + _where(rec, i, names))
-    tally.add("addresses", rec["address"] < 0, lambda i: "dram record at a negative address: " + _where(rec, i, names))
+    # addresses per run of one step's records (a transfer's bursts, contiguous): the words it spans
+    runs = rec.runs()
+    lo = np.minimum.reduceat(rec["address"], runs)
+    hi = np.maximum.reduceat(rec["address"] + rec["words"], runs)
+    layer, operand = rec["layer"][runs], rec["operand"][runs]
+    tally.add("addresses", lo < 0, lambda k: "dram transfer at a negative address: " + _where(rec, int(runs[k]), names))
     regions = json.loads(str(trace.attrs.get("dram_regions_json", "{}")))
     declared = np.array([names[k] in regions for k in range(len(names))], dtype=bool)
-    present = np.bincount(rec["layer"], minlength=len(names)) > 0
+    present = np.bincount(layer, minlength=len(names)) > 0
     undeclared = [names[k] for k in np.flatnonzero(present & ~declared).tolist()]
     if undeclared:
         tally.notes.append(f"DRAM regions: {len(undeclared)} layers with DRAM records declare none (e.g. "
                            f"{undeclared[0]}): their DRAM addresses are checked only for sign")
-    inside = ~declared[rec["layer"]]
-    lo, hi = rec["address"], rec["address"] + rec["words"]
-    pair = rec["layer"].astype(np.int64) * len(trace.operands) + rec["operand"]
+    inside = ~declared[layer]
+    pair = layer.astype(np.int64) * len(trace.operands) + operand
     for first, last in _region_tables(regions, names, len(trace.operands)):
         inside |= (lo >= first.ravel()[pair]) & (hi <= last.ravel()[pair])
     tally.add("addresses", ~inside,
-              lambda i: f"dram {trace.operands[int(rec['operand'][i])]} record outside its layer's regions: "
-                        + _where(rec, i, names))
+              lambda k: f"dram {trace.operands[int(operand[k])]} transfer (words {int(lo[k])}..{int(hi[k])}) outside "
+                        f"its layer's regions: " + _where(rec, int(runs[k]), names))
 
 
 def _region_tables(regions: dict[str, list[list[int]]], names: tuple[str, ...],
@@ -320,11 +340,13 @@ def _concurrency(tally: _Tally, level: str, start: np.ndarray, end: np.ndarray, 
         return
     times = np.concatenate((end, start))
     delta = np.concatenate((np.full(len(end), -1), np.full(len(start), 1)))
-    order = np.lexsort((delta, times, np.concatenate((server, server))))  # per server, ends before starts
+    servers = np.concatenate((server, server)).astype(np.int64)
+    # one sort key: per server, by cycle, ends before starts (cycles < 2**40, servers < 2**22)
+    order = np.argsort((servers << 41) | (times << 1) | (delta > 0), kind="stable")
     held = np.cumsum(delta[order])
     busy = (held > capacity) & (delta[order] > 0)
     cycle = times[order]
-    group = np.concatenate((server, server))[order]
+    group = servers[order]
     tally.add("ports", busy, lambda i: f"{level}: {int(held[i])} transfers at once at cycle {int(cycle[i])} "
                                        f"(server {int(group[i])}), {what}")
 
@@ -334,25 +356,22 @@ def _concurrency(tally: _Tally, level: str, start: np.ndarray, end: np.ndarray, 
 
 def _key(rec: _Records) -> np.ndarray:
     """Each record's (layer, step) as one sortable integer."""
-    key: np.ndarray = (rec["layer"].astype(np.int64) << _STEP_BITS) | rec["step"]
-    return key
+    return rec.key()
 
 
 def _step_table(rec: _Records, bit: int, is_dram: bool, storage: bool) -> _Steps:
     """Per step of one level's records: first start, last end (and the first DRAM burst), the level's bit,
     whether it fills a storage level."""
-    key = _key(rec)
-    if not len(key):
+    if not len(rec):
         empty = np.zeros(0, np.int64)
         return _Steps(empty, empty, empty, empty, empty, empty, empty)
-    op = rec["op"]
-    filling = ((op == Op.FILL) | (op == Op.UPDATE)).astype(np.int64) if storage else np.zeros(len(key), np.int64)
-    # runs of one step in file order first (a transfer's DRAM bursts follow one another): fewer rows to sort
-    runs = np.flatnonzero(np.r_[True, key[1:] != key[:-1]])
-    key, operand = key[runs], rec["operand"][runs].astype(np.int64)
+    runs = rec.runs()  # runs of one step first: far fewer rows to sort
+    key, operand = rec.key()[runs], rec["operand"][runs].astype(np.int64)
     start = np.minimum.reduceat(rec["start_cycle"], runs)
     end = np.maximum.reduceat(rec["end_cycle"], runs)
-    filling = np.maximum.reduceat(filling, runs)
+    op = rec["op"]
+    filling = (np.logical_or.reduceat((op == Op.FILL) | (op == Op.UPDATE), runs).astype(np.int64) if storage
+               else np.zeros(len(runs), np.int64))
     order = np.argsort(key, kind="stable")
     key = key[order]
     cuts = np.flatnonzero(np.r_[True, key[1:] != key[:-1]])

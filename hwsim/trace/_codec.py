@@ -81,20 +81,22 @@ def decode_chunk(filter_mask: int, data: bytes, dtype: np.dtype, chunk_records: 
     return _transpose_bytes(flat.reshape(dtype.itemsize, chunk_records)).view(dtype).reshape(chunk_records)
 
 
-def decode_chunk_columns(filter_mask: int, data: bytes, dtype: np.dtype, chunk_records: int) -> dict[str, np.ndarray]:
-    """The fields of a chunk's records as contiguous columns, straight from the shuffled bytes (byte k of every
-    record together): no array of records in between, whose fields numpy would copy out strided."""
+def decode_chunk_columns(filter_mask: int, data: bytes, dtype: np.dtype, chunk_records: int,
+                         out: dict[str, np.ndarray], start: int) -> None:
+    """Write a chunk's records into the columns `out` from row `start` on (as many as fit), straight from the
+    shuffled bytes (byte k of every record together): no array of records in between, whose fields numpy
+    would copy out strided. Threads may fill disjoint rows of the same columns."""
     raw = data if filter_mask & _DEFLATE_SKIPPED else zlib.decompressobj().decompress(data)  # releases the GIL
     flat = np.frombuffer(raw, dtype=np.uint8)
+    count = min(chunk_records, len(next(iter(out.values()))) - start)
     if filter_mask & _SHUFFLE_SKIPPED:
-        records = flat.view(dtype)
-        return {name: np.ascontiguousarray(records[name]) for name in dtype.names or ()}
+        records = flat.view(dtype)[:count]
+        for name in dtype.names or ():
+            out[name][start:start + count] = records[name]
+        return
     planes = flat.reshape(dtype.itemsize, chunk_records)
-    out = {}
     for name in dtype.names or ():
         field, offset = dtype.fields[name][:2]  # type: ignore[index]
-        column = np.empty((chunk_records, field.itemsize), dtype=np.uint8)
+        column = out[name][start:start + count].view(np.uint8).reshape(count, field.itemsize)
         for k in range(field.itemsize):
-            column[:, k] = planes[offset + k]
-        out[name] = column.view(field).reshape(chunk_records)
-    return out
+            column[:, k] = planes[offset + k, :count]

@@ -171,37 +171,36 @@ class Trace:
         validator want: numpy's field views of packed records are strided and slow), checked like `records`."""
         dataset = self._level_dataset(level)
         n = len(dataset)
-        out = {name: np.empty(n, dtype=RECORD_DTYPE.fields[name][0]) for name in RECORD_DTYPE.names or ()}  # type: ignore[index]
+        out = {name: np.empty(n, dtype=RECORD_DTYPE.fields[name][0])  # type: ignore[index]
+               for name in RECORD_DTYPE.names or ()}
         chunk_len = dataset.chunks[0] if dataset.chunks else max(n, 1)
         step = max(1, (1 << 20) // chunk_len)
         for k0 in range(0, ceil_div(n, chunk_len), step):
             k1 = min(k0 + step, ceil_div(n, chunk_len))
-            lo, hi = k0 * chunk_len, min(n, k1 * chunk_len)
-            for name, column in self._column_chunks(dataset, k0, k1, chunk_len).items():
-                out[name][lo:hi] = column[:hi - lo]
+            self._fill_columns(dataset, k0, k1, chunk_len, out)
         return out
 
-    def _column_chunks(self, dataset: h5py.Dataset, k0: int, k1: int, chunk_len: int) -> dict[str, np.ndarray]:
-        """Chunks k0..k1-1 as columns, their codes checked (a damaged chunk is a TraceError naming it)."""
+    def _fill_columns(self, dataset: h5py.Dataset, k0: int, k1: int, chunk_len: int,
+                      out: dict[str, np.ndarray]) -> None:
+        """Decode chunks k0..k1-1 into their rows of `out`, their codes checked (a damaged chunk is a TraceError
+        naming it)."""
+        lo, hi = k0 * chunk_len, min(len(dataset), k1 * chunk_len)
         try:
             if self._direct[dataset.name]:
                 raw = [dataset.id.read_direct_chunk((k * chunk_len,)) for k in range(k0, k1)]
-                parts = list(self._pool.map(
-                    lambda r: decode_chunk_columns(r[0], r[1], RECORD_DTYPE, chunk_len), raw))
-                columns = {name: np.concatenate([p[name] for p in parts]) if len(parts) > 1 else parts[0][name]
-                           for name in RECORD_DTYPE.names or ()}
+                list(self._pool.map(lambda kr: decode_chunk_columns(kr[1][0], kr[1][1], RECORD_DTYPE, chunk_len, out,
+                                                                    (k0 + kr[0]) * chunk_len), enumerate(raw)))
             else:
                 rows = self._decoded_chunks(dataset, k0, k1, chunk_len)
-                columns = {name: np.ascontiguousarray(rows[name]) for name in RECORD_DTYPE.names or ()}
+                for name in RECORD_DTYPE.names or ():
+                    out[name][lo:hi] = rows[name]
         except DAMAGE_ERRORS as exc:
-            raise TraceError(f"trace {self.path}: dataset {dataset.name} is damaged at rows from {k0 * chunk_len:,} "
+            raise TraceError(f"trace {self.path}: dataset {dataset.name} is damaged at rows from {lo:,} "
                              f"({_short(exc)}); re-run the simulation that wrote it") from None
-        end = min(k1 * chunk_len, len(dataset)) - k0 * chunk_len
-        problem = self._bad_codes({name: column[:end] for name, column in columns.items()})
+        problem = self._bad_codes({name: column[lo:hi] for name, column in out.items()})
         if problem:
             raise TraceError(f"trace {self.path}: dataset {dataset.name} is damaged: {problem} in rows from "
-                             f"{k0 * chunk_len:,}; re-run the simulation that wrote it")
-        return columns
+                             f"{lo:,}; re-run the simulation that wrote it")
 
     def to_pandas(self, level: str, layer: Code | None = None, operand: Code | None = None, op: Code | None = None,
                   window_cycles: Window | None = None) -> Any:
