@@ -62,7 +62,7 @@ from abc import ABC, abstractmethod
 from collections import deque
 from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass, field
-from itertools import pairwise
+from itertools import pairwise, takewhile
 from typing import Any
 
 import numpy as np
@@ -453,8 +453,8 @@ class LayerExecutor:
         while pending and pending[0][0] <= done:
             pending.popleft()
         end = address + words
-        return max((w for w, lv, first, last in pending
-                    if w < group and lv == level and first < end and address < last), default=-1)
+        return max((w for w, lv, first, last in takewhile(lambda store: store[0] < group, pending)
+                    if lv == level and first < end and address < last), default=-1)
 
     def stores(self, g: Group, at: int) -> Generator[simpy.Event, Any, int]:
         """The group's stores one after another from `at`; the cycle the last one ends."""
