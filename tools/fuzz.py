@@ -3,7 +3,8 @@
 Each mutant is one damaged input; the commands that read that kind of input run on it as fresh processes
 (`python -m hwsim.cli.main ...`) with a time limit and an address-space limit, and each run is classified:
 
-- ok: exit 0 and no NaN or infinity in its output;
+- ok: exit 0 (or `trace validate`'s exit 1, its verdict that a rule is broken) and no NaN or infinity in its
+  output;
 - error: exit 2 and exactly one stderr line starting `hwsim` (the one-line error contract);
 - traceback, hang (past --timeout), memory (past --memory-gb), nonfinite (exit 0 with nan/inf printed),
   other (any other exit code or stderr shape).
@@ -263,6 +264,7 @@ def trace_runs(out: Path, rng: random.Random, n: int) -> list[Run]:
         command = rng.choice([("trace", "summary", str(path)),
                               ("trace", "query", str(path), "--level", "dram", "--limit", "5"),
                               ("trace", "export", str(path), "--perfetto", str(out / f"trace-{k}.json")),
+                              ("trace", "validate", str(path)),
                               ("report", str(path), "--html", str(out / f"trace-{k}.html"))])
         runs.append(Run("trace", what, command))
     return runs
@@ -291,8 +293,8 @@ def execute(run: Run, timeout_s: float, memory_bytes: int) -> Outcome:
         kind = "memory"
     elif "Traceback" in proc.stderr:
         kind = "traceback"
-    elif proc.returncode == 0:
-        kind = "nonfinite" if NONFINITE.search(proc.stdout) else "ok"
+    elif proc.returncode == 0 or (proc.returncode == 1 and run.argv[:2] == ("trace", "validate")):
+        kind = "nonfinite" if NONFINITE.search(proc.stdout) else "ok"  # validate's exit 1 is its verdict: broken
     elif proc.returncode == 2 and len(lines) == 1 and lines[0].startswith("hwsim"):
         kind = "error"
     else:
