@@ -284,6 +284,7 @@ CAUGHT_BY = {  # each deliberate bug of tools/timing_bugs.py, and the rule that 
     "dram_no_latency": "dram_latency",  # first data at the request, not 10 cycles after it
     "glb_port_ignored": "ports",  # two transfers on the one GLB port
     "psums_not_awaited": "dependencies",  # a pass starting before the psums it reads are stored
+    "psum_wait_by_start_address": "dependencies",  # ... or before overlapping psums stored at another address
     "noc_records_dropped": "levels",  # groups moving data through the NoC without a NoC record
     "dram_wrong_address": "addresses",  # loads reading DRAM at GLB addresses, outside their tensors
 }

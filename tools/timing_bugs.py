@@ -1,4 +1,4 @@
-"""Does `hwsim check` notice a simulator that breaks the hardware's timing? Six deliberate bugs, one at a time.
+"""Does `hwsim check` notice a simulator that breaks the hardware's timing? Seven deliberate bugs, one at a time.
 
 Each bug is a small edit of the simulator's source, applied to a scratch copy of the package (this checkout is
 never touched); `hwsim check NET --hw CONFIG --json` then runs on that copy in a fresh process. For each bug the
@@ -48,6 +48,10 @@ BUGS = (
     Bug("psums_not_awaited", "passes do not wait for the psums they read to be stored", "hwsim/sim/executor.py",
         "yield from self.stored.wait_for(writer)\n            waited",
         "yield from self.stored.wait_for(-1)\n            waited"),
+    Bug("psum_wait_by_start_address", "a pass waits only for psum stores that begin at the address it reads, not "
+        "for every store overlapping its words (the simulator's behaviour before this tool existed)",
+        "hwsim/sim/executor.py", "if lv == level and first < end and address < last), default=-1)",
+        "if lv == level and first == address), default=-1)"),
     Bug("noc_records_dropped", "NoC records are never written", "hwsim/sim/executor.py",
         'self.want_noc, self.want_rf, self.want_pe = rec.wants("noc"), rec.wants("rf"), rec.wants("pe")',
         'self.want_noc, self.want_rf, self.want_pe = False, rec.wants("rf"), rec.wants("pe")'),

@@ -18,8 +18,7 @@ the simulator; each says what the hardware allows and finds every record that br
   layer's start), a store after its pass.
 - dependencies: layers run one after another; a group's loads start after the previous group's loads end;
   its pass starts after its loads and its filters' RF fills end; its stores start after the pass ends; a read
-  of psums, and the pass of its group, start after the last earlier group's write of psums at the same address
-  ended.
+  of psums, and the pass it feeds, start after every earlier write of psums to any of its words has ended.
 - occupancy: a buffer never holds more than its capacity (GLB partitions, the line buffer, the L2's named
   buffers together).
 - addresses: every on-chip transfer lies inside its buffer; every DRAM record inside its layer's region for
@@ -492,60 +491,48 @@ def _previous_in_layer(values: np.ndarray, layer: np.ndarray) -> np.ndarray:
 
 def _psum_rule(tally: _Tally, access: dict[str, _Records], first_key: np.ndarray, compute_step: np.ndarray,
                names: tuple[str, ...], pass_start: np.ndarray) -> None:
-    """A psum read starts after the psum write that precedes it in the schedule at the same level and address
-    has ended; a read that feeds a pass (one before its group's COMPUTE) also holds the pass back until then."""
+    """A psum read starts after every psum write that precedes it in the schedule at the same level and overlaps
+    its words has ended; a read that feeds a pass (one before its group's COMPUTE) also holds the pass back
+    until then. Per level, the transfers (runs of one step's records) are swept in schedule order over the
+    words they span, each word remembering when the last write to it ended."""
     for level, rec in access.items():
-        writes, reads = rec["op"] == Op.UPDATE, rec["op"] == Op.READ
-        if not writes.any() or not reads.any():
+        if not len(rec) or not (rec["op"] == Op.UPDATE).any() or not (rec["op"] == Op.READ).any():
             continue
-        key = _key(rec)
-        w_addr, w_key, w_end = rec["address"][writes], key[writes], rec["end_cycle"][writes]
-        addresses = np.unique(w_addr)
-        w_rank = np.searchsorted(addresses, w_addr)
-        order = np.lexsort((w_end, w_key, w_rank))  # by address, then schedule order (the latest end last)
-        w_rank, w_key, w_end = w_rank[order], w_key[order], w_end[order]
-        read_rec = rec[reads]
-        r_addr, r_key, r_start = read_rec["address"], key[reads], read_rec["start_cycle"]
-        rank = np.minimum(np.searchsorted(addresses, r_addr), len(addresses) - 1)
-        known = addresses[rank] == r_addr
-        # the last write at this address before the read's step: search (rank, key) in the (rank, key) order
-        at = np.searchsorted(w_rank, rank, side="left")  # first write of rank
-        last = np.searchsorted(w_rank, rank, side="right") - 1  # last write of rank
-        before = _last_before(w_key, at, last, r_key)
-        valid = known & (before >= at) & (before >= 0)
-        writer_end = np.where(valid, w_end[np.maximum(before, 0)], _NONE)
-        tally.add("dependencies", valid & (r_start < writer_end),
-                  partial(_late_read, level, r_start, writer_end, read_rec, names))
-        group = np.searchsorted(first_key, r_key, side="right") - 1
-        feeds = (group >= 0) & ((r_key & ((1 << _STEP_BITS) - 1)) < compute_step[np.maximum(group, 0)])
-        pass_at = np.where(valid & feeds, pass_start[np.maximum(group, 0)], _LATE)
-        tally.add("dependencies", pass_at < writer_end,
-                  partial(_early_pass, level, pass_at, writer_end, read_rec, names))
+        runs = rec.runs()
+        key, writes = rec.key()[runs], rec["op"][runs] == Op.UPDATE
+        lo = np.minimum.reduceat(rec["address"], runs)
+        hi = np.maximum.reduceat(rec["address"] + rec["words"], runs)
+        start, end = np.minimum.reduceat(rec["start_cycle"], runs), np.maximum.reduceat(rec["end_cycle"], runs)
+        bounds = np.unique(np.concatenate((lo, hi)))  # the words, in segments no transfer splits
+        first_seg, end_seg = np.searchsorted(bounds, lo), np.searchsorted(bounds, hi)
+        written = np.full(len(bounds), _NONE)  # per segment: when the last write to it so far ended
+        writer_end = np.full(len(runs), _NONE)
+        for k in np.argsort(key, kind="stable").tolist():
+            a, b = int(first_seg[k]), int(end_seg[k])
+            if writes[k]:
+                written[a:b] = end[k]
+            elif b > a:
+                writer_end[k] = written[a:b].max()
+        reads = ~writes
+        tally.add("dependencies", reads & (start < writer_end),
+                  partial(_late_read, level, start, writer_end, runs, rec, names))
+        group = np.searchsorted(first_key, key, side="right") - 1
+        feeds = reads & (group >= 0) & ((key & ((1 << _STEP_BITS) - 1)) < compute_step[np.maximum(group, 0)])
+        pass_at = np.where(feeds, pass_start[np.maximum(group, 0)], _LATE)
+        tally.add("dependencies", feeds & (pass_at < writer_end),
+                  partial(_early_pass, level, pass_at, writer_end, runs, rec, names))
 
 
-def _last_before(keys: np.ndarray, first: np.ndarray, last: np.ndarray, key: np.ndarray) -> np.ndarray:
-    """For each query, the index of the last of keys[first..last] (sorted) below `key`, or first - 1 if none."""
-    lo, hi = first.copy(), last + 1  # answer in [lo - 1, hi - 1]: binary search on each range at once
-    while True:
-        open_ = lo < hi
-        if not open_.any():
-            return lo - 1
-        mid = (lo + hi) // 2
-        below = open_ & (keys[np.minimum(mid, len(keys) - 1)] < key)
-        lo = np.where(below, mid + 1, lo)
-        hi = np.where(open_ & ~below, mid, hi)
+def _late_read(level: str, start: np.ndarray, writer_end: np.ndarray, first: np.ndarray, rec: _Records,
+               names: tuple[str, ...], k: int) -> str:
+    return (f"{level} psum read starts at {int(start[k])} before the earlier write of those words ended at "
+            f"{int(writer_end[k])}: " + _where(rec, int(first[k]), names))
 
 
-def _late_read(level: str, start: np.ndarray, writer_end: np.ndarray, reads: _Records, names: tuple[str, ...],
-               i: int) -> str:
-    return (f"{level} psum read starts at {int(start[i])} before the earlier group's write at the same address "
-            f"ended at {int(writer_end[i])}: " + _where(reads, i, names))
-
-
-def _early_pass(level: str, pass_at: np.ndarray, writer_end: np.ndarray, reads: _Records,
-                names: tuple[str, ...], i: int) -> str:
-    return (f"a pass starts at {int(pass_at[i])}, before the {level} psums it reads were stored (at "
-            f"{int(writer_end[i])}): " + _where(reads, i, names))
+def _early_pass(level: str, pass_at: np.ndarray, writer_end: np.ndarray, first: np.ndarray, rec: _Records,
+                names: tuple[str, ...], k: int) -> str:
+    return (f"a pass starts at {int(pass_at[k])}, before the {level} psums it reads were stored (at "
+            f"{int(writer_end[k])}): " + _where(rec, int(first[k]), names))
 
 
 def _latency_rule(tally: _Tally, steps: _Steps, g: np.ndarray, far_load: np.ndarray, is_store: np.ndarray,
