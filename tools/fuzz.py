@@ -3,8 +3,8 @@
 Each mutant is one damaged input; the commands that read that kind of input run on it as fresh processes
 (`python -m hwsim.cli.main ...`) with a time limit and an address-space limit, and each run is classified:
 
-- ok: exit 0 (or `trace validate`'s exit 1, its verdict that a rule is broken) and no NaN or infinity in its
-  output;
+- ok: exit 0 (or the exit 1 of `sweep` and `trace validate`, a verdict: a point failed and its error is in
+  the table, a rule is broken) and no NaN or infinity in its output;
 - error: exit 2 and exactly one stderr line starting `hwsim` (the one-line error contract);
 - traceback, hang (past --timeout), memory (past --memory-gb), nonfinite (exit 0 with nan/inf printed),
   other (any other exit code or stderr shape).
@@ -40,6 +40,9 @@ from hwsim.trace.seal import seal
 REPO = Path(__file__).resolve().parents[1]
 FAMILIES = ("config", "sweep", "onnx", "trace")
 OUTCOMES = ("ok", "error", "traceback", "hang", "memory", "nonfinite", "other")
+# commands whose exit 1 is a verdict printed on stdout, not a failure: a sweep that recorded a failed point with
+# its error in the table, a trace that breaks a validator rule
+VERDICT_COMMANDS = ("sweep", "trace")
 NONFINITE = re.compile(r"(?<![A-Za-z_])(nan|inf|-inf|infinity)(?![A-Za-z_])", re.IGNORECASE)
 
 
@@ -293,8 +296,8 @@ def execute(run: Run, timeout_s: float, memory_bytes: int) -> Outcome:
         kind = "memory"
     elif "Traceback" in proc.stderr:
         kind = "traceback"
-    elif proc.returncode == 0 or (proc.returncode == 1 and run.argv[:2] == ("trace", "validate")):
-        kind = "nonfinite" if NONFINITE.search(proc.stdout) else "ok"  # validate's exit 1 is its verdict: broken
+    elif proc.returncode == 0 or (proc.returncode == 1 and run.argv[0] in VERDICT_COMMANDS):
+        kind = "nonfinite" if NONFINITE.search(proc.stdout) else "ok"
     elif proc.returncode == 2 and len(lines) == 1 and lines[0].startswith("hwsim"):
         kind = "error"
     else:
