@@ -42,7 +42,7 @@ FAMILIES = ("config", "sweep", "onnx", "trace")
 OUTCOMES = ("ok", "error", "traceback", "hang", "memory", "nonfinite", "other")
 # commands whose exit 1 is a verdict printed on stdout, not a failure: a sweep that recorded a failed point with
 # its error in the table, a trace that breaks a validator rule
-VERDICT_COMMANDS = ("sweep", "trace")
+VERDICTS = (("sweep",), ("trace", "validate"))
 NONFINITE = re.compile(r"(?<![A-Za-z_])(nan|inf|-inf|infinity)(?![A-Za-z_])", re.IGNORECASE)
 
 
@@ -296,7 +296,7 @@ def execute(run: Run, timeout_s: float, memory_bytes: int) -> Outcome:
         kind = "memory"
     elif "Traceback" in proc.stderr:
         kind = "traceback"
-    elif proc.returncode == 0 or (proc.returncode == 1 and run.argv[0] in VERDICT_COMMANDS):
+    elif proc.returncode == 0 or (proc.returncode == 1 and any(run.argv[:len(v)] == v for v in VERDICTS)):
         kind = "nonfinite" if NONFINITE.search(proc.stdout) else "ok"
     elif proc.returncode == 2 and len(lines) == 1 and lines[0].startswith("hwsim"):
         kind = "error"
