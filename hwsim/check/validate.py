@@ -21,8 +21,8 @@ the simulator; each says what the hardware allows and finds every record that br
   of psums, and the pass it feeds, start after every earlier write of psums to any of its words has ended.
 - occupancy: a buffer never holds more than its capacity (GLB partitions, the line buffer, the L2's named
   buffers together).
-- addresses: every on-chip transfer lies inside its buffer; every DRAM record inside its layer's region for
-  its operand, where the schedule declared regions.
+- addresses: every on-chip transfer lies inside its buffer; every DRAM transfer (a run of one step's bursts)
+  inside its layer's region for its operand, where the schedule declared regions.
 - levels: every level a group's steps move data through (the schedule's groups say which) holds records of
   that group, for every level the trace records.
 """
