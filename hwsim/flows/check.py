@@ -54,8 +54,12 @@ def check_network(network: NetworkLike, hw: HardwareLike, batch: int = 1, trace_
         return check_simulation(simulate_network(network, hw, batch, trace_path, progress=progress,
                                                  mapping=mapping, sparsity=sparsity))
     with tempfile.TemporaryDirectory(prefix="hwsim-check-") as tmp:
-        return check_simulation(simulate_network(network, hw, batch, Path(tmp) / "check.h5", progress=progress,
-                                                 mapping=mapping, sparsity=sparsity))
+        report = check_simulation(simulate_network(network, hw, batch, Path(tmp) / "check.h5", progress=progress,
+                                                   mapping=mapping, sparsity=sparsity))
+    if report.validation is None:
+        return report
+    unkept = dataclasses.replace(report.validation, path="the check's trace (not kept: pass --trace FILE to keep it)")
+    return dataclasses.replace(report, validation=unkept)
 
 
 @dataclass(frozen=True)
