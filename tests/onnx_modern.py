@@ -350,3 +350,33 @@ def token_heads() -> onnx.ModelProto:
              node("Gather", ["qv", "i0"], "cls", name="take_cls", axis=1),
              node("Gemm", ["cls", "head"], "y", name="fc", transB=1)]
     return model(nodes, [tensor("x", [1, 8, 7, 1])], [tensor("y", [1, 10])], inits, 13)
+
+
+def qdq_convs(quantized: bool) -> onnx.ModelProto:
+    """Three convs on a 16×16 image, 3 → 8 (3×3, pad 1), ReLU, 8 → 8 (3×3, pad 1), ReLU, 8 → 4 (1×1): as
+    onnxruntime's static QDQ quantization writes it (int8 weights behind DequantizeLinear, every activation
+    wrapped in a QuantizeLinear/DequantizeLinear pair, the pairs between each conv and its ReLU) or, with
+    `quantized` False, its float twin."""
+    inits = [array("s", 0.05, np.float32), array("z", 0, np.int8)]
+    nodes: list[onnx.NodeProto] = []
+    source = "x"
+    for k, (cin, cout, kernel, relu) in enumerate(((3, 8, 3, True), (8, 8, 3, True), (8, 4, 1, False)), start=1):
+        weight, pad = f"w{k}", (kernel - 1) // 2
+        if quantized:
+            more, more_inits = _dq_weight(weight, (cout, cin, kernel, kernel), np.int8, np.int8)
+            nodes += [*_qdq(source, "s", "z"), *more]
+            inits += more_inits
+            source = f"{source}_dq"
+        else:
+            inits.append(zeros(weight, (cout, cin, kernel, kernel)))
+        out = f"c{k}" if k < 3 else "y"
+        nodes.append(node("Conv", [source, weight], out, name=f"conv{k}", kernel_shape=[kernel, kernel],
+                          pads=[pad] * 4))
+        source = out
+        if relu:
+            if quantized:
+                nodes += _qdq(source, "s", "z")
+                source = f"{source}_dq"
+            nodes.append(node("Relu", [source], f"r{k}"))
+            source = f"r{k}"
+    return model(nodes, [tensor("x", [1, 3, 16, 16])], [tensor("y", [1, 4, 16, 16])], inits, 13)

@@ -380,17 +380,6 @@ def test_attention_checks_with_its_products_on_the_pe_array(cli, tmp_path: Path,
         assert macs["analytic"] == macs["simulated"] == 288
 
 
-def test_quantized_graph_on_a_wider_word_is_named(cli, tmp_path: Path) -> None:
-    """hwsim runs every layer at the config's word: an INT8 graph on a 16-bit config says so, on an 8-bit one not."""
-    path = tmp_path / "q.onnx"
-    onnx.save(M.qdq_folded_relu(-128), str(path))
-    (warning,) = cli("estimate", str(path), "--hw", "eyeriss-v1", "--json").json()["warnings"]
-    assert warning.startswith("2 layers have 8-bit operands") and "16-bit word" in warning and "eyeriss-8bit" in warning
-    assert cli("estimate", str(path), "--hw", "eyeriss-8bit", "--json").json()["warnings"] == []
-    text = cli("simulate", str(path), "--hw", "eyeriss-v1", "--trace-levels", "dram", "--out", str(tmp_path / "q.h5"))
-    assert text.code == 0 and "warning:" in text.out and "8-bit operands" in text.out
-
-
 def test_trace_records_what_was_passed_through(cli, tmp_path: Path) -> None:
     path = tmp_path / "unknown.onnx"
     onnx.save(M.unknown_twice(), str(path))

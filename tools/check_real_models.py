@@ -10,12 +10,13 @@
    and `hwsim simulate` (DRAM level traced, traces in the cache directory).
 4. A table: network, exporter, hwsim MACs, independent MACs, their ratio, whether estimate and
    simulate succeeded, and the wall time of the three commands. Then each INT8 QDQ model beside
-   its float twin, both simulated on an 8-bit config: cycles and DRAM bytes.
+   its float twin on the same config (default the 16-bit eyeriss-v1): the QDQ model at the width
+   its graph declares, the twin with `--bits 8`; cycles, DRAM bytes and the word each ran at.
 
 Exit code 1 if any network fails a command or its MACs differ by more than 1 %, or an INT8 model's
 cycles or DRAM bytes differ from its float twin's by more than 1 %.
 Usage: python tools/check_real_models.py [--cache DIR] [--venv DIR] [--only NAME,...] [--hw CONFIG]
-       [--int8-hw CONFIG] [--no-simulate]
+       [--no-simulate]
 """
 
 from __future__ import annotations
@@ -115,10 +116,10 @@ def hwsim(*args: str) -> Outcome:
     return Outcome(True, json.loads(done.stdout), "", seconds)
 
 
-def simulate(model: Path, hw: str, traces: Path) -> Outcome:
+def simulate(model: Path, hw: str, traces: Path, *more: str) -> Outcome:
     traces.mkdir(parents=True, exist_ok=True)
     trace = traces / f"{model.stem}-{hw}.h5"
-    outcome = hwsim("simulate", str(model), "--hw", hw, "--trace-levels", "dram", "--out", str(trace))
+    outcome = hwsim("simulate", str(model), "--hw", hw, "--trace-levels", "dram", "--out", str(trace), *more)
     trace.unlink(missing_ok=True)  # only the report is wanted; ViT's or DeepLab's traces are large
     return outcome
 
@@ -167,18 +168,20 @@ def eight_bit_layers(model: Path) -> int | None:
 
 
 def compare_int8(manifest: dict[str, dict[str, Any]], exports: Path, hw: str, traces: Path) -> bool:
-    """Each QDQ model beside its float twin on the same 8-bit hardware: cycles and DRAM bytes, and the layers
-    with a fused activation in each (the QDQ pairs between a conv and its activation must not stop the fusion)."""
+    """Each QDQ model (at the width its graph declares) beside its float twin with --bits 8, on `hw`: cycles, DRAM
+    bytes, the word each ran at, and the layers with a fused activation in each (the QDQ pairs between a conv and
+    its activation must not stop the fusion)."""
     pairs = [(e, manifest[e["twin"]]) for e in manifest.values() if e.get("twin") in manifest]
     if not pairs:
         return True
-    print(f"\nINT8 QDQ against the float twin, both simulated on {hw}")
+    print(f"\nINT8 QDQ at its declared width against the float twin with --bits 8, both on {hw}")
     print(f"{'network':26s} {'int8 cycles':>13s} {'fp32 cycles':>13s} {'ratio':>7s} "
-          f"{'int8 DRAM B':>13s} {'fp32 DRAM B':>13s} {'ratio':>7s} {'fused act.':>10s} {'w8a8 layers':>11s}")
+          f"{'int8 DRAM B':>13s} {'fp32 DRAM B':>13s} {'ratio':>7s} {'bits':>5s} {'fused act.':>10s} "
+          f"{'w8a8 layers':>11s}")
     passed = True
     for quant, twin in pairs:
         q_model, f_model = exports / quant["file"], exports / twin["file"]
-        q, f = simulate(q_model, hw, traces), simulate(f_model, hw, traces)
+        q, f = simulate(q_model, hw, traces), simulate(f_model, hw, traces, "--bits", "8")
         if not (q.ok and f.ok):
             print(f"{quant['network']:26s} simulate failed: {q.error or f.error}")
             passed = False
@@ -187,9 +190,11 @@ def compare_int8(manifest: dict[str, dict[str, Any]], exports: Path, hw: str, tr
         dram = (int(q.doc["totals"]["dram_bytes"]), int(f.doc["totals"]["dram_bytes"]))
         ratios = (cycles[0] / cycles[1], dram[0] / dram[1])
         fused = (fused_activations(q_model), fused_activations(f_model))
-        passed &= all(abs(r - 1) <= INT8_TOLERANCE for r in ratios) and fused[0] == fused[1]
+        bits = (int(q.doc["word_bits"]), int(f.doc["word_bits"]))
+        passed &= all(abs(r - 1) <= INT8_TOLERANCE for r in ratios) and fused[0] == fused[1] and bits == (8, 8)
         print(f"{quant['network']:26s} {cycles[0]:>13,} {cycles[1]:>13,} {ratios[0]:7.4f} "
-              f"{dram[0]:>13,} {dram[1]:>13,} {ratios[1]:7.4f} {f'{fused[0]}/{fused[1]}':>10s} "
+              f"{dram[0]:>13,} {dram[1]:>13,} {ratios[1]:7.4f} {f'{bits[0]}/{bits[1]}':>5s} "
+              f"{f'{fused[0]}/{fused[1]}':>10s} "
               f"{eight_bit_layers(q_model)!s:>11s}")
     return passed
 
@@ -202,7 +207,6 @@ def main() -> int:
                         help="an existing environment with torch, torchvision, timm, onnxruntime and onnxscript")
     parser.add_argument("--only", default="", help="comma-separated model names, e.g. resnet18-qdq,swin_t-legacy")
     parser.add_argument("--hw", default="eyeriss-v1", help="config for estimate and simulate")
-    parser.add_argument("--int8-hw", default="eyeriss-8bit", help="8-bit config for the INT8 against fp32 runs")
     parser.add_argument("--no-simulate", action="store_true", help="info and estimate only")
     args = parser.parse_args()
     cache: Path = args.cache.resolve()
@@ -217,7 +221,7 @@ def main() -> int:
         print(f"  checked {entry['name']} ({rows[-1].seconds:.0f} s)", flush=True)
     print()
     print_table(rows)
-    int8_ok = args.no_simulate or compare_int8(manifest, exports, args.int8_hw, traces)
+    int8_ok = args.no_simulate or compare_int8(manifest, exports, args.hw, traces)
     return 0 if all(r.passed for r in rows) and int8_ok else 1
 
 

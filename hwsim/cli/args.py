@@ -9,7 +9,7 @@ import math
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from hwsim.errors import HwsimError
+from hwsim.errors import ConfigError, HwsimError
 from hwsim.hardware.units import BYTES, parse_quantity
 from hwsim.search.names import MAPPERS, OBJECTIVE_NAMES
 from hwsim.sparsity.names import DEFAULT_RELU_SPARSITY, SPARSITY_CHOICES
@@ -18,6 +18,7 @@ from hwsim.workload.network import parse_input_size
 
 if TYPE_CHECKING:  # the flows are loaded by the command that runs, not by every command's parser
     from hwsim.flows.inputs import MappingLike, SparsityLike
+    from hwsim.hardware.schema import Accelerator
     from hwsim.search.network import SearchSettings
     from hwsim.workload.ir import Graph
 
@@ -47,8 +48,43 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--hw", required=True, metavar="CONFIG", help="accelerator config: a path or a shipped name")
     parser.add_argument("--batch", type=batch_arg, default=1, metavar="N", help="images per run (default 1)")
     add_mapping_argument(parser)
+    add_bits_argument(parser)
     add_sparsity_arguments(parser, "none")
     parser.add_argument("--json", action="store_true", help="print one JSON document instead of tables")
+
+
+def add_bits_argument(parser: argparse.ArgumentParser) -> None:
+    """--bits N: the word width of the run."""
+    parser.add_argument("--bits", type=bits_arg, default=None, metavar="N",
+                        help="word width of the run, 8, 16 or 32: the config is rescaled by hwsim's precision rules "
+                             "(same bytes and bus widths; word counts keep their bytes; per-word energies scale "
+                             "with the bits, a MAC's multiplier with bits²); default: the width a quantized graph "
+                             "declares, else the config's")
+
+
+def bits_arg(text: str) -> int:
+    """argparse type for --bits: a word width hwsim models."""
+    from hwsim.hardware.precision import WORD_BITS, WORD_BITS_TEXT
+
+    if not text.strip().isdigit() or int(text) not in WORD_BITS:
+        raise argparse.ArgumentTypeError(f"{text!r}: give a word width of {WORD_BITS_TEXT} bit")
+    return int(text)
+
+
+def run_config(args: argparse.Namespace, graph: Graph | None) -> tuple[Accelerator, tuple[str, ...]]:
+    """The config --hw names at the run's word width (--bits, else the graph's declared width, else its own), and
+    the notes that say how the width was chosen."""
+    from hwsim.flows.precision import precision_notes, run_hardware
+    from hwsim.hardware import load_config
+    from hwsim.hardware.precision import at_precision
+
+    hw = load_config(args.hw)
+    try:
+        if graph is None:  # a layer table declares no width
+            return (at_precision(hw, args.bits) if args.bits else hw), ()
+        return run_hardware(graph, hw, args.bits), precision_notes(graph, hw, args.bits)
+    except ConfigError as exc:  # the rescaled config breaks a rule: name the file it came from
+        raise ConfigError(f"{args.hw}: {exc}") from None
 
 
 def add_sparsity_arguments(parser: argparse.ArgumentParser, default: str) -> None:
@@ -180,17 +216,20 @@ def bytes_arg(text: str) -> int:
 
 
 __all__ = [
+    "add_bits_argument",
     "add_mapping_argument",
     "add_network_arguments",
     "add_run_arguments",
     "add_search_arguments",
     "add_sparsity_arguments",
+    "bits_arg",
     "bytes_arg",
     "fraction_arg",
     "input_size_arg",
     "mapping_request",
     "positive_float",
     "positive_int",
+    "run_config",
     "search_settings",
     "sparsity_request",
 ]

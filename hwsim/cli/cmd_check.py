@@ -13,14 +13,13 @@ from typing import Any
 
 from hwsim.check import CheckReport
 from hwsim.check.compare import ENERGY_RTOL
-from hwsim.cli.args import add_run_arguments, mapping_request, sparsity_request
+from hwsim.cli.args import add_run_arguments, mapping_request, run_config, sparsity_request
 from hwsim.cli.depthfirst_checks import check_record, print_checks
-from hwsim.cli.output import console, emit_json, format_count, layer_progress, table
+from hwsim.cli.output import console, emit_json, format_count, layer_progress, print_notices, table
 from hwsim.cli.validation import print_validation, validation_document
 from hwsim.errors import HwsimError
 from hwsim.flows.check import check_network
 from hwsim.flows.depth_first import DEFAULT_MAX_SHORT_SKIP, check_depth_first
-from hwsim.hardware import load_config
 from hwsim.workload.network import load_network
 
 COUNTS = "counts (evidence: two computations, the mapping's closed form and the trace)"
@@ -96,8 +95,10 @@ def run_depthfirst(args: argparse.Namespace) -> int:
     """`hwsim check NET --hw CONFIG --depthfirst N`: closed-form depth-first model against simulations."""
     if args.depthfirst < 1:
         raise HwsimError(f"--depthfirst {args.depthfirst}: give a number of points ≥ 1")
-    hw = load_config(args.hw)
-    graph = load_network(args.network, args.input, args.allow_unknown).graph
+    loaded = load_network(args.network, args.input, args.allow_unknown)
+    graph = loaded.graph
+    hw, notes = run_config(args, graph)
+    print_notices(loaded.warnings, notes, args.json)
     checks = check_depth_first(graph, hw, args.depthfirst, args.max_short_skip, args.trace)
     if args.json:
         emit_json({"network": graph.name, "hardware": hw.name, "points": [check_record(c) for c in checks]})
@@ -110,10 +111,11 @@ def run(args: argparse.Namespace) -> int:
     if args.depthfirst is not None:
         return run_depthfirst(args)
     loaded = load_network(args.network, args.input, args.allow_unknown)
-    hw = load_config(args.hw)
+    hw, notes = run_config(args, loaded.graph)
+    print_notices(loaded.warnings, notes, args.json)
     with layer_progress(f"simulating {loaded.graph.name}", len(loaded.graph), args.json) as progress:
         report = check_network(loaded.graph, hw, args.batch, args.trace, progress, mapping_request(args),
-                               sparsity_request(args, loaded.graph, "none"))
+                               sparsity_request(args, loaded.graph, "none"), bits=hw.precision_bits)
     if args.json:
         emit_json(document(report))
     else:

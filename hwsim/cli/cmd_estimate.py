@@ -19,15 +19,17 @@ from rich.table import Table
 from hwsim.analytic.cnnergy import CnnergyEnergy
 from hwsim.analytic.estimate import NetworkEstimate, layer_record
 from hwsim.cli.args import (
+    add_bits_argument,
     add_mapping_argument,
     add_network_arguments,
     add_sparsity_arguments,
     batch_arg,
     mapping_request,
     positive_float,
+    run_config,
     sparsity_request,
 )
-from hwsim.cli.output import console, emit_json, format_count, table
+from hwsim.cli.output import console, emit_json, format_count, print_notices, table
 from hwsim.errors import HwsimError, NetworkError
 from hwsim.flows.estimate import (
     CnnergyEstimate,
@@ -41,8 +43,7 @@ from hwsim.flows.estimate import (
     glb_sizes,
     sweep_glb_size,
 )
-from hwsim.flows.inputs import AUTO, NONE, SparsityLike, precision_warnings
-from hwsim.hardware import load_config
+from hwsim.flows.inputs import AUTO, NONE, SparsityLike
 from hwsim.hardware.schema import Accelerator
 from hwsim.hardware.units import BYTES, parse_quantity
 from hwsim.hardware.units import format_bytes as fmt_bytes
@@ -105,6 +106,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
                    help="cnnergy only: a CNNergy layer table (name,R,M,H,C,U,E,sp_if,sp_of,n) instead of a network")
     p.add_argument("--batch", type=batch_arg, default=1, metavar="N", help="mapping: images per run (default 1)")
     add_mapping_argument(p)
+    add_bits_argument(p)
     add_sparsity_arguments(p, "none for the mapping model; auto for cnnergy: measured AlexNet values when they fit")
     p.add_argument("--clock-power", type=_watts, default=None, metavar="W",
                    help="clock power in W at the reference throughput (default: the config's control.clock_power)")
@@ -272,12 +274,8 @@ def _sparsity(args: argparse.Namespace, source: Graph | LayerTable) -> SparsityL
 
 def run(args: argparse.Namespace) -> int:
     source, warnings = _source(args)
-    hw = load_config(args.hw)
-    if isinstance(source, Graph):
-        warnings = (*warnings, *precision_warnings(source, hw))
-    if not args.json:
-        for warning in warnings:
-            console().print(f"[yellow]warning:[/] {warning}")
+    hw, notes = run_config(args, source if isinstance(source, Graph) else None)
+    print_notices(warnings, notes, args.json)
     settings = EstimateSettings(args.model, args.batch, _sparsity(args, source), args.clock_power,
                                 args.throughput_gmacs)
     if args.sweep:
@@ -295,9 +293,9 @@ def run(args: argparse.Namespace) -> int:
     else:
         assert not isinstance(source, LayerTable)  # _source allows a table with cnnergy only
         r = estimate_mapping(source, hw, args.batch, settings.sparsity, args.clock_power, args.throughput_gmacs,
-                             mapping_request(args))
+                             mapping_request(args), bits=hw.precision_bits)
         if args.json:
-            emit_json({**mapping_document(r), "warnings": list(warnings)})
+            emit_json({**mapping_document(r), "warnings": list(warnings), "notes": list(notes)})
         else:
             print_mapping_estimate(r)
     return 0

@@ -7,17 +7,21 @@ from typing import Any
 
 from rich.console import JustifyMethod
 
-from hwsim.cli.args import add_network_arguments
+from hwsim.cli.args import add_network_arguments, bits_arg
 from hwsim.cli.output import console, emit_json, format_bytes, format_count, table
 from hwsim.workload.ir import Graph, Layer
 from hwsim.workload.network import load_network
+from hwsim.workload.precision import graph_bits
+
+DEFAULT_INFO_BITS = 16  # the byte counts of a graph that declares no width
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("info", help="per-layer shapes, MACs, parameters and activation sizes of a network")
     add_network_arguments(p)
-    p.add_argument("--bits", type=int, choices=(8, 16, 32), default=16,
-                   help="precision of activations and parameters for byte counts (default 16)")
+    p.add_argument("--bits", type=bits_arg, default=None, metavar="N",
+                   help="precision of activations and parameters for byte counts, 8, 16 or 32 (default: the width "
+                        "a quantized graph declares, else 16)")
     p.add_argument("--json", action="store_true", help="print one JSON document instead of tables")
     p.set_defaults(run=run)
 
@@ -70,7 +74,8 @@ def _window(layer: Layer) -> str:
 
 def run(args: argparse.Namespace) -> int:
     loaded = load_network(args.network, args.input, args.allow_unknown)
-    graph, bits = loaded.graph, args.bits
+    graph = loaded.graph
+    bits = args.bits or graph_bits(graph) or DEFAULT_INFO_BITS
     if args.json:
         emit_json({
             "network": graph.name,

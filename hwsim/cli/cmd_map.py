@@ -6,11 +6,18 @@ import argparse
 from types import SimpleNamespace
 from typing import Any
 
-from hwsim.cli.args import add_network_arguments, add_search_arguments, batch_arg, positive_int, search_settings
-from hwsim.cli.output import console, emit_json, format_count, layer_progress, table
+from hwsim.cli.args import (
+    add_bits_argument,
+    add_network_arguments,
+    add_search_arguments,
+    batch_arg,
+    positive_int,
+    run_config,
+    search_settings,
+)
+from hwsim.cli.output import console, emit_json, format_count, layer_progress, print_notices, table
 from hwsim.errors import HwsimError
 from hwsim.flows.mapping import MAPPERS, OBJECTIVE_UNITS, MappedNetwork, map_network, shapes_to_search
-from hwsim.hardware import load_config
 from hwsim.mapping.nest.format import LoopNest, Storage, mapping_data
 from hwsim.search.cost import rank
 from hwsim.search.network import SearchedMapping
@@ -30,6 +37,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
                    help="search (the default when --objective is given): the best mapping found per layer; "
                         "rules: the dataflow's rule mapping")
     add_search_arguments(p)
+    add_bits_argument(p)
     p.add_argument("--jobs", type=positive_int, default=1, metavar="N",
                    help="search layers of different shapes in N processes (default 1)")
     p.add_argument("--json", action="store_true", help="print one JSON document: the mapping and each layer's "
@@ -102,7 +110,8 @@ def document(m: MappedNetwork, out: str | None) -> dict[str, Any]:
 
 def run(args: argparse.Namespace) -> int:
     loaded = load_network(args.network, args.input, args.allow_unknown)
-    hw = load_config(args.hw)
+    hw, notes = run_config(args, loaded.graph)
+    print_notices(loaded.warnings, notes, args.json)
     mapper = args.mapper or ("search" if args.objective or args.budget else "rules")
     if mapper == "rules" and (args.objective or args.budget):
         raise HwsimError("--objective and --budget set a search; drop --mapper rules")
@@ -110,7 +119,7 @@ def run(args: argparse.Namespace) -> int:
     shapes = shapes_to_search(loaded.graph, hw, args.batch) if settings else 0
     with layer_progress(f"searching {loaded.graph.name}", shapes, args.json or not settings) as advance:
         mapped = map_network(loaded.graph, hw, args.batch, args.out, settings,
-                             lambda done, total, name: advance(done, SimpleNamespace(name=name)))
+                             lambda done, total, name: advance(done, SimpleNamespace(name=name)), hw.precision_bits)
     if args.json:
         emit_json(document(mapped, args.out))
         return 0

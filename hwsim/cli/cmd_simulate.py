@@ -9,18 +9,17 @@ from typing import Any
 
 from rich.console import JustifyMethod as Justify
 
-from hwsim.cli.args import add_run_arguments, mapping_request, sparsity_request
+from hwsim.cli.args import add_run_arguments, mapping_request, run_config, sparsity_request
 from hwsim.cli.output import (
     console,
     emit_json,
     format_bytes,
     format_count,
     layer_progress,
+    print_notices,
     table,
 )
-from hwsim.flows.inputs import precision_warnings
 from hwsim.flows.simulate import Simulation, simulate_network
-from hwsim.hardware import load_config
 from hwsim.metrics.dram_stats import dram_report
 from hwsim.vocab import TRACE_LEVELS
 from hwsim.workload.network import load_network
@@ -65,7 +64,8 @@ def document(sim: Simulation) -> dict[str, Any]:
             "dram_energy_pj_by_command": m.dram_energy_pj, "zeros": sim.sparsity.zeros(run_.name).record(),
         })
     t = sim.totals
-    return {"network": sim.metrics.network, "hardware": sim.hardware.name, "batch": sim.metrics.batch,
+    return {"network": sim.metrics.network, "hardware": sim.hardware.name, "word_bits": sim.hardware.precision_bits,
+            "batch": sim.metrics.batch,
             "trace": str(sim.trace), "cycles": sim.result.cycles, "sparsity": sim.sparsity.record(),
             "latency_s": sim.result.cycles / sim.hardware.clock_hz,
             "layers": layers,
@@ -120,18 +120,17 @@ def print_report(doc: dict[str, Any]) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    path = Path(args.out) if args.out else Path("traces") / f"{Path(args.network).stem}-{Path(args.hw).stem}.h5"
     loaded = load_network(args.network, args.input, args.allow_unknown)
-    hw = load_config(args.hw)
-    warnings = (*loaded.warnings, *precision_warnings(loaded.graph, hw))
-    if not args.json:
-        for warning in warnings:
-            console().print(f"[yellow]warning:[/] {warning}")
+    hw, notes = run_config(args, loaded.graph)
+    width = f"@{hw.precision_bits}b" if hw.name.endswith(f"@{hw.precision_bits}b") else ""  # a rescaled config
+    path = Path(args.out) if args.out else Path("traces") / f"{Path(args.network).stem}-{Path(args.hw).stem}{width}.h5"
+    warnings = loaded.warnings
+    print_notices(warnings, notes, args.json)
     with layer_progress(f"simulating {loaded.graph.name}", len(loaded.graph), args.json) as progress:
         sim = simulate_network(loaded.graph, hw, args.batch, path, args.trace_levels, progress, mapping_request(args),
-                               sparsity_request(args, loaded.graph, "none"))
+                               sparsity_request(args, loaded.graph, "none"), bits=hw.precision_bits)
     if args.json:
-        emit_json({**document(sim), "warnings": list(warnings)})
+        emit_json({**document(sim), "warnings": list(warnings), "notes": list(notes)})
     else:
         print_report(document(sim))
     return 0

@@ -50,6 +50,17 @@ def console() -> Console:
     return out
 
 
+def print_notices(warnings: tuple[str, ...], notes: tuple[str, ...], quiet: bool) -> None:
+    """Warnings (something may not be what the user meant) and notes (how the run was set up) before a run's
+    report; none with `quiet` (--json puts them in the document)."""
+    if quiet:
+        return
+    for warning in warnings:
+        console().print(f"[yellow]warning:[/] {warning}")
+    for note in notes:
+        console().print(f"[cyan]note:[/] {note}")
+
+
 def table(title: str, columns: list[tuple[str, JustifyMethod]]) -> Table:
     """A table with (header, justify) columns."""
     t = Table(title=title, title_justify="left", header_style="bold")
@@ -72,4 +83,5 @@ def layer_progress(what: str, layers: int, quiet: bool) -> Iterator[Callable[[in
         yield advance
 
 
-__all__ = ["console", "emit_json", "format_bytes", "format_count", "layer_progress", "table", "write_atomically"]
+__all__ = ["console", "emit_json", "format_bytes", "format_count", "layer_progress", "print_notices", "table",
+           "write_atomically"]

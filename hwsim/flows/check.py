@@ -47,15 +47,15 @@ def check_simulation(sim: Simulation) -> CheckReport:
 
 def check_network(network: NetworkLike, hw: HardwareLike, batch: int = 1, trace_path: str | Path | None = None,
                   progress: Progress | None = None, mapping: MappingLike = None,
-                  sparsity: SparsityLike = None) -> CheckReport:
-    """Simulate `mapping` (default: hwsim's for `batch` images) with the zeros of `sparsity` (trace kept at
-    `trace_path`, else in a temporary file) and check it."""
+                  sparsity: SparsityLike = None, bits: int | None = None) -> CheckReport:
+    """Simulate `mapping` (default: hwsim's for `batch` images) with the zeros of `sparsity` and `bits`-bit words
+    (default: the graph's, else the config's; trace kept at `trace_path`, else in a temporary file) and check it."""
     if trace_path is not None:
         return check_simulation(simulate_network(network, hw, batch, trace_path, progress=progress,
-                                                 mapping=mapping, sparsity=sparsity))
+                                                 mapping=mapping, sparsity=sparsity, bits=bits))
     with tempfile.TemporaryDirectory(prefix="hwsim-check-") as tmp:
         report = check_simulation(simulate_network(network, hw, batch, Path(tmp) / "check.h5", progress=progress,
-                                                   mapping=mapping, sparsity=sparsity))
+                                                   mapping=mapping, sparsity=sparsity, bits=bits))
     if report.validation is None:
         return report
     unkept = dataclasses.replace(report.validation, path="the check's trace (not kept: pass --trace FILE to keep it)")

@@ -18,7 +18,7 @@ from hwsim.mapping.mapper import check_mapping, default_mapping
 from hwsim.mapping.nest.format import MappingError, NetworkMapping, load_mapping
 from hwsim.search.network import SearchSettings, search_network
 from hwsim.sparsity.profile import SparsityError, SparsityProfile, read_profile
-from hwsim.workload.ir import Graph, Layer
+from hwsim.workload.ir import Graph
 from hwsim.workload.network import is_onnx_path, load_network
 
 NetworkLike = Graph | str | Path
@@ -42,28 +42,6 @@ def as_graph(network: NetworkLike) -> Graph:
 def as_hardware(hw: HardwareLike) -> Accelerator:
     """The accelerator `hw` is or names (a shipped config or a YAML path)."""
     return hw if isinstance(hw, Accelerator) else load_config(hw)
-
-
-def _other_widths(layer: Layer, word_bits: int) -> set[int]:
-    """The weight and activation widths the graph gives `layer` that differ from the hardware's word."""
-    if layer.precision is None:
-        return set()
-    given = (layer.precision.weight_bits, layer.precision.activation_bits)
-    return {bits for bits in given if bits is not None and bits != word_bits}
-
-
-def precision_warnings(graph: Graph, hw: Accelerator) -> tuple[str, ...]:
-    """A line when layers of a quantized graph carry operand widths other than `hw`'s word: every layer is moved,
-    stored and priced at the config's precision, so an INT8 graph runs at 8 bit only on an 8-bit config."""
-    differing = [w for l in graph if (w := _other_widths(l, hw.precision_bits))]
-    if not differing:
-        return ()
-    widths = sorted(set().union(*differing))
-    shown = "/".join(str(b) for b in widths)
-    shipped = " such as eyeriss-8bit" if widths[0] == 8 else ""
-    return (f"{len(differing)} layers have {shown}-bit operands in the graph, but {hw.name} runs every layer at its "
-            f"{hw.precision_bits}-bit word; to run them at their width pick a config with `precision: {widths[0]} "
-            f"bit`{shipped}",)
 
 
 def check_batch(batch: int) -> int:
@@ -157,6 +135,5 @@ __all__ = [
     "check_batch",
     "choose_sparsity",
     "measure_activations",
-    "precision_warnings",
     "sparsity_choice",
 ]

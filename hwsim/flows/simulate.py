@@ -21,6 +21,7 @@ from hwsim.flows.inputs import (
     as_mapping,
     as_profile,
 )
+from hwsim.flows.precision import run_hardware
 from hwsim.flows.totals import RunTotals
 from hwsim.hardware.energy import COMPONENTS
 from hwsim.hardware.schema import Accelerator
@@ -82,11 +83,13 @@ def trace_totals(metrics: TraceMetrics, result: SimResult) -> RunTotals:
 
 def simulate_network(network: NetworkLike, hw: HardwareLike, batch: int = 1, trace_path: str | Path | None = None,
                      levels: frozenset[str] = ALL_LEVELS, progress: Progress | None = None,
-                     mapping: MappingLike = None, sparsity: SparsityLike = None) -> Simulation:
+                     mapping: MappingLike = None, sparsity: SparsityLike = None,
+                     bits: int | None = None) -> Simulation:
     """Simulate `mapping` (default: hwsim's for `batch` images) with the layers' zeros of `sparsity` (None:
     dense), recording `levels` to the trace at `trace_path` (default traces/NETWORK-CONFIG.h5), and derive the
-    report from the trace."""
-    graph, accelerator = as_graph(network), as_hardware(hw)
+    report from the trace; words are `bits` wide (default: the graph's declared width, else the config's)."""
+    graph = as_graph(network)
+    accelerator = run_hardware(graph, as_hardware(hw), bits)
     profile = as_profile(sparsity, graph) or DENSE
     chosen = as_mapping(mapping, graph, accelerator, batch, profile)
     path = Path(trace_path) if trace_path is not None else Path("traces") / f"{graph.name}-{accelerator.name}.h5"

@@ -31,6 +31,7 @@ import hwsim
 from hwsim.errors import ConfigError
 from hwsim.files import compose_yaml, construct_yaml, read_text
 from hwsim.hardware.dram import dram_errors, dram_presets, with_device_fields
+from hwsim.hardware.precision import WORD_BITS, WORD_BITS_TEXT
 from hwsim.hardware.schema import Accelerator, ParamInfo
 from hwsim.hardware.units import parse_quantity
 from hwsim.sparsity.codec import format_errors
@@ -403,8 +404,8 @@ def _array_errors(acc: Accelerator) -> Iterator[str]:
 def consistency_errors(acc: Accelerator) -> Iterator[str]:
     """Cross-field rules: each yields '<yaml path>: <problem>; <fix>'."""
     bits = acc.precision_bits
-    if bits not in (8, 16, 32):
-        yield f"precision: {bits} bit is not supported; use 8, 16 or 32 bit"
+    if bits not in WORD_BITS:
+        yield f"precision: {bits} bit is not supported; use {WORD_BITS_TEXT} bit"
     word = bits // 8
     glb = acc.glb
     if glb.size_bytes % glb.banks:

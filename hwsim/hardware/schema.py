@@ -100,6 +100,10 @@ class PeArray:
     fill_drain_cycles: int = param(CYCLES, "pipeline fill plus drain per processing pass", 0, integer=True,
                                    positive=False)
     mac_energy_pj: float = param(ENERGY, "energy of one multiply-accumulate")
+    multiplier_share: float = param(FRACTION, "share of mac_energy spent in the multiplier, the rest in the adder "
+                                              "(CNNergy at 45 nm: 0.9 of 0.95 pJ); a run at another precision "
+                                              "scales the multiplier with bits², the adder with bits",
+                                    18 / 19, positive=False, maximum=1.0)
     dataflow: str = choice("which loop nests the array runs and how a pass is timed: row_stationary (Eyeriss), "
                            "weight_stationary, output_stationary, input_stationary (systolic, SCALE-Sim's timing), "
                            "no_local_reuse (DianNao-style, no RF reuse)", DATAFLOW_CHOICES, "row_stationary")

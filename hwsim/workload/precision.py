@@ -1,0 +1,27 @@
+"""The word width a graph declares: the operand widths a quantized graph (QDQ, QLinear, integer ops) gives its
+layers, as the word its tensors need."""
+
+from __future__ import annotations
+
+from hwsim.hardware.precision import WORD_BITS
+from hwsim.workload.ir import Graph, Layer
+
+
+def declared_bits(layer: Layer) -> int | None:
+    """The widest weight or activation width the graph gives `layer`; None when it gives none."""
+    if layer.precision is None:
+        return None
+    given = [b for b in (layer.precision.weight_bits, layer.precision.activation_bits) if b is not None]
+    return max(given, default=None)
+
+
+def graph_bits(graph: Graph) -> int | None:
+    """The word a graph's declared widths need: the narrowest modelled word holding the widest of them (a 4-bit
+    layer is stored in 8-bit words); None for a graph that declares no width."""
+    widest = max((b for l in graph if (b := declared_bits(l)) is not None), default=None)
+    if widest is None:
+        return None
+    return min((w for w in WORD_BITS if w >= widest), default=max(WORD_BITS))
+
+
+__all__ = ["declared_bits", "graph_bits"]
