@@ -132,17 +132,55 @@ def test_an_int8_qdq_graph_runs_at_8_bit_like_its_float_twin_with_bits_8(cli, tm
     assert _simulate(cli, twin, tmp_path / "t.h5")["word_bits"] == 16  # a float graph keeps the config's word
 
 
-def test_a_graph_of_mixed_widths_runs_at_its_widest(cli, tmp_path: Path) -> None:
-    """qdq_mixed: conv1 int8, conv2 float weights on an int8 input, conv3 int16: the tensors share one word, the
-    16 bit conv3 needs; the 8-bit layers are named."""
+def test_a_graph_of_mixed_widths_runs_each_layer_at_its_own(cli, tmp_path: Path) -> None:
+    """qdq_mixed: conv1 (int8, 3 → 4, 3×3) and conv2 (float weights on an int8 input, 4 → 8, 1×1) run at 8 bit,
+    conv3 (int16, 8 → 2, 1×1) at 16, on the 16-bit eyeriss-v1 kept as it is.
+
+    DRAM words per layer on an 8×8 map, each tensor once: conv1 192 in + 108 weights + 256 out = 556 (bytes at 8
+    bit: 556); conv2 256 + 32 + 512 = 800 (800 B); conv3 512 + 16 + 128 = 656 words, 1,312 B at 16 bit."""
     path = tmp_path / "mixed.onnx"
     onnx.save(M.qdq_mixed(), str(path))
     assert graph_bits(load_onnx(path).graph) == 16
-    doc = json.loads(cli("estimate", str(path), "--hw", "eyeriss-8bit", "--json").out)
-    assert doc["hardware"] == "eyeriss-8bit@16b"
-    assert doc["notes"][0].startswith("running at 16 bit (the graph's 3 quantized layers)")
-    assert doc["notes"][1] == ("2 layers declare 8-bit operands and run at 16 bit, the widest the graph declares: "
-                               "its tensors share one word")
+    doc = _simulate(cli, path, tmp_path / "m.h5")
+    assert doc["hardware"] == "eyeriss-v1" and doc["notes"][0].startswith("mixed precision")
+    layers = {l["name"]: (l["word_bits"], l["dram_bytes"]) for l in doc["layers"]}
+    assert list(layers.values()) == [(8, 556), (8, 800), (16, 1312)]
+    assert doc["totals"]["dram_bytes"] == 556 + 800 + 1312
+    assert json.loads(cli("trace", "validate", str(tmp_path / "m.h5"), "--json").out)["ok"]
+
+
+@pytest.mark.parametrize("hw", ["eyeriss-v1", "eyeriss-8bit", "tpu-like-ws", "edge-soc-l2"])
+def test_a_mixed_graph_checks(hw: str, tmp_path: Path) -> None:
+    """Counts, energy, the latency bound and the trace's physics hold with each layer at its own word, from a
+    16-bit or an 8-bit config, a systolic array and an L2."""
+    path = tmp_path / "mixed.onnx"
+    onnx.save(M.qdq_mixed(), str(path))
+    report = check_network(load_onnx(path).graph, hw, trace_path=tmp_path / "m.h5")
+    assert report.ok and report.validation is not None and report.validation.ok
+
+
+def test_each_layer_of_a_mixed_run_costs_what_it_costs_at_its_word_alone(tmp_path: Path) -> None:
+    """A layer's mapping, counts and prices follow its own word only: in the mixed run each layer's energy (clock
+    and control apart, which follow the run's cycles) is that of the same layer in a run of the whole graph at its
+    word, and the 8-bit layers, whose tensors lie where an all-8-bit run puts them, take the same cycles."""
+    graph = load_onnx(_saved(M.qdq_mixed(), tmp_path / "mixed.onnx")).graph
+    mixed = simulate_network(graph, "eyeriss-v1", trace_path=tmp_path / "m.h5")
+    alone = {bits: simulate_network(graph, "eyeriss-v1", trace_path=tmp_path / f"{bits}.h5", bits=bits)
+             for bits in (8, 16)}
+    runs = {bits: {r.name: r for r in sim.result.layers} for bits, sim in alone.items()}
+    priced = ("mac", "rf", "inter_pe", "glb", "dram")
+    for layer, bits in (("c1", 8), ("c2", 8), ("y_1", 16)):
+        got, want = mixed.metrics.layer(layer), alone[bits].metrics.layer(layer)
+        assert got.word_bytes * 8 == bits
+        assert [got.energy_pj[c] for c in priced] == pytest.approx([want.energy_pj[c] for c in priced])
+        assert (got.transfers == want.transfers).all()
+    mixed_runs = {r.name: r for r in mixed.result.layers}
+    assert [mixed_runs[n].cycles for n in ("c1", "c2")] == [runs[8][n].cycles for n in ("c1", "c2")]
+
+
+def _saved(model: onnx.ModelProto, path: Path) -> Path:
+    onnx.save(model, str(path))
+    return path
 
 
 def test_a_bad_width_is_one_line(cli) -> None:

@@ -26,6 +26,7 @@ import numpy as np
 from hwsim.analytic.counts import LayerCounts
 from hwsim.analytic.nest_counts import empty_counts, nest_counts, streamed_counts
 from hwsim.hardware.energy import EnergyTable, energy_table
+from hwsim.hardware.precision import layer_hardware
 from hwsim.hardware.schema import Accelerator
 from hwsim.mapping.nest.format import LayerMapping, LoopNest, NetworkMapping, Streamed
 from hwsim.sparsity.profile import DENSE, DENSE_LAYER, LayerZeros, SparsityProfile
@@ -57,10 +58,16 @@ class LayerEstimate:
     energy_pj: dict[str, float]  # by hwsim.hardware.energy.COMPONENTS
     level_operand_pj: np.ndarray  # [Level, Operand] energy of the accesses at each level
     latency: LatencyBound
+    word_bytes: int  # of the word the layer runs at
 
     @property
     def total_pj(self) -> float:
         return sum(self.energy_pj.values())
+
+    @property
+    def dram_bytes(self) -> int:
+        """Bytes the layer moves to and from DRAM (words at its own word)."""
+        return int(self.counts.transfers[Level.DRAM].sum()) * self.word_bytes
 
 
 @dataclass(frozen=True)
@@ -142,16 +149,19 @@ def estimate_layer(layer: Layer, entry: LayerMapping | None, hw: Accelerator, ba
     counts = layer_counts(layer, entry, hw, batch, zeros)
     energy, by_level = layer_energy(counts, table)
     return LayerEstimate(layer, mapping_summary(entry), counts, zeros.zero_macs, energy, by_level,
-                         latency_bound(counts, hw))
+                         latency_bound(counts, hw), hw.word_bytes)
 
 
 def estimate_network(graph: Graph, hw: Accelerator, mapping: NetworkMapping,
                      sparsity: SparsityProfile | None = None) -> NetworkEstimate:
-    """Every layer of `graph` as `mapping` maps it, with the zeros of `sparsity` (default dense)."""
-    table = energy_table(hw)
+    """Every layer of `graph` as `mapping` maps it, with the zeros of `sparsity` (default dense); each layer on
+    `hw` at its own word (`Layer.word_bits`: mixed precision)."""
     profile = sparsity or DENSE
     entries = {m.layer: m for m in mapping.layers}
-    layers = tuple(estimate_layer(l, entries.get(l.name), hw, mapping.batch, table, profile.zeros(l.name))
+    views = {bits: layer_hardware(hw, bits) for bits in {l.word_bits for l in graph}}
+    tables = {bits: energy_table(view) for bits, view in views.items()}
+    layers = tuple(estimate_layer(l, entries.get(l.name), views[l.word_bits], mapping.batch, tables[l.word_bits],
+                                  profile.zeros(l.name))
                    for l in graph if l.kind not in (LayerKind.INPUT, LayerKind.OUTPUT))
     return NetworkEstimate(graph.name, hw.name, mapping.batch, hw.clock_hz, layers)
 
@@ -175,7 +185,8 @@ def layer_record(e: LayerEstimate, hw: Accelerator) -> dict[str, object]:
             for lv in range(len(Level)) if accesses[lv].any()
         },
         "inter_pe_words": c.inter_pe_words,
-        "dram_bytes": int(c.transfers[Level.DRAM].sum()) * hw.word_bytes,
+        "word_bits": 8 * e.word_bytes,
+        "dram_bytes": e.dram_bytes,
         "energy_pj": e.energy_pj,
         "energy_by_level_operand_pj": {
             LEVEL_NAMES[lv]: {OPERAND_NAMES[op]: float(e.level_operand_pj[lv, op]) for op in range(len(Operand))

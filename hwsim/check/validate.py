@@ -39,6 +39,7 @@ from typing import overload
 import numpy as np
 
 from hwsim.hardware.loader import from_dict
+from hwsim.hardware.precision import layer_hardware
 from hwsim.hardware.schema import Accelerator
 from hwsim.trace import Trace
 from hwsim.vocab import BUS_OF_OPERAND, NO_ADDRESS, Op, Operand
@@ -156,6 +157,7 @@ class _Steps:
 def validate_trace(trace: Trace) -> Validation:
     """Check the trace against every rule (module docstring)."""
     hw = from_dict(json.loads(trace.attrs["hardware_json"]), where=f"trace {trace.path}: hardware_json")
+    views = tuple(layer_hardware(hw, 8 * int(b)) for b in trace.layer_word_bytes)  # each layer at its word
     tally = _Tally()
     recorded = set(trace.levels)
     names = trace.layers
@@ -165,7 +167,7 @@ def validate_trace(trace: Trace) -> Validation:
         if level not in recorded:
             continue
         rec = _Records(trace.columns(level))
-        _component_rules(tally, level, rec, hw, trace, names)
+        _component_rules(tally, level, rec, hw, views, trace, names)
         if level in ("dram", *_SRAM_LEVELS):
             psum = rec[rec["operand"] == Operand.PSUM]
             psum_access[level] = psum[(psum["op"] == Op.READ) | (psum["op"] == Op.UPDATE)]
@@ -174,23 +176,29 @@ def validate_trace(trace: Trace) -> Validation:
     steps = _merge_steps(per_step)
     groups = trace.groups()
     _group_rules(tally, steps, groups, psum_access, hw, trace, recorded)
-    _occupancy_rule(tally, trace, hw)
+    _occupancy_rule(tally, trace, views)
     return tally.result(trace.path)
+
+
+def _by_layer(views: tuple[Accelerator, ...], rec: _Records, value: Callable[[Accelerator], int]) -> np.ndarray:
+    """`value` of the accelerator each record's layer ran on (its word: mixed precision), per record."""
+    table = np.array([value(v) for v in views], dtype=np.int64)
+    return np.take(table, rec.columns["layer"])
 
 
 # --- components: bandwidth, ports, addresses ---------------------------------------------------------------
 
 
-def _component_rules(tally: _Tally, level: str, rec: _Records, hw: Accelerator, trace: Trace,
-                     names: tuple[str, ...]) -> None:
+def _component_rules(tally: _Tally, level: str, rec: _Records, hw: Accelerator, views: tuple[Accelerator, ...],
+                     trace: Trace, names: tuple[str, ...]) -> None:
     if not len(rec):
         return
     if level == "dram":
-        _dram_rules(tally, rec, hw, trace, names)
+        _dram_rules(tally, rec, hw, _by_layer(views, rec, lambda v: v.word_bytes), trace, names)
     elif level in _SRAM_LEVELS:
-        _sram_rules(tally, level, rec, hw, names)
+        _sram_rules(tally, level, rec, views, names)
     elif level == "noc":
-        _noc_rules(tally, rec, hw, names)
+        _noc_rules(tally, rec, hw, _by_layer(views, rec, lambda v: v.precision_bits), names)
     elif level == "pe":
         _pe_rules(tally, rec, hw, names)
 
@@ -201,7 +209,8 @@ def _where(rec: _Records, i: int, names: tuple[str, ...]) -> str:
             f"{int(r['address'])}, cycles {int(r['start_cycle'])}..{int(r['end_cycle'])}")
 
 
-def _dram_rules(tally: _Tally, rec: _Records, hw: Accelerator, trace: Trace, names: tuple[str, ...]) -> None:
+def _dram_rules(tally: _Tally, rec: _Records, hw: Accelerator, word_bytes: np.ndarray, trace: Trace,
+                names: tuple[str, ...]) -> None:
     dram = hw.dram
     rate = Fraction(dram.bandwidth_bytes_per_cycle).limit_denominator(1_000_000)  # bytes per cycle, all channels
     start, end = rec["start_cycle"], rec["end_cycle"]
@@ -210,13 +219,13 @@ def _dram_rules(tally: _Tally, rec: _Records, hw: Accelerator, trace: Trace, nam
         tally.add("bandwidth", (end - start) < int(slot),
                   lambda i: f"dram burst lasts {int(end[i] - start[i])} cycles, a burst slot is {float(slot):.3g}: "
                             + _where(rec, i, names))
-        moved = np.bincount(start >> WINDOW_SHIFT, weights=rec["words"]) * hw.word_bytes
+        moved = np.bincount(start >> WINDOW_SHIFT, weights=rec["words"] * word_bytes)
         cap = float(rate * WINDOW_CYCLES) + dram.channels * dram.burst_bytes
         tally.add("bandwidth", moved > cap,
                   lambda w: f"dram moves {int(moved[w])} B in cycles {w * WINDOW_CYCLES}..{(w + 1) * WINDOW_CYCLES}, "
                             f"at most {cap:.0f} B fit at {float(rate):.3g} B/cycle")
     else:  # one record per transaction: its bytes need their time at the full bandwidth
-        nbytes = rec["words"] * hw.word_bytes
+        nbytes = rec["words"] * word_bytes
         least = np.ceil(nbytes / float(rate)) - np.ceil(dram.channels * dram.burst_bytes / float(rate))
         tally.add("bandwidth", (end - start) < least,
                   lambda i: f"dram transaction of {int(nbytes[i])} B lasts {int(end[i] - start[i])} cycles: "
@@ -258,18 +267,27 @@ def _region_tables(regions: dict[str, list[list[int]]], names: tuple[str, ...],
     return tables
 
 
-def _sram_rules(tally: _Tally, level: str, rec: _Records, hw: Accelerator, names: tuple[str, ...]) -> None:
-    wb = hw.word_bytes
+def _sram_words_per_cycle(level: str, hw: Accelerator) -> Fraction:
+    """Words a GLB, L2 or line buffer moves per cycle at `hw`'s word."""
     if level == "glb":
-        cfg_g = hw.glb
-        per_cycle, latency, ports, banks, size = (Fraction(cfg_g.words_per_port), 0, cfg_g.ports, cfg_g.banks,
-                                                  cfg_g.size_bytes)
+        return Fraction(hw.glb.words_per_port)
+    if level == "l2":
+        assert hw.l2 is not None
+        return Fraction(hw.l2.bandwidth_bytes_per_cycle).limit_denominator(1_000_000) / hw.word_bytes
+    assert hw.line_buffer is not None
+    return Fraction(hw.line_buffer.words_per_port)
+
+
+def _sram_rules(tally: _Tally, level: str, rec: _Records, views: tuple[Accelerator, ...],
+                names: tuple[str, ...]) -> None:
+    hw = views[0]
+    if level == "glb":
+        latency, ports, banks, size = 0, hw.glb.ports, hw.glb.banks, hw.glb.size_bytes
     elif level == "l2":
         cfg_2 = hw.l2
         if cfg_2 is None:
             tally.add("addresses", np.ones(1, bool), lambda i: "the trace has l2 records but its hardware no l2")
             return
-        per_cycle = Fraction(cfg_2.bandwidth_bytes_per_cycle).limit_denominator(1_000_000) / wb
         latency, ports, banks, size = cfg_2.latency_cycles, 1, cfg_2.banks, cfg_2.size_bytes
     else:
         cfg_l = hw.line_buffer
@@ -277,9 +295,12 @@ def _sram_rules(tally: _Tally, level: str, rec: _Records, hw: Accelerator, names
             tally.add("addresses", np.ones(1, bool), lambda i: "the trace has line_buffer records but its hardware "
                                                                "no line buffer")
             return
-        per_cycle, latency, ports, banks, size = Fraction(cfg_l.words_per_port), 0, 1, 1, cfg_l.size_bytes
+        latency, ports, banks, size = 0, 1, 1, cfg_l.size_bytes
+    wb = _by_layer(views, rec, lambda v: v.word_bytes)
+    numerator = _by_layer(views, rec, lambda v: _sram_words_per_cycle(level, v).numerator)
+    denominator = _by_layer(views, rec, lambda v: _sram_words_per_cycle(level, v).denominator)
     start, end, words, address = rec["start_cycle"], rec["end_cycle"], rec["words"], rec["address"]
-    least = -(-(words * per_cycle.denominator) // per_cycle.numerator) + latency
+    least = -(-(words * denominator) // numerator) + latency
     tally.add("bandwidth", (end - start) < least,
               lambda i: f"{level} transfer lasts {int(end[i] - start[i])} cycles, its words need {int(least[i])}: "
                         + _where(rec, i, names))
@@ -287,18 +308,18 @@ def _sram_rules(tally: _Tally, level: str, rec: _Records, hw: Accelerator, names
     size_words = size // wb
     located = address != NO_ADDRESS
     tally.add("addresses", located & ((address < 0) | (address + words > size_words)),
-              lambda i: f"{level} access outside its {size_words} words: " + _where(rec, i, names))
+              lambda i: f"{level} access outside its {int(size_words[i])} words: " + _where(rec, i, names))
     if banks > 1:
         bank_words = size // banks // wb
         at = np.flatnonzero(located & (words > 0))
-        first, last = address[at] // bank_words, (address[at] + words[at] - 1) // bank_words
+        first, last = address[at] // bank_words[at], (address[at] + words[at] - 1) // bank_words[at]
         spans = last - first + 1
         which = np.repeat(at, spans)
         bank = np.repeat(first, spans) + np.arange(len(which)) - np.repeat(np.cumsum(spans) - spans, spans)
         _concurrency(tally, level, start[which], end[which], bank, 1, "one transfer per bank")
 
 
-def _noc_rules(tally: _Tally, rec: _Records, hw: Accelerator, names: tuple[str, ...]) -> None:
+def _noc_rules(tally: _Tally, rec: _Records, hw: Accelerator, word_bits: np.ndarray, names: tuple[str, ...]) -> None:
     widths = {"ifmap": hw.noc.ifmap_bus_bits, "filter": hw.noc.filter_bus_bits, "psum": hw.noc.psum_bus_bits}
     bus_of = np.zeros(len(Operand) + 1, dtype=np.int64)
     bits = np.ones(len(Operand) + 1, dtype=np.int64)
@@ -307,7 +328,7 @@ def _noc_rules(tally: _Tally, rec: _Records, hw: Accelerator, names: tuple[str, 
         bus_of[operand] = buses.index(bus)
         bits[operand] = widths[bus]
     start, end, words = rec["start_cycle"], rec["end_cycle"], rec["words"]
-    least = -(-(words * hw.precision_bits) // bits[rec["operand"]])
+    least = -(-(words * word_bits) // bits[rec["operand"]])
     tally.add("bandwidth", (end - start) < least,
               lambda i: f"noc transfer lasts {int(end[i] - start[i])} cycles, its words need {int(least[i])} on "
                         f"the {buses[int(bus_of[rec['operand'][i]])]} bus: " + _where(rec, i, names))
@@ -581,7 +602,8 @@ def _levels_rule(tally: _Tally, steps: _Steps, g: np.ndarray, groups: np.ndarray
 
 
 def _capacities(hw: Accelerator, buffers: tuple[str, ...]) -> dict[str, int]:
-    """Bytes each traced buffer may hold; named buffers by the level their name starts with, together."""
+    """Bytes each traced buffer may hold at `hw`'s word; named buffers by the level their name starts with,
+    together."""
     wb = hw.word_bytes
     glb = hw.glb
     caps = {"glb.data": (glb.size_bytes - glb.filter_bytes) // wb * wb, "glb.filter": glb.filter_bytes // wb * wb}
@@ -592,29 +614,31 @@ def _capacities(hw: Accelerator, buffers: tuple[str, ...]) -> dict[str, int]:
     return {name: caps[name] for name in caps if name in buffers or any(b.startswith(name + ".") for b in buffers)}
 
 
-def _occupancy_rule(tally: _Tally, trace: Trace, hw: Accelerator) -> None:
-    """A buffer never holds more than its capacity; the named buffers of one level (`l2.*`, `line_buffer.*`)
-    together never hold more than the level."""
+def _occupancy_rule(tally: _Tally, trace: Trace, views: tuple[Accelerator, ...]) -> None:
+    """A buffer never holds more than its capacity (at the word of the layer holding it); the named buffers of one
+    level (`l2.*`, `line_buffer.*`) together never hold more than the level."""
     events = trace.occupancy()
     buffers = trace.buffers
-    for name, cap in _capacities(hw, buffers).items():
+    caps = [_capacities(v, buffers) for v in views]
+    for name in caps[0]:
         for ids in ([k for k, b in enumerate(buffers) if b == name],
                     [k for k, b in enumerate(buffers) if b.startswith(name + ".")]):
             if not ids:
                 continue
             mine = events[np.isin(events["buffer"], ids)]
-            cycle, total = _held_together(mine)
+            cycle, total, layer = _held_together(mine)
+            cap = np.array([c[name] for c in caps], dtype=np.int64)[layer]
             what = name if len(ids) == 1 else f"{name}'s {len(ids)} named buffers"
             tally.add("occupancy", total > cap, partial(_overfull, what, total, cycle, cap))
 
 
-def _overfull(what: str, total: np.ndarray, cycle: np.ndarray, cap: int, i: int) -> str:
-    return f"{what} hold {int(total[i])} B at cycle {int(cycle[i])}; the capacity is {cap} B"
+def _overfull(what: str, total: np.ndarray, cycle: np.ndarray, cap: np.ndarray, i: int) -> str:
+    return f"{what} hold {int(total[i])} B at cycle {int(cycle[i])}; the capacity is {int(cap[i])} B"
 
 
-def _held_together(events: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(cycle, bytes held by all the events' buffers together) after each event, in cycle order: each event's
-    change from its buffer's previous event, frees before claims within a cycle."""
+def _held_together(events: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(cycle, bytes held by all the events' buffers together, layer) after each event, in cycle order: each
+    event's change from its buffer's previous event, frees before claims within a cycle."""
     n = len(events)
     by_buffer = np.lexsort((np.arange(n), events["buffer"]))
     held = events["bytes"][by_buffer]
@@ -622,4 +646,4 @@ def _held_together(events: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     change = np.empty(n, np.int64)
     change[by_buffer] = held - np.where(same, np.r_[0, held[:-1]], 0)
     order = np.lexsort((change, events["cycle"]))
-    return events["cycle"][order], np.cumsum(change[order])
+    return events["cycle"][order], np.cumsum(change[order]), events["layer"][order]

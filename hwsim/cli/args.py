@@ -71,19 +71,29 @@ def bits_arg(text: str) -> int:
     return int(text)
 
 
-def run_config(args: argparse.Namespace, graph: Graph | None) -> tuple[Accelerator, tuple[str, ...]]:
-    """The config --hw names at the run's word width (--bits, else the graph's declared width, else its own), and
-    the notes that say how the width was chosen."""
-    from hwsim.flows.precision import precision_notes, run_hardware
+def run_config(args: argparse.Namespace, graph: Graph) -> tuple[Graph, Accelerator, tuple[str, ...]]:
+    """`graph` with each layer's word (--bits, else the widths the graph declares, else the config's) and the config
+    --hw names as the run prices it (`hwsim.flows.precision.run_precision`), and the notes that say how the words
+    were chosen."""
+    from hwsim.flows.precision import precision_notes, run_precision
+    from hwsim.hardware import load_config
+
+    hw = load_config(args.hw)
+    try:
+        return *run_precision(graph, hw, args.bits), precision_notes(graph, hw, args.bits)
+    except ConfigError as exc:  # a rescaled config breaks a rule: name the file it came from
+        raise ConfigError(f"{args.hw}: {exc}") from None
+
+
+def table_config(args: argparse.Namespace) -> Accelerator:
+    """The config --hw names at --bits (a layer table declares no width)."""
     from hwsim.hardware import load_config
     from hwsim.hardware.precision import at_precision
 
     hw = load_config(args.hw)
     try:
-        if graph is None:  # a layer table declares no width
-            return (at_precision(hw, args.bits) if args.bits else hw), ()
-        return run_hardware(graph, hw, args.bits), precision_notes(graph, hw, args.bits)
-    except ConfigError as exc:  # the rescaled config breaks a rule: name the file it came from
+        return at_precision(hw, args.bits) if args.bits else hw
+    except ConfigError as exc:
         raise ConfigError(f"{args.hw}: {exc}") from None
 
 
@@ -232,4 +242,5 @@ __all__ = [
     "run_config",
     "search_settings",
     "sparsity_request",
+    "table_config",
 ]

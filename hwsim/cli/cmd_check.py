@@ -20,6 +20,7 @@ from hwsim.cli.validation import print_validation, validation_document
 from hwsim.errors import HwsimError
 from hwsim.flows.check import check_network
 from hwsim.flows.depth_first import DEFAULT_MAX_SHORT_SKIP, check_depth_first
+from hwsim.flows.precision import is_mixed
 from hwsim.workload.network import load_network
 
 COUNTS = "counts (evidence: two computations, the mapping's closed form and the trace)"
@@ -96,8 +97,10 @@ def run_depthfirst(args: argparse.Namespace) -> int:
     if args.depthfirst < 1:
         raise HwsimError(f"--depthfirst {args.depthfirst}: give a number of points ≥ 1")
     loaded = load_network(args.network, args.input, args.allow_unknown)
-    graph = loaded.graph
-    hw, notes = run_config(args, graph)
+    graph, hw, notes = run_config(args, loaded.graph)
+    if is_mixed(graph):
+        raise HwsimError(f"{graph.name}: the depth-first model runs the whole network at one word and the graph "
+                         "mixes precisions; give --bits N")
     print_notices(loaded.warnings, notes, args.json)
     checks = check_depth_first(graph, hw, args.depthfirst, args.max_short_skip, args.trace)
     if args.json:
@@ -111,11 +114,11 @@ def run(args: argparse.Namespace) -> int:
     if args.depthfirst is not None:
         return run_depthfirst(args)
     loaded = load_network(args.network, args.input, args.allow_unknown)
-    hw, notes = run_config(args, loaded.graph)
+    graph, hw, notes = run_config(args, loaded.graph)
     print_notices(loaded.warnings, notes, args.json)
-    with layer_progress(f"simulating {loaded.graph.name}", len(loaded.graph), args.json) as progress:
-        report = check_network(loaded.graph, hw, args.batch, args.trace, progress, mapping_request(args),
-                               sparsity_request(args, loaded.graph, "none"), bits=hw.precision_bits)
+    with layer_progress(f"simulating {graph.name}", len(graph), args.json) as progress:
+        report = check_network(graph, hw, args.batch, args.trace, progress, mapping_request(args),
+                               sparsity_request(args, graph, "none"))
     if args.json:
         emit_json(document(report))
     else:

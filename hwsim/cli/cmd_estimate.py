@@ -28,6 +28,7 @@ from hwsim.cli.args import (
     positive_float,
     run_config,
     sparsity_request,
+    table_config,
 )
 from hwsim.cli.output import console, emit_json, format_count, print_notices, table
 from hwsim.errors import HwsimError, NetworkError
@@ -44,6 +45,7 @@ from hwsim.flows.estimate import (
     sweep_glb_size,
 )
 from hwsim.flows.inputs import AUTO, NONE, SparsityLike
+from hwsim.flows.precision import is_mixed
 from hwsim.hardware.schema import Accelerator
 from hwsim.hardware.units import BYTES, parse_quantity
 from hwsim.hardware.units import format_bytes as fmt_bytes
@@ -140,7 +142,7 @@ def print_mapping_estimate(r: MappingEstimate) -> None:
                   f"{l.latency.utilization:.0%}", format_count(l.latency.bound_cycles), l.latency.bottleneck,
                   _uj(en["mac"]), _uj(en["rf"]), _uj(en["inter_pe"]), _uj(en["glb"] + en["l2"] + en["line_buffer"]),
                   _uj(en["dram"]), _uj(en["clock"] + en["control"]), _uj(l.total_pj),
-                  fmt_bytes(int(l.counts.transfers[0].sum()) * hw.word_bytes))
+                  fmt_bytes(l.dram_bytes))
     out.print(t)
     out.print(_level_operand_table(e))
     macs = r.totals.macs
@@ -274,7 +276,14 @@ def _sparsity(args: argparse.Namespace, source: Graph | LayerTable) -> SparsityL
 
 def run(args: argparse.Namespace) -> int:
     source, warnings = _source(args)
-    hw, notes = run_config(args, source if isinstance(source, Graph) else None)
+    notes: tuple[str, ...] = ()
+    if isinstance(source, Graph):
+        source, hw, notes = run_config(args, source)
+        if args.model == "cnnergy" and is_mixed(source):
+            raise HwsimError(f"{source.name}: the CNNergy model prices one word and the graph mixes precisions; "
+                             "give --bits N")
+    else:
+        hw = table_config(args)
     print_notices(warnings, notes, args.json)
     settings = EstimateSettings(args.model, args.batch, _sparsity(args, source), args.clock_power,
                                 args.throughput_gmacs)
@@ -293,7 +302,7 @@ def run(args: argparse.Namespace) -> int:
     else:
         assert not isinstance(source, LayerTable)  # _source allows a table with cnnergy only
         r = estimate_mapping(source, hw, args.batch, settings.sparsity, args.clock_power, args.throughput_gmacs,
-                             mapping_request(args), bits=hw.precision_bits)
+                             mapping_request(args))
         if args.json:
             emit_json({**mapping_document(r), "warnings": list(warnings), "notes": list(notes)})
         else:

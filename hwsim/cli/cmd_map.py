@@ -110,16 +110,16 @@ def document(m: MappedNetwork, out: str | None) -> dict[str, Any]:
 
 def run(args: argparse.Namespace) -> int:
     loaded = load_network(args.network, args.input, args.allow_unknown)
-    hw, notes = run_config(args, loaded.graph)
+    graph, hw, notes = run_config(args, loaded.graph)
     print_notices(loaded.warnings, notes, args.json)
     mapper = args.mapper or ("search" if args.objective or args.budget else "rules")
     if mapper == "rules" and (args.objective or args.budget):
         raise HwsimError("--objective and --budget set a search; drop --mapper rules")
     settings = search_settings(args, args.jobs) if mapper == "search" else None
-    shapes = shapes_to_search(loaded.graph, hw, args.batch) if settings else 0
-    with layer_progress(f"searching {loaded.graph.name}", shapes, args.json or not settings) as advance:
-        mapped = map_network(loaded.graph, hw, args.batch, args.out, settings,
-                             lambda done, total, name: advance(done, SimpleNamespace(name=name)), hw.precision_bits)
+    shapes = shapes_to_search(graph, hw, args.batch) if settings else 0
+    with layer_progress(f"searching {graph.name}", shapes, args.json or not settings) as advance:
+        mapped = map_network(graph, hw, args.batch, args.out, settings,
+                             lambda done, total, name: advance(done, SimpleNamespace(name=name)))
     if args.json:
         emit_json(document(mapped, args.out))
         return 0

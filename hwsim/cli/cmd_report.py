@@ -91,11 +91,10 @@ def render(path: str, attrs: dict[str, Any], metrics: TraceMetrics, figures: dic
     for l in metrics.layers:
         if l.end_cycle <= 0 and not sum(l.energy_pj.values()):
             continue
-        dram_words = int(l.transfers[0].sum())
         rows.append(f"<tr><td>{e(l.name)}</td><td>{format_count(l.cycles)}</td><td>{l.cycles / clock_hz * 1e3:.3f}</td>"
                     f"<td>{format_count(l.compute.macs)}</td><td>{l.utilization:.2f}</td>"
                     f"<td>{sum(l.energy_pj.values()) / 1e6:,.1f}</td>"
-                    f"<td>{format_bytes(dram_words * hw.word_bytes)}</td></tr>")
+                    f"<td>{format_bytes(l.dram_bytes)}</td></tr>")
     all_pj = max(1e-12, sum(total_pj.values()))
     energy_rows = "".join(f"<tr><td>{e(c)}</td><td>{pj / 1e6:,.1f}</td><td>{pj / all_pj:.1%}</td></tr>"
                           for c, pj in total_pj.items() if pj)

@@ -60,7 +60,8 @@ def document(sim: Simulation) -> dict[str, Any]:
                              "psum": run_.psum_wait_cycles},
             "resource_stall_cycles": run_.resource_stall_cycles,
             "macs": m.compute.macs, "gated_macs": m.compute.gated_macs, "utilization": m.utilization,
-            "energy_pj": m.energy_pj, "dram_bytes": int(m.transfers[0].sum()) * sim.hardware.word_bytes,
+            "energy_pj": m.energy_pj, "dram_bytes": m.dram_bytes,
+            "word_bits": 8 * m.word_bytes,
             "dram_energy_pj_by_command": m.dram_energy_pj, "zeros": sim.sparsity.zeros(run_.name).record(),
         })
     t = sim.totals
@@ -121,14 +122,14 @@ def print_report(doc: dict[str, Any]) -> None:
 
 def run(args: argparse.Namespace) -> int:
     loaded = load_network(args.network, args.input, args.allow_unknown)
-    hw, notes = run_config(args, loaded.graph)
+    graph, hw, notes = run_config(args, loaded.graph)
     width = f"@{hw.precision_bits}b" if hw.name.endswith(f"@{hw.precision_bits}b") else ""  # a rescaled config
     path = Path(args.out) if args.out else Path("traces") / f"{Path(args.network).stem}-{Path(args.hw).stem}{width}.h5"
     warnings = loaded.warnings
     print_notices(warnings, notes, args.json)
-    with layer_progress(f"simulating {loaded.graph.name}", len(loaded.graph), args.json) as progress:
-        sim = simulate_network(loaded.graph, hw, args.batch, path, args.trace_levels, progress, mapping_request(args),
-                               sparsity_request(args, loaded.graph, "none"), bits=hw.precision_bits)
+    with layer_progress(f"simulating {graph.name}", len(graph), args.json) as progress:
+        sim = simulate_network(graph, hw, args.batch, path, args.trace_levels, progress, mapping_request(args),
+                               sparsity_request(args, graph, "none"))
     if args.json:
         emit_json({**document(sim), "warnings": list(warnings), "notes": list(notes)})
     else:

@@ -181,7 +181,7 @@ def run_summary(args: argparse.Namespace) -> int:
                          ("first cycle", "right"), ("last cycle", "right")])
     for level, v in doc["levels"].items():
         t.add_row(level, format_count(v["records"]), format_count(v["words"]),
-                  format_bytes(v["words"] * doc["word_bytes"]) if level != "pe" else "-",
+                  format_bytes(v["bytes"]) if level != "pe" else "-",
                   _cycle(v["first_cycle"]), _cycle(v["last_cycle"]))
     out.print(t)
     levels = [level for level in doc["levels"] if level != "pe"]

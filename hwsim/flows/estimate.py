@@ -32,7 +32,7 @@ from hwsim.flows.inputs import (
     as_mapping,
     as_profile,
 )
-from hwsim.flows.precision import run_hardware
+from hwsim.flows.precision import run_precision
 from hwsim.flows.totals import RunTotals
 from hwsim.hardware.energy import COMPONENTS, with_glb_data_size
 from hwsim.hardware.schema import Accelerator
@@ -70,8 +70,7 @@ def with_control(hw: Accelerator, clock_power_w: float | None, throughput_gmacs:
 
 def estimate_totals(e: NetworkEstimate, hw: Accelerator) -> RunTotals:
     """Energy by component, the latency bound, DRAM bytes and MACs of an estimate."""
-    dram_words = sum(int(l.counts.transfers[0].sum()) for l in e.layers)
-    return RunTotals({c: e.total_pj(c) for c in COMPONENTS}, e.cycles, dram_words * hw.word_bytes,
+    return RunTotals({c: e.total_pj(c) for c in COMPONENTS}, e.cycles, sum(l.dram_bytes for l in e.layers),
                      sum(l.counts.macs for l in e.layers))
 
 
@@ -81,8 +80,8 @@ def estimate_mapping(network: NetworkLike, hw: HardwareLike, batch: int = 1, spa
     """Price `mapping` (default: hwsim's for `batch` images) from its closed-form counts with the zeros of
     `sparsity` (a model of defaults, a profile; None: dense) and `bits`-bit words (default: the graph's declared
     width, else the config's)."""
-    graph = as_graph(network)
-    priced = with_control(run_hardware(graph, as_hardware(hw), bits), clock_power_w, throughput_gmacs)
+    graph, run_hw = run_precision(as_graph(network), as_hardware(hw), bits)
+    priced = with_control(run_hw, clock_power_w, throughput_gmacs)
     profile = as_profile(sparsity, graph)
     chosen = as_mapping(mapping, graph, priced, batch, profile)
     e = estimate_network(graph, priced, chosen, profile)
@@ -216,8 +215,7 @@ def _per_image(source: Graph | LayerTable, hw: Accelerator, s: EstimateSettings)
         total = estimate_cnnergy(source, hw, cnnergy_sparsity(s.sparsity), s.clock_power_w, s.throughput_gmacs).total()
         return total.total_pj, total.dram_pj, total.glb_pj
     assert not isinstance(source, LayerTable)  # sweep_glb_size allows a table with the cnnergy model only
-    e = estimate_mapping(source, hw, s.batch, s.sparsity, s.clock_power_w, s.throughput_gmacs,
-                         bits=hw.precision_bits).estimate
+    e = estimate_mapping(source, hw, s.batch, s.sparsity, s.clock_power_w, s.throughput_gmacs).estimate
     return e.total_pj() / e.batch, e.total_pj("dram") / e.batch, e.total_pj("glb") / e.batch
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from hwsim.analytic.estimate import NetworkEstimate, estimate_network
 from hwsim.flows.inputs import HardwareLike, NetworkLike, as_graph, as_hardware, as_mapping, check_batch
-from hwsim.flows.precision import run_hardware
+from hwsim.flows.precision import run_precision
 from hwsim.hardware.schema import Accelerator
 from hwsim.mapping.nest.format import NetworkMapping, save_mapping
 from hwsim.search.cost import OBJECTIVE_UNITS
@@ -36,8 +36,7 @@ def map_network(network: NetworkLike, hw: HardwareLike, batch: int = 1, out: str
     """hwsim's mapping of `batch` images at `bits`-bit words (default: the graph's, else the config's) — the
     dataflow's rules, or with `search` the best found under its objective — checked, priced by its closed form,
     and written to `out` (YAML, or JSON for a .json path)."""
-    graph = as_graph(network)
-    accelerator = run_hardware(graph, as_hardware(hw), bits)
+    graph, accelerator = run_precision(as_graph(network), as_hardware(hw), bits)
     searched = None
     if search is not None:
         searched = search_network(graph, accelerator, check_batch(batch), search, progress)

@@ -1,44 +1,84 @@
-"""The word width a run uses: `--bits N` when given, else the width a quantized graph declares, else the config's.
+"""The word each layer of a run uses: `--bits N` for all when given, else the width a quantized graph declares
+per layer, else the config's.
 
-A quantized graph (QDQ, QLinear, integer ops) gives its layers' operand widths; the widest of them is the word
-every tensor is stored and moved in, and the config is rescaled to it by `hwsim.hardware.precision`'s rules.
+A quantized graph (QDQ, QLinear, integer ops) gives its layers' operand widths. A layer runs at the narrowest
+modelled word holding its widest operand; a layer the graph gives no width (a pool, an add, a float layer
+between quantized ones) runs at the word of the tensor it reads. When every layer runs at one word the config
+is rescaled to it (`hwsim.hardware.precision`); otherwise (mixed precision) the config stays and each layer sees
+it rescaled to its own word: its mapping, its steps, its simulation and its prices all follow that word.
 """
 
 from __future__ import annotations
 
+from collections import Counter
+from dataclasses import replace
+
 from hwsim.hardware.precision import at_precision
 from hwsim.hardware.schema import Accelerator
-from hwsim.workload.ir import Graph
-from hwsim.workload.precision import declared_bits, graph_bits
+from hwsim.workload.ir import Graph, LayerKind
+from hwsim.workload.precision import declared_bits, word_for
 
 
-def run_bits(graph: Graph, hw: Accelerator, bits: int | None) -> int:
-    """The word width the run uses: `bits`, else the graph's, else `hw`'s."""
-    return bits or graph_bits(graph) or hw.precision_bits
+def layer_widths(graph: Graph, hw: Accelerator, bits: int | None) -> dict[str, int]:
+    """Each layer's word: `bits` for every layer; else its declared width, or the word of its first input
+    (a graph input: the widest word its consumers declare), or `hw`'s where nothing says."""
+    if bits:
+        return {l.name: bits for l in graph}
+    declared = {l.name: word_for(b) for l in graph if (b := declared_bits(l)) is not None}
+    widths: dict[str, int] = {}
+    for layer in graph:
+        if layer.name in declared:
+            widths[layer.name] = declared[layer.name]
+        elif layer.kind is LayerKind.INPUT:
+            readers = [declared[c.name] for c in graph.consumers(layer.output) if c.name in declared]
+            widths[layer.name] = max(readers, default=hw.precision_bits)
+        else:
+            widths[layer.name] = widths[layer.inputs[0]] if layer.inputs else hw.precision_bits
+    return widths
 
 
-def run_hardware(graph: Graph, hw: Accelerator, bits: int | None = None) -> Accelerator:
-    """`hw` at the run's word width (itself when that is its own)."""
-    return at_precision(hw, run_bits(graph, hw, bits))
+def is_resolved(graph: Graph) -> bool:
+    """Whether every layer of `graph` already carries the word it runs at."""
+    return all(l.word_bits is not None for l in graph)
+
+
+def run_precision(graph: Graph, hw: Accelerator, bits: int | None = None) -> tuple[Graph, Accelerator]:
+    """`graph` with each layer's word set, and the accelerator the run is priced on: `hw` rescaled to the one
+    word every layer uses, or `hw` itself under mixed precision. A graph already resolved is returned as given."""
+    if bits is None and is_resolved(graph):
+        return graph, hw
+    widths = layer_widths(graph, hw, bits)
+    resolved = replace(graph, layers=tuple(replace(l, word_bits=widths[l.name]) for l in graph))
+    words = set(widths.values())
+    return resolved, at_precision(hw, words.pop()) if len(words) == 1 else hw
+
+
+def is_mixed(graph: Graph) -> bool:
+    """Whether the layers of a resolved graph run at more than one word."""
+    return len({l.word_bits for l in graph}) > 1
 
 
 def precision_notes(graph: Graph, hw: Accelerator, bits: int | None = None) -> tuple[str, ...]:
-    """What a user should know about the run's word width: a config rescaled to it, layers whose declared
-    width differs from it (mixed precision runs at the widest), a --bits that overrides the graph."""
-    chosen = run_bits(graph, hw, bits)
+    """How the run's words were chosen: a config rescaled to one word, mixed precision per layer, layers whose
+    declared width differs from the word they run at."""
+    widths = layer_widths(graph, hw, bits)
+    words = Counter(widths.values())
     declared = [(l.name, b) for l in graph if (b := declared_bits(l)) is not None]
+    quantized = f"the graph's {len(declared)} quantized layers"
     notes = []
-    if chosen != hw.precision_bits:
-        why = f"--bits {bits}" if bits else f"the graph's {len(declared)} quantized layers"
+    if len(words) > 1:
+        spread = ", ".join(f"{count} at {word} bit" for word, count in sorted(words.items()))
+        notes.append(f"mixed precision ({quantized}): layers run at their own word, {spread}; each sees "
+                     f"{hw.name} rescaled to its word by hwsim's precision rules")
+    elif (chosen := next(iter(words))) != hw.precision_bits:
+        why = f"--bits {bits}" if bits else quantized
         notes.append(f"running at {chosen} bit ({why}): {hw.name}'s {hw.precision_bits}-bit config rescaled by "
                      f"hwsim's precision rules (same bytes, per-word energies × {chosen}/{hw.precision_bits})")
-    other = sorted({b for _, b in declared if b != chosen})
-    if other:
-        count = sum(1 for _, b in declared if b != chosen)
-        cause = "as --bits asks" if bits else "the widest the graph declares: its tensors share one word"
-        notes.append(f"{count} layers declare {'/'.join(map(str, other))}-bit operands and run at {chosen} bit, "
-                     f"{cause}")
+    moved = Counter((b, widths[name]) for name, b in declared if b != widths[name])
+    cause = "as --bits asks" if bits else "the narrowest modelled word holding them"
+    for (given, run), count in sorted(moved.items()):
+        notes.append(f"{count} layers declare {given}-bit operands and run at {run} bit, {cause}")
     return tuple(notes)
 
 
-__all__ = ["precision_notes", "run_bits", "run_hardware"]
+__all__ = ["is_mixed", "is_resolved", "layer_widths", "precision_notes", "run_precision"]

@@ -21,7 +21,7 @@ from hwsim.flows.inputs import (
     as_mapping,
     as_profile,
 )
-from hwsim.flows.precision import run_hardware
+from hwsim.flows.precision import run_precision
 from hwsim.flows.totals import RunTotals
 from hwsim.hardware.energy import COMPONENTS
 from hwsim.hardware.schema import Accelerator
@@ -76,8 +76,7 @@ def peak_occupancy(trace: Trace) -> dict[str, int]:
 def trace_totals(metrics: TraceMetrics, result: SimResult) -> RunTotals:
     """Energy by component, simulated cycles, DRAM bytes and MACs of a run, from its trace."""
     energy = {c: sum(l.energy_pj[c] for l in metrics.layers) for c in COMPONENTS}
-    dram_words = sum(int(l.transfers[0].sum()) for l in metrics.layers)
-    return RunTotals(energy, result.cycles, dram_words * metrics.hardware.word_bytes,
+    return RunTotals(energy, result.cycles, sum(l.dram_bytes for l in metrics.layers),
                      sum(l.compute.macs for l in metrics.layers))
 
 
@@ -88,8 +87,7 @@ def simulate_network(network: NetworkLike, hw: HardwareLike, batch: int = 1, tra
     """Simulate `mapping` (default: hwsim's for `batch` images) with the layers' zeros of `sparsity` (None:
     dense), recording `levels` to the trace at `trace_path` (default traces/NETWORK-CONFIG.h5), and derive the
     report from the trace; words are `bits` wide (default: the graph's declared width, else the config's)."""
-    graph = as_graph(network)
-    accelerator = run_hardware(graph, as_hardware(hw), bits)
+    graph, accelerator = run_precision(as_graph(network), as_hardware(hw), bits)
     profile = as_profile(sparsity, graph) or DENSE
     chosen = as_mapping(mapping, graph, accelerator, batch, profile)
     path = Path(trace_path) if trace_path is not None else Path("traces") / f"{graph.name}-{accelerator.name}.h5"

@@ -26,6 +26,7 @@ class LevelSummary:
 
     records: int
     words: int
+    bytes: int  # the words at the word of each record's layer
     first_cycle: int | None
     last_cycle: int | None
 
@@ -77,9 +78,10 @@ class _LevelTotals:
         np.minimum.at(self.first_cycle, layer, block["start_cycle"])
         np.maximum.at(self.last_cycle, layer, block["end_cycle"])
 
-    def summary(self) -> LevelSummary:
+    def summary(self, word_bytes: np.ndarray) -> LevelSummary:
+        """The level's totals, bytes at each layer's word (`word_bytes` per layer)."""
         seen = self.counts > 0
-        return LevelSummary(self.records, int(self.words.sum()),
+        return LevelSummary(self.records, int(self.words.sum()), int((self.words * word_bytes).sum()),
                             int(self.first_cycle[seen].min()) if seen.any() else None,
                             int(self.last_cycle.max()) if seen.any() else None)
 
@@ -99,7 +101,7 @@ def summarize_trace(trace: Trace) -> TraceSummary:
         for block in trace.records(level):
             t.add(block)
         totals[level] = t
-    levels = {level: t.summary() for level, t in totals.items()}
+    levels = {level: t.summary(trace.layer_word_bytes) for level, t in totals.items()}
     firsts = [v.first_cycle for v in levels.values() if v.first_cycle is not None]
     lasts = [v.last_cycle for v in levels.values() if v.last_cycle is not None]
     a = trace.attrs
@@ -144,16 +146,19 @@ class _QueryTotals:
     limit: int
     records: int = 0
     words: int = 0
+    bytes: int = 0  # the words at the word of each record's layer
     first_cycle: int | None = None
     last_cycle: int | None = None
     by_op_operand: dict[tuple[int, int], list[int]] = field(default_factory=dict)  # -> [records, words]
     shown: list[np.ndarray] = field(default_factory=list)
 
-    def add(self, block: np.ndarray) -> None:
+    def add(self, block: np.ndarray, word_bytes: np.ndarray) -> None:
+        """Count `block`, its bytes at the word of each record's layer (`word_bytes` per layer)."""
         if not len(block):
             return
         self.records += len(block)
         self.words += int(block["words"].sum())
+        self.bytes += int((block["words"] * word_bytes[block["layer"]]).sum())
         start, end = int(block["start_cycle"].min()), int(block["end_cycle"].max())
         self.first_cycle = start if self.first_cycle is None else min(self.first_cycle, start)
         self.last_cycle = end if self.last_cycle is None else max(self.last_cycle, end)
@@ -185,13 +190,12 @@ def query_trace(trace: Trace, level: str, layer: str | None = None, op: str | No
         raise HwsimError(f"{trace.path}: no level {level!r} in this trace; it has {', '.join(trace.levels)}")
     totals = _QueryTotals(max(0, limit))
     for block in trace.records(level, layer, operand, op, cycles):
-        totals.add(block)
+        totals.add(block, trace.layer_word_bytes)
         if rows_sink is not None:  # in slices: a million Python rows would cost hundreds of MB
             for i in range(0, len(block), CSV_SLICE_RECORDS):
                 rows_sink(named_rows(trace, block[i:i + CSV_SLICE_RECORDS]))
     shown = np.concatenate(totals.shown) if totals.shown else np.empty(0, dtype=RECORD_DTYPE)
-    word_bytes = int(trace.attrs.get("word_bits", 8)) // 8
-    return TraceQuery(level, totals.records, totals.words, totals.words * word_bytes if level != "pe" else None,
+    return TraceQuery(level, totals.records, totals.words, totals.bytes if level != "pe" else None,
                       totals.first_cycle, totals.last_cycle,
                       tuple(OpOperandTotal(trace.ops[o], trace.operands[x], n, w)
                             for (o, x), (n, w) in sorted(totals.by_op_operand.items())),

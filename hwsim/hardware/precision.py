@@ -20,6 +20,7 @@ The silicon stays; what a word is changes. The rules, those CNNergy uses for its
 
 from __future__ import annotations
 
+import functools
 from dataclasses import replace
 from fractions import Fraction
 
@@ -54,6 +55,13 @@ def _code(cfg: Compression | None, bits: int) -> Compression | None:
     return replace(cfg, value_bits=bits, pairs_per_word=max(pairs, 1))
 
 
+def layer_hardware(hw: Accelerator, word_bits: int | None) -> Accelerator:
+    """The accelerator a layer running at `word_bits` sees: `hw` rescaled to that word (`hw` itself for None or
+    its own word)."""
+    return hw if word_bits is None else at_precision(hw, word_bits)
+
+
+@functools.lru_cache(maxsize=256)
 def at_precision(hw: Accelerator, bits: int) -> Accelerator:
     """`hw` with `bits`-bit words by the module's rules; `hw` itself when it already has them."""
     if bits not in WORD_BITS:
@@ -91,4 +99,4 @@ def at_precision(hw: Accelerator, bits: int) -> Accelerator:
     return scaled
 
 
-__all__ = ["WORD_BITS", "WORD_BITS_TEXT", "at_precision", "mac_energy_pj"]
+__all__ = ["WORD_BITS", "WORD_BITS_TEXT", "at_precision", "layer_hardware", "mac_energy_pj"]

@@ -13,6 +13,7 @@ import dataclasses
 
 import numpy as np
 
+from hwsim.hardware.precision import layer_hardware
 from hwsim.hardware.schema import Accelerator
 from hwsim.mapping.dataflows import dataflow_of
 from hwsim.mapping.layout import DramLayout, dram_layout
@@ -41,7 +42,7 @@ def layer_mapping(layer: Layer, hw: Accelerator, batch: int) -> LayerMapping:
 def default_mapping(graph: Graph, hw: Accelerator, batch: int = 1) -> NetworkMapping:
     """hwsim's mapping of `graph` on `hw` for `batch` images when none is given, checked like a given one: a
     default heuristic that yields an infeasible nest is an error, never run."""
-    layers = tuple(layer_mapping(l, hw, batch) for l in graph if l.kind not in NO_STEPS)
+    layers = tuple(layer_mapping(l, layer_hardware(hw, l.word_bits), batch) for l in graph if l.kind not in NO_STEPS)
     mapping = NetworkMapping(graph.name, hw.name, hw.pe_array.dataflow, batch, layers)
     check_mapping(mapping, graph, hw)
     return mapping
@@ -58,16 +59,21 @@ def check_mapping(mapping: NetworkMapping, graph: Graph, hw: Accelerator) -> Non
     for layer in graph:
         if layer.kind in NO_STEPS:
             continue
-        entry = mapping.layer(layer.name)
-        if isinstance(entry, LoopNest):
-            if not has_nest(layer):
-                raise MappingError(f"layer {layer.name!r}: a {layer.kind} layer is streamed; write `streamed: N`")
-            check_nest(entry, nest_problem(layer, mapping.batch, entry.lowering), hw, dataflow_of(hw))
-        elif has_nest(layer):
-            raise MappingError(f"layer {layer.name!r}: a {layer.kind} layer needs a loop nest, the mapping streams it")
-        elif entry.tiles < stream_tiles(layer, hw):
-            raise MappingError(f"layer {layer.name!r}: streamed in {entry.tiles} pieces, but a piece fits the GLB only "
-                               f"from {stream_tiles(layer, hw)} pieces on; raise streamed to {stream_tiles(layer, hw)}")
+        _check_layer(mapping, layer, layer_hardware(hw, layer.word_bits))
+
+
+def _check_layer(mapping: NetworkMapping, layer: Layer, hw: Accelerator) -> None:
+    """Raise MappingError if the mapping's entry for `layer` does not fit it on `hw` (the layer's word)."""
+    entry = mapping.layer(layer.name)
+    if isinstance(entry, LoopNest):
+        if not has_nest(layer):
+            raise MappingError(f"layer {layer.name!r}: a {layer.kind} layer is streamed; write `streamed: N`")
+        check_nest(entry, nest_problem(layer, mapping.batch, entry.lowering), hw, dataflow_of(hw))
+    elif has_nest(layer):
+        raise MappingError(f"layer {layer.name!r}: a {layer.kind} layer needs a loop nest, the mapping streams it")
+    elif entry.tiles < stream_tiles(layer, hw):
+        raise MappingError(f"layer {layer.name!r}: streamed in {entry.tiles} pieces, but a piece fits the GLB only "
+                           f"from {stream_tiles(layer, hw)} pieces on; raise streamed to {stream_tiles(layer, hw)}")
 
 
 def _addresses(layer: Layer, addr: DramLayout) -> TensorAddresses:
@@ -155,9 +161,13 @@ def network_schedule(graph: Graph, hw: Accelerator, batch: int = 1, mapping: Net
     else:
         check_mapping(mapping, graph, hw)
         batch = mapping.batch
-    layout = dram_layout(graph, batch, _lowered_words(graph, mapping))
+    views = {l.name: layer_hardware(hw, l.word_bits) for l in graph}  # each layer's word (mixed precision)
+    mixed = len({view.precision_bits for view in views.values()}) > 1
+    layout = dram_layout(graph, batch, _lowered_words(graph, mapping),
+                         {name: view.word_bytes for name, view in views.items()} if mixed else None)
     entries = {m.layer: m for m in mapping.layers}
-    layers = tuple(_layer_schedule(l, entries.get(l.name), hw, layout[l.name], batch, sparsity) for l in graph)
+    layers = tuple(_layer_schedule(l, entries.get(l.name), views[l.name], layout[l.name], batch, sparsity)
+                   for l in graph)
     return Schedule(graph.name, hw.name, f"nest:{mapping.dataflow}", batch, layers, mapping)
 
 

@@ -22,6 +22,7 @@ import numpy as np
 from hwsim.hardware.dram import dram_energy_pj
 from hwsim.hardware.energy import ComputeCounts, energy_table
 from hwsim.hardware.loader import from_dict
+from hwsim.hardware.precision import layer_hardware
 from hwsim.hardware.schema import Accelerator
 from hwsim.trace.reader import Trace
 from hwsim.vocab import (
@@ -50,6 +51,7 @@ class LayerMetrics:
     energy_pj: dict[str, float]
     level_operand_pj: np.ndarray  # [level, operand]
     utilization: float  # MACs / (span · PEs · MACs per cycle)
+    word_bytes: int  # of the word the layer ran at
     compute_cycles: int = 0  # Σ over passes of their cycles on the PE array
     dram_energy_pj: dict[str, float] = field(default_factory=dict)  # by command (jedec DRAM); empty: priced per bit
     dram_counters: dict[str, float] = field(default_factory=dict)  # the DRAM model's counters in the layer
@@ -57,6 +59,11 @@ class LayerMetrics:
     @property
     def cycles(self) -> int:
         return max(0, self.end_cycle - self.start_cycle)
+
+    @property
+    def dram_bytes(self) -> int:
+        """Bytes the layer moved to and from DRAM (words at its own word)."""
+        return int(self.transfers[Level.DRAM].sum()) * self.word_bytes
 
 
 @dataclass(frozen=True)
@@ -121,7 +128,8 @@ def _accumulate(trace: Trace, n_layers: int) -> _Sums:
 def derive(trace: Trace) -> TraceMetrics:
     """Per-layer counts, energy, latency and utilization of the trace."""
     hw = from_dict(json.loads(trace.attrs["hardware_json"]), where=f"trace {trace.path}: hardware_json")
-    table = energy_table(hw)
+    views = {int(b): layer_hardware(hw, 8 * int(b)) for b in set(trace.layer_word_bytes.tolist())}
+    tables = {b: energy_table(view) for b, view in views.items()}  # each layer priced at its own word
     dram_stats = _dram_stats(trace)
     names = list(trace.layers)
     sums = _accumulate(trace, len(names))
@@ -136,12 +144,14 @@ def derive(trace: Trace) -> TraceMetrics:
                                 int(p[Op.FILL, Operand.IFMAP]), int(p[Op.FILL, Operand.FILTER]),
                                 int(p[Op.SKIP, OTHER]), int(p[Op.SKIP, Operand.FILTER]),
                                 int(p[Op.SKIP, Operand.PSUM]))
-        energy, by_level = table.price(counts[i], compute)
+        word_bytes = int(trace.layer_word_bytes[i])
+        energy, by_level = tables[word_bytes].price(counts[i], compute)
         start = int(first[i]) if last[i] >= 0 else -1
         end = int(last[i]) if last[i] >= 0 else -1
         span = max(0, end - start)
         layers.append(LayerMetrics(name, counts[i], compute, int(sums.passes[i]), start, end, energy, by_level,
-                                   compute.macs / (span * lanes) if span else 0.0, int(sums.pass_cycles[i])))
+                                   compute.macs / (span * lanes) if span else 0.0, word_bytes,
+                                   int(sums.pass_cycles[i])))
     return TraceMetrics(str(trace.attrs.get("network", "")), hw, int(trace.attrs.get("batch", 1)),
                         tuple(_priced_by_command(l, hw, dram_stats.get(l.name)) for l in layers))
 
@@ -169,15 +179,15 @@ def _priced_by_command(l: LayerMetrics, hw: Accelerator, counters: dict[str, flo
 
 
 def bandwidth(trace: Trace, level: str, bin_cycles: int) -> tuple[np.ndarray, np.ndarray]:
-    """Words per bin of `bin_cycles` at `level` (each record's words spread evenly over its cycles):
-    (bin start cycles, words per bin). Streams the records, so memory stays bounded."""
+    """Bytes per bin of `bin_cycles` at `level` (each record's words, at its layer's word, spread evenly over its
+    cycles): (bin start cycles, bytes per bin). Streams the records, so memory stays bounded."""
     total = np.zeros(0, dtype=np.float64)
     for block in trace.records(level):
         start, end = block["start_cycle"], np.maximum(block["end_cycle"], block["start_cycle"] + 1)
         need = int(end.max() // bin_cycles) + 1 if len(block) else 0
         if need > len(total):
             total = np.pad(total, (0, need - len(total)))
-        rate = block["words"] / (end - start)
+        rate = block["words"] * trace.layer_word_bytes[block["layer"]] / (end - start)
         # A record contributes rate·overlap to each bin it touches; most touch one or two bins.
         b0, b1 = start // bin_cycles, (end - 1) // bin_cycles
         for k in range(int((b1 - b0).max()) + 1 if len(block) else 0):

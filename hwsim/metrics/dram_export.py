@@ -58,15 +58,15 @@ def dram_requests(trace: Trace) -> DramRequests:
         raise HwsimError(f"{trace.path}: the trace has no dram level; simulate with it recorded "
                          "(--trace-levels including dram)")
     hw = from_dict(json.loads(trace.attrs["hardware_json"]), where=f"trace {trace.path}: hardware_json")
-    word_bytes, burst = hw.word_bytes, hw.dram.burst_bytes
-    parts = [(b["start_cycle"], b["op"] != Op.READ, b["address"], b["end_cycle"] - b["start_cycle"])
-             for b in trace.records("dram")]
+    burst = hw.dram.burst_bytes
+    parts = [(b["start_cycle"], b["op"] != Op.READ, b["address"] * trace.layer_word_bytes[b["layer"]],
+              b["end_cycle"] - b["start_cycle"]) for b in trace.records("dram")]
     if not parts:
         empty = np.zeros(0, dtype=np.int64)
         return DramRequests(empty, np.zeros(0, dtype=bool), empty, hw)
-    start, is_write, words, _ = (np.concatenate(c) for c in zip(*parts))
+    start, is_write, byte_address, _ = (np.concatenate(c) for c in zip(*parts))
     order = np.argsort(start, kind="stable")
-    address = (words[order] * word_bytes) // burst * burst
+    address = byte_address[order] // burst * burst
     return DramRequests(address, is_write[order], _dram_cycles(start[order], hw), hw)
 
 

@@ -121,13 +121,12 @@ def _counter_events(trace: Trace, us_per_cycle: float) -> Iterator[dict[str, Any
     """Bandwidth (bytes per µs = MB/s) per memory level per bin, and occupancy (bytes) per buffer."""
     ends = [int(b["end_cycle"].max()) for level in trace.levels for b in trace.records(level) if len(b)]
     bin_cycles = max(1, max(ends, default=1) // COUNTER_BINS)
-    word_bytes = int(trace.attrs.get("word_bits", 8)) // 8
     for level in BANDWIDTH_LEVELS:
         if level in trace.levels and trace.n_records(level):
-            starts, words = bandwidth(trace, level, bin_cycles)
-            for cycle, w in zip(starts.tolist(), words.tolist()):
+            starts, moved_bytes = bandwidth(trace, level, bin_cycles)
+            for cycle, b in zip(starts.tolist(), moved_bytes.tolist()):
                 yield {"ph": "C", "name": f"{level} bandwidth (MB/s)", "pid": PID, "ts": cycle * us_per_cycle,
-                       "args": {"value": w * word_bytes / (bin_cycles * us_per_cycle)}}
+                       "args": {"value": b / (bin_cycles * us_per_cycle)}}
     events = trace.occupancy()
     for b, name in enumerate(trace.buffers):
         mine = events[events["buffer"] == b]

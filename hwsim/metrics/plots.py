@@ -60,12 +60,11 @@ def _span_cycles(trace: Trace) -> int:
 def _bandwidth(trace: Trace, ax: Any) -> None:
     """GB/s per level over time (each record's words spread evenly over its cycles)."""
     bin_cycles = max(1, _span_cycles(trace) // TIME_BINS)
-    word_bytes = int(trace.attrs.get("word_bits", 8)) // 8
     seconds_per_bin = bin_cycles / float(trace.attrs["clock_hz"])
     for level in BANDWIDTH_LEVELS:
         if level in trace.levels and trace.n_records(level):
-            starts, words = bandwidth(trace, level, bin_cycles)
-            ax.step(_ms(starts, trace), words * word_bytes / seconds_per_bin / 1e9, where="post", label=level)
+            starts, moved_bytes = bandwidth(trace, level, bin_cycles)
+            ax.step(_ms(starts, trace), moved_bytes / seconds_per_bin / 1e9, where="post", label=level)
     ax.set_xlabel("time (ms)")
     ax.set_ylabel(f"bandwidth (GB/s, {bin_cycles:,}-cycle bins)")
     ax.legend()

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from hwsim.errors import HwsimError
 from hwsim.hardware.energy import energy_table
+from hwsim.hardware.precision import layer_hardware
 from hwsim.hardware.schema import Accelerator
 from hwsim.mapping.dataflows import dataflow_of
 from hwsim.mapping.mapper import NO_STEPS, check_mapping, layer_mapping
@@ -88,9 +89,13 @@ def unique_shapes(graph: Graph, hw: Accelerator, batch: int) -> int:
 
 
 def _signature(layer: Layer, hw: Accelerator, batch: int, zeros: LayerZeros = DENSE_LAYER) -> tuple[object, ...]:
-    """What a layer's search depends on: its shape and lowering, and its zeros where they are not dense."""
+    """What a layer's search depends on: its shape and lowering, the word it runs at where that is not `hw`'s
+    (mixed precision), and its zeros where they are not dense."""
     lowering = lowering_for(layer, dataflow_of(hw).lowering)
     signature = shape_signature(nest_problem(layer, batch, lowering), lowering)
+    word = layer_hardware(hw, layer.word_bits).precision_bits
+    if word != hw.precision_bits:
+        signature = (*signature, ("word_bits", word))
     return signature if zeros == DENSE_LAYER else (*signature, zeros)
 
 
@@ -128,11 +133,11 @@ def search_network(graph: Graph, hw: Accelerator, batch: int = 1, settings: Sear
     for sig, l in firsts.items():
         hit = cache.get(keys[sig], l.name)
         if hit is not None:
-            found[sig] = (*hit, _rule_cost(l, hw, batch, profile.zeros(l.name)), "cache")
+            found[sig] = (*hit, _rule_cost(l, layer_hardware(hw, l.word_bits), batch, profile.zeros(l.name)), "cache")
         else:
             todo.append(sig)
-    jobs = [(firsts[sig], hw, batch, settings.objective, effort, settings.seed, profile.zeros(firsts[sig].name))
-            for sig in todo]
+    jobs = [(firsts[sig], layer_hardware(hw, firsts[sig].word_bits), batch, settings.objective, effort, settings.seed,
+             profile.zeros(firsts[sig].name)) for sig in todo]
     done = len(found)
     for sig, result in zip(todo, _run(jobs, settings.jobs)):
         cache.put(keys[sig], result.nest, result.cost)
@@ -163,7 +168,7 @@ def _assemble(graph: Graph, hw: Accelerator, batch: int, firsts: dict[tuple[obje
         if l.kind in NO_STEPS:
             continue
         if not has_nest(l):
-            entries.append(layer_mapping(l, hw, batch))
+            entries.append(layer_mapping(l, layer_hardware(hw, l.word_bits), batch))
             continue
         sig = _signature(l, hw, batch, profile.zeros(l.name))
         nest, cost, rule_cost, source = found[sig]

@@ -69,6 +69,7 @@ import numpy as np
 import simpy
 
 from hwsim.errors import HwsimError
+from hwsim.hardware.precision import layer_hardware
 from hwsim.hardware.schema import Accelerator
 from hwsim.mapping.schedule import LayerSchedule, Schedule
 from hwsim.sim.component import Port, StatInfo, declared_stats
@@ -629,6 +630,8 @@ def simulate(schedule: Schedule, hw: Accelerator, sink: Callable[[str, np.ndarra
     spaces = m.buffer_spaces()
     emitted = [0] * len(spaces)
     for index, layer in enumerate(schedule.layers):
+        m.use(layer_hardware(hw, layer.layer.word_bits))  # the layer's word (mixed precision)
+        word_bytes = m.hw.word_bytes
         rec = Recorder(levels, sink, index, per_transaction)
         run, groups = _run_layer(m, layer, rec)
         rec.flush()
@@ -641,9 +644,9 @@ def simulate(schedule: Schedule, hw: Accelerator, sink: Callable[[str, np.ndarra
                 log = space.occupancy_records()[emitted[b]:]
                 emitted[b] += len(log)
                 if len(log):
-                    occupancy_sink(occupancy_events(b, index, log, hw.word_bytes))
+                    occupancy_sink(occupancy_events(b, index, log, word_bytes))
             if m.ring_log:
-                occupancy_sink(ring_events(m.ring_log, index, hw.word_bytes))
+                occupancy_sink(ring_events(m.ring_log, index, word_bytes))
         m.ring_log.clear()
         runs.append(run)
         if progress:

@@ -54,6 +54,20 @@ class Machine:
         return cls(env, hw, build_dram(env, hw.dram, wb, clock_hz=hw.clock_hz), Sram(env, hw.glb, wb, "glb"), noc,
                    PeArray(env, hw.pe_array, wb), line_buffer, l2)
 
+    def use(self, hw: Accelerator) -> None:
+        """Run what follows on `hw`, this machine's config at another word (mixed precision: the next layer runs
+        at its own word): the same silicon, every word-counted size and rate at that word."""
+        if hw.precision_bits != self.hw.precision_bits:
+            wb = hw.word_bytes
+            self.glb.use_word(hw.glb, wb)
+            for sram, cfg in ((self.l2, hw.l2), (self.line_buffer, hw.line_buffer)):
+                if sram is not None and cfg is not None:
+                    sram.use_word(cfg, wb)
+            self.noc.use_word(wb)
+            self.dram.use_word(wb)
+            self.pe.word_bytes = wb
+        self.hw = hw
+
     def ring_change(self, ring: int, words: int, cycle: int) -> None:
         """Log a named buffer's occupancy after an ALLOC (+words) or FREE (−words) at `cycle`."""
         held = self.ring_words[ring] = self.ring_words.get(ring, 0) + words

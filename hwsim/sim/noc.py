@@ -73,6 +73,11 @@ class Noc:
                       for bus in BUSES}
         self.reserved_end_cycle = 0  # cycle the latest reservation on any bus ends
 
+    def use_word(self, word_bytes: int) -> None:
+        """Carry words of `word_bytes` from now on (mixed precision: the next layer runs at another word)."""
+        for bus in self.buses.values():
+            bus.word_bits = 8 * word_bytes
+
     def bus(self, bus: str) -> Bus:
         found = self.buses.get(bus)
         if found is None:

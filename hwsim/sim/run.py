@@ -9,6 +9,7 @@ from pathlib import Path
 import hwsim
 from hwsim.errors import HwsimError
 from hwsim.hardware.loader import to_dict
+from hwsim.hardware.precision import layer_hardware
 from hwsim.hardware.schema import Accelerator
 from hwsim.mapping.nest.format import LoopNest, mapping_data
 from hwsim.mapping.schedule import Schedule
@@ -33,6 +34,9 @@ def trace_attrs(schedule: Schedule, hw: Accelerator, sparsity: SparsityProfile) 
         "hwsim_version": hwsim.__version__,
         "clock_hz": hw.clock_hz,
         "word_bits": hw.precision_bits,
+        # the word each layer ran at, by layer index (mixed precision: not all the config's)
+        "layer_word_bits_json": json.dumps([layer_hardware(hw, ls.layer.word_bits).precision_bits
+                                            for ls in schedule.layers]),
         # (operand, first word, words) of the DRAM regions each layer's accesses stay within, where declared
         "dram_regions_json": json.dumps({ls.name: ls.dram_regions for ls in schedule.layers if ls.dram_regions}),
     }

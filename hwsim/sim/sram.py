@@ -83,6 +83,26 @@ class Sram(Port):
         self.spaces = {"data": Space(env, (cfg.size_bytes - filter_bytes) // word_bytes, f"{name} data partition"),
                        "filter": Space(env, filter_bytes // word_bytes, f"{name} filter partition")}
 
+    def use_word(self, cfg: SramConfig, word_bytes: int) -> None:
+        """Hold and move words of `word_bytes` from now on, `cfg` being this SRAM at that word (mixed precision:
+        the next layer runs at another word). Only an empty SRAM changes its word: nothing left in it is
+        reinterpreted."""
+        held = [space.name for space in self.spaces.values() if space.occupancy_words or space.waiting_words]
+        if held:
+            raise HwsimError(f"{held[0]} still holds words when the next layer changes the word width; mixed "
+                             "precision runs layer-by-layer schedules, which leave no data on chip between layers")
+        banks = len(self._bank_free_at)
+        if cfg.size_bytes % (banks * word_bytes):
+            raise HwsimError(f"{self.name}.size: {cfg.size_bytes} B does not split into {banks} banks of whole "
+                             f"{word_bytes}-byte words; make size a multiple of {banks * word_bytes} B")
+        self.cfg, self.word_bytes = cfg, word_bytes
+        self.bank_words = cfg.size_bytes // banks // word_bytes
+        self.size_words = self.bank_words * banks
+        _, self.words_per_cycle, self.latency_cycles = _port_timing(cfg, word_bytes, self.name)
+        filter_bytes = cfg.filter_bytes if isinstance(cfg, schema.Glb) else 0
+        self.spaces["data"].capacity_words = (cfg.size_bytes - filter_bytes) // word_bytes
+        self.spaces["filter"].capacity_words = filter_bytes // word_bytes
+
     def transfer_cycles(self, words: int) -> int:
         """Cycles a transfer of `words` holds its port and banks: ⌈W / words_per_cycle⌉ + latency."""
         return cycles_at_rate(words, self.words_per_cycle) + self.latency_cycles

@@ -21,6 +21,7 @@ import h5py
 import numpy as np
 
 from hwsim.errors import os_reason
+from hwsim.hardware.precision import WORD_BITS, WORD_BITS_TEXT
 from hwsim.trace._codec import decode_chunk, decode_chunk_columns, is_shuffle_deflate, opaque, worker_threads
 from hwsim.trace.schema import GROUP_DTYPE, OCCUPANCY_DTYPE, OPERANDS, OPS, RECORD_DTYPE, TRACE_VERSION, TraceError
 from hwsim.trace.seal import is_sealed_layout, seal_problem
@@ -91,6 +92,7 @@ class Trace:
         self.layers: tuple[str, ...] = tuple(_python_value(file["names/layers"][()]))
         self.buffers: tuple[str, ...] = tuple(_python_value(file["names/buffers"][()]))
         _check_header(path, self.attrs, self.levels, self.ops, self.operands, self.layers)
+        self.layer_word_bytes: np.ndarray = _layer_word_bytes(path, self.attrs, len(self.layers))
         self._direct: dict[str, bool] = {}  # dataset name -> decoded by worker threads
         self._dtypes = {f"/levels/{level}": RECORD_DTYPE for level in self.levels} | {
             "/occupancy": OCCUPANCY_DTYPE, "/groups": GROUP_DTYPE}
@@ -375,6 +377,18 @@ def _check_header(path: str, attrs: dict[str, Any], levels: tuple[str, ...], ops
                 problem = problem or f"attribute {key} is not readable JSON"
     if problem:
         raise TraceError(f"trace {path} is damaged: {problem}; re-run the simulation that wrote it")
+
+
+def _layer_word_bytes(path: str, attrs: dict[str, Any], layers: int) -> np.ndarray:
+    """Bytes of the word each layer ran at, by layer index: the trace's per-layer record (mixed precision), else
+    its one word."""
+    word_bits = attrs.get("word_bits", 8)
+    given = json.loads(attrs["layer_word_bits_json"]) if "layer_word_bits_json" in attrs else [word_bits] * layers
+    if not (isinstance(given, list) and len(given) == layers
+            and all(isinstance(b, int) and not isinstance(b, bool) and b in WORD_BITS for b in given)):
+        raise TraceError(f"trace {path} is damaged: attribute layer_word_bits_json is not one word width "
+                         f"({WORD_BITS_TEXT} bit) per layer; re-run the simulation that wrote it")
+    return np.asarray(given, dtype=np.int64) // 8
 
 
 def _joined(blocks: Iterator[np.ndarray], dtype: np.dtype) -> np.ndarray:

@@ -119,7 +119,8 @@ class Layer:
     the number of element sets a norm layer normalises separately, or a matmul's independent products. A concat's
     output may exceed its inputs: the rest is a learned constant (a class
     token), counted as parameters. `precision` holds the operand widths a
-    quantized graph gives (None: the hardware's word).
+    quantized graph gives (None: the hardware's word); `word_bits` is the word the layer runs at once a run has
+    chosen one per layer (`hwsim.flows.precision`; None: the hardware's word).
     """
 
     name: str
@@ -139,6 +140,7 @@ class Layer:
     activation: str | None = None
     op_type: str = ""  # the source op (ONNX op type) for pass-through layers
     precision: Precision | None = None
+    word_bits: int | None = None  # the word this layer's tensors and weights move in (None: the hardware's)
     rows: int = 0  # a matmul's rows per product (of its first operand); `groups` counts its products
 
     @property

@@ -15,13 +15,15 @@ def declared_bits(layer: Layer) -> int | None:
     return max(given, default=None)
 
 
+def word_for(bits: int) -> int:
+    """The narrowest modelled word holding `bits` (a 4-bit operand is stored in 8-bit words)."""
+    return min((w for w in WORD_BITS if w >= bits), default=max(WORD_BITS))
+
+
 def graph_bits(graph: Graph) -> int | None:
-    """The word a graph's declared widths need: the narrowest modelled word holding the widest of them (a 4-bit
-    layer is stored in 8-bit words); None for a graph that declares no width."""
+    """The word holding the widest width a graph declares; None for a graph that declares no width."""
     widest = max((b for l in graph if (b := declared_bits(l)) is not None), default=None)
-    if widest is None:
-        return None
-    return min((w for w in WORD_BITS if w >= widest), default=max(WORD_BITS))
+    return None if widest is None else word_for(widest)
 
 
-__all__ = ["declared_bits", "graph_bits"]
+__all__ = ["declared_bits", "graph_bits", "word_for"]

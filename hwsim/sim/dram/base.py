@@ -42,6 +42,15 @@ class DramModel(Port):
         self.period_bytes = 0  # transfers whose addresses differ by a multiple of this place alike (0: none do)
         self._templates: dict[tuple[int, int], np.ndarray] = {}
 
+    def use_word(self, word_bytes: int) -> None:
+        """Count words of `word_bytes` from now on (the next layer runs at another word: mixed precision)."""
+        if self.burst_bytes % word_bytes:
+            raise HwsimError(f"{self.name}.burst: {self.burst_bytes} B is not a whole number of "
+                             f"{word_bytes}-byte words; use a multiple of {word_bytes} B")
+        if word_bytes != self.word_bytes:
+            self.word_bytes = word_bytes
+            self._templates.clear()  # their word addresses and counts are in the old word
+
     def _check(self, address: int, amount: int) -> None:
         check_count(address, "address", self.name)
         check_count(amount, "size", self.name)
