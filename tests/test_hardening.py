@@ -322,6 +322,9 @@ TRACE_DAMAGE = {
     "unreadable JSON attribute": (_set_attr("schedule_json", "{not json"), "schedule_json"),
     "hardware record with a damaged key": (_rename_hardware_key, "unknown field"),
     "layer table deleted": (lambda f: f.__delitem__("names/layers"), "damaged"),  # type: ignore[attr-defined]
+    "a layer's word of 12 bit": (_set_attr("layer_word_bits_json", "[12, 16, 16, 16, 16]"),
+                                 "layer_word_bits_json"),
+    "a word for one layer of five": (_set_attr("layer_word_bits_json", "[16]"), "layer_word_bits_json"),
 }
 
 
