@@ -383,7 +383,7 @@ def test_memplan_command_places_buffers_in_l2(capsys):
 
 @pytest.mark.parametrize("argv, field", [(["memplan", "alexnet", "--strategy", "best"], "--strategy"),
                                          (["memplan", "alexnet", "--l2", "lots"], "--l2"),
-                                         (["phases", "alexnet", "--bits", "16", "--simulate"], "--bits")])
+                                         (["phases", "alexnet", "--bits", "12", "--simulate"], "--bits")])
 def test_memory_commands_reject_bad_input_in_one_line(argv, field, capsys):
     try:
         code = main(argv)

@@ -21,7 +21,7 @@ from rich.console import JustifyMethod
 from hwsim.analytic.memplan import GRANULE_BYTES
 from hwsim.cli.args import add_network_arguments, bytes_arg
 from hwsim.cli.output import console, emit_json, format_bytes, table, write_atomically
-from hwsim.errors import HwsimError
+from hwsim.errors import ConfigError
 from hwsim.flows.memplan import (
     ALL_STRATEGIES,
     MemoryStudy,
@@ -35,6 +35,7 @@ from hwsim.flows.phases import (
     study_phases,
 )
 from hwsim.hardware import load_config
+from hwsim.hardware.precision import at_precision
 from hwsim.hardware.schema import Accelerator
 from hwsim.mapping.phases import PHASE_RULES
 from hwsim.workload.ir import Graph
@@ -90,13 +91,15 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
 
 
 def _inputs(args: argparse.Namespace) -> tuple[Graph, Accelerator, int | None]:
-    """The graph, the config and --bits (checked against --simulate before anything runs)."""
+    """The graph, the config and --bits (a simulation at other bits runs on the config rescaled to them; a bad
+    rescale is named before anything runs)."""
     graph = load_network(args.network, args.input, args.allow_unknown).graph
     hw = load_config(args.hw)
-    bits = args.bits or hw.precision_bits
-    if args.simulate and bits != hw.precision_bits:
-        raise HwsimError(f"--bits {bits} with --simulate: the simulator runs at {args.hw}'s {hw.precision_bits}-bit "
-                         f"precision; drop --bits or pick a config of {bits} bits")
+    if args.simulate and args.bits:
+        try:
+            at_precision(hw, args.bits)
+        except ConfigError as exc:
+            raise ConfigError(f"{args.hw}: {exc}") from None
     return graph, hw, args.bits
 
 

@@ -25,7 +25,7 @@ from hwsim.flows.phases import (
     DRAM_PER_TRANSACTION,
     BufferSimulation,
     analyse_phases,
-    analysis_bits,
+    analysis_precision,
     simulate_phased,
     trace_path,
 )
@@ -131,8 +131,8 @@ def study_memory(network: NetworkLike, hw: HardwareLike, strategies: Sequence[st
     unknown = [s for s in strategies if s not in ALL_STRATEGIES]
     if unknown:
         raise HwsimError(f"unknown strategy {unknown[0]!r}: choose from {', '.join(ALL_STRATEGIES)}")
-    graph, accelerator = as_graph(network), as_hardware(hw)
-    bits = analysis_bits(accelerator, bits, trace_dir is not None)
+    graph = as_graph(network)
+    accelerator, bits = analysis_precision(as_hardware(hw), bits, trace_dir is not None)
     capacity = l2_bytes or (accelerator.l2.size_bytes if accelerator.l2 else None)
     bound = plan_memory(graph, BOUND, bits).bound_bytes
     rows = tuple(_phases_memory(graph, accelerator, bits, rule, bound, trace_dir) if s == PHASES

@@ -21,8 +21,8 @@ from hwsim.analytic.csdf import (
 )
 from hwsim.analytic.memplan import Buffer, place_in_l2
 from hwsim.check.memory import BufferCheck, compare_phased, trace_memory
-from hwsim.errors import HwsimError
 from hwsim.flows.inputs import HardwareLike, NetworkLike, as_graph, as_hardware
+from hwsim.hardware.precision import at_precision
 from hwsim.hardware.schema import Accelerator
 from hwsim.mapping.phases import (
     PhasedGraph,
@@ -62,14 +62,11 @@ class BufferSimulation:
         return all(c.equal for c in self.buffers)
 
 
-def analysis_bits(hw: Accelerator, bits: int | None, simulate: bool) -> int:
-    """The precision to analyse at: `bits`, else the config's; a simulation runs at the config's only."""
+def analysis_precision(hw: Accelerator, bits: int | None, simulate: bool) -> tuple[Accelerator, int]:
+    """The accelerator and precision to analyse at: `bits`, else the config's; a simulation at other bits runs,
+    and is analysed, on the config rescaled to them (`hwsim.hardware.precision`)."""
     chosen = bits or hw.precision_bits
-    if simulate and chosen != hw.precision_bits:
-        raise HwsimError(f"bits {chosen} with a simulation: the simulator runs at {hw.name}'s "
-                         f"{hw.precision_bits}-bit precision; analyse at {hw.precision_bits} bits or pick a config "
-                         f"of {chosen} bits")
-    return chosen
+    return (at_precision(hw, chosen) if simulate else hw), chosen
 
 
 def dram_edges(sizes: BufferSizes, pg: PhasedGraph, hw: Accelerator, word_bytes: int) -> frozenset[int]:
@@ -150,8 +147,8 @@ def study_phases(network: NetworkLike, hw: HardwareLike, bits: int | None = None
                  trace_dir: str | Path | None = None) -> PhasesStudy:
     """Derive the phases by `rule`, analyse both executions at `bits` (default: the config's precision)
     and, with a `trace_dir`, simulate both on `hw` there."""
-    graph, accelerator = as_graph(network), as_hardware(hw)
-    bits = analysis_bits(accelerator, bits, trace_dir is not None)
+    graph = as_graph(network)
+    accelerator, bits = analysis_precision(as_hardware(hw), bits, trace_dir is not None)
     phases = derive_phases(graph, rule)
     phased = analyse_phases(graph, phases, accelerator, bits)
     single = analyse_phases(graph, {name: 1 for name in phases}, accelerator, bits)
@@ -173,5 +170,5 @@ def phases_sdf3_xml(study: PhasesStudy) -> str:
     return sdf3_xml(to_csdf(study.phased.pg, study.bits), times)
 
 
-__all__ = ["BufferSimulation", "CsdfSummary", "PhasedResult", "PhasesStudy", "analyse_phases", "analysis_bits",
+__all__ = ["BufferSimulation", "CsdfSummary", "PhasedResult", "PhasesStudy", "analyse_phases", "analysis_precision",
            "dram_edges", "phases_sdf3_xml", "simulate_phased", "study_phases", "trace_path"]
