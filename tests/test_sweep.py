@@ -159,6 +159,21 @@ def test_estimate_row_equals_the_estimate_of_the_edited_config(tmp_path: Path) -
     assert row["pe_rows"] == 8 and row["glb_bytes"] == 108 * 1024
 
 
+def test_a_quantized_network_is_swept_at_its_declared_word(tmp_path: Path) -> None:
+    """An INT8 QDQ graph on the 16-bit eyeriss-v1 runs at 8 bit in a sweep as in `hwsim estimate`: the row says
+    8 bit, and its DRAM bytes are the 10,808 words of tests/test_precision.py's hand count, one byte each."""
+    import onnx
+    import onnx_modern as M
+
+    model = tmp_path / "q.onnx"
+    onnx.save(M.qdq_convs(True), str(model))
+    sweep = parse_sweep({"config": "eyeriss-v1", "networks": [str(model)], "axes": {"pe_array.rows": [12]}},
+                        "s.yaml", tmp_path)
+    row = evaluate(sweep.points[0], None)
+    assert row["status"] == "ok", row["error"]
+    assert row["word_bits"] == 8 and row["dram_bytes"] == 10_808
+
+
 def test_overrides_errors_name_their_source() -> None:
     with pytest.raises(ConfigError, match=r"^s.yaml: axes: glb.siz: unknown key; did you mean 'size'\?"):
         load_config("eyeriss-v1", Overrides("s.yaml: axes", (("glb.siz", "8 KiB"),)))

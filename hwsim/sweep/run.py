@@ -18,6 +18,7 @@ from pathlib import Path
 from hwsim.errors import ConfigError, HwsimError
 from hwsim.flows.estimate import estimate_mapping
 from hwsim.flows.mapping import SearchSettings
+from hwsim.flows.precision import run_precision
 from hwsim.flows.simulate import simulate_network
 from hwsim.flows.totals import RunTotals
 from hwsim.hardware.energy import COMPONENTS, with_glb_data_size
@@ -102,9 +103,9 @@ def evaluate(point: Point, trace_dir: str | None) -> Row:
     row = point_row(point)
     row["status"], row["error"], row["trace"] = OK, None, None
     try:
-        hw = point_hardware(point)
+        # a quantized network runs at the word its graph declares (hwsim.flows.precision)
+        graph, hw = run_precision(_graph(point.network.name, point.network.input_size), point_hardware(point))
         row.update(_hardware_row(hw))
-        graph = _graph(point.network.name, point.network.input_size)
         mapping = SearchSettings(objective=point.objective) if point.mapper == "search" else None
         if point.mode == "estimate":
             totals = estimate_mapping(graph, hw, point.batch, mapping=mapping).totals
