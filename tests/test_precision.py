@@ -128,7 +128,8 @@ def test_an_int8_qdq_graph_runs_at_8_bit_like_its_float_twin_with_bits_8(cli, tm
     assert q["notes"][0].startswith("running at 8 bit (the graph's 3 quantized layers)") and q["warnings"] == []
     wide = _simulate(cli, quant, tmp_path / "w.h5", "--bits", "16")
     assert wide["word_bits"] == 16 and wide["totals"]["dram_bytes"] == 21_616
-    assert wide["notes"] == ["3 layers declare 8-bit operands and run at 16 bit, as --bits asks"]
+    assert wide["notes"][0] == "3 layers declare 8-bit operands and run at 16 bit, as --bits asks"
+    assert q["notes"][1].startswith("3 layers accumulate in 32 bit: hwsim keeps their psums at the layer's word")
     assert _simulate(cli, twin, tmp_path / "t.h5")["word_bits"] == 16  # a float graph keeps the config's word
 
 

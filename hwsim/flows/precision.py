@@ -78,6 +78,12 @@ def precision_notes(graph: Graph, hw: Accelerator, bits: int | None = None) -> t
     cause = "as --bits asks" if bits else "the narrowest modelled word holding them"
     for (given, run), count in sorted(moved.items()):
         notes.append(f"{count} layers declare {given}-bit operands and run at {run} bit, {cause}")
+    wide = Counter(l.precision.accumulator_bits for l in graph if l.precision is not None
+                   and (l.precision.accumulator_bits or 0) > widths[l.name])
+    for acc, count in sorted(wide.items()):
+        notes.append(f"{count} layers accumulate in {acc} bit: hwsim keeps their psums at the layer's word, as "
+                     "Eyeriss and CNNergy do (the MAC accumulates wider inside the PE), so psums that leave the "
+                     "PE array are counted at the word: a lower bound on their traffic")
     return tuple(notes)
 
 
