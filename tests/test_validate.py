@@ -209,6 +209,16 @@ def test_addresses_glb_past_its_end_and_dram_outside_the_region(tmp_path: Path) 
     assert _violations(v) == {"addresses": 2}
 
 
+def test_addresses_two_tensors_sharing_dram(tmp_path: Path) -> None:
+    """Regions in bytes (16-bit words: 2 B each): the ifmap at words 0..31 is bytes 0..63; filters declared at
+    words 30..39 (bytes 60..79) overlap it by 4 bytes; the ofmap at words 40..47 (bytes 80..95) touches neither;
+    a psum region at the ofmap's base is that same tensor. One overlap."""
+    regions = {"conv": [[IFMAP, 0, 32], [FILTER, 30, 10], [OFMAP, 40, 8], [PSUM, 40, 4]]}
+    v = _validate(_write(tmp_path / "t.h5", _group(0), [(0, 2, LOAD_PASS_STORE)], regions=regions))
+    assert _violations(v) == {"addresses": 1}
+    assert "byte 60 overlaps the one ending at byte 64" in next(r for r in v.rules if r.rule == "addresses").examples[0]
+
+
 def test_levels_a_group_without_its_noc_records(tmp_path: Path) -> None:
     records = _group(0)
     del records["noc"]

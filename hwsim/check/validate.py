@@ -22,7 +22,9 @@ the simulator; each says what the hardware allows and finds every record that br
 - occupancy: a buffer never holds more than its capacity (GLB partitions, the line buffer, the L2's named
   buffers together).
 - addresses: every on-chip transfer lies inside its buffer; every DRAM transfer (a run of one step's bursts)
-  inside its layer's region for its operand, where the schedule declared regions.
+  inside its layer's region for its operand, where the schedule declared regions; and the declared regions,
+  in bytes at each layer's word, of different tensors never overlap (regions starting at one byte are one
+  tensor, seen by its writer and its readers).
 - levels: every level a group's steps move data through (the schedule's groups say which) holds records of
   that group, for every level the trace records.
 """
@@ -237,6 +239,7 @@ def _dram_rules(tally: _Tally, rec: _Records, hw: Accelerator, word_bytes: np.nd
     layer, operand = rec["layer"][runs], rec["operand"][runs]
     tally.add("addresses", lo < 0, lambda k: "dram transfer at a negative address: " + _where(rec, int(runs[k]), names))
     regions = json.loads(str(trace.attrs.get("dram_regions_json", "{}")))
+    _disjoint_regions(tally, regions, names, trace.layer_word_bytes)
     declared = np.array([names[k] in regions for k in range(len(names))], dtype=bool)
     present = np.bincount(layer, minlength=len(names)) > 0
     undeclared = [names[k] for k in np.flatnonzero(present & ~declared).tolist()]
@@ -250,6 +253,24 @@ def _dram_rules(tally: _Tally, rec: _Records, hw: Accelerator, word_bytes: np.nd
     tally.add("addresses", ~inside,
               lambda k: f"dram {trace.operands[int(operand[k])]} transfer (words {int(lo[k])}..{int(hi[k])}) outside "
                         f"its layer's regions: " + _where(rec, int(runs[k]), names))
+
+
+def _disjoint_regions(tally: _Tally, regions: dict[str, list[list[int]]], names: tuple[str, ...],
+                      word_bytes: np.ndarray) -> None:
+    """Different tensors' DRAM regions never share a byte: regions that start at the same byte are one tensor
+    (its writer's and its readers' views, which may differ in length with their words), the widest taken."""
+    ends: dict[int, int] = {}
+    for k, name in enumerate(names):
+        for _, base, words in regions.get(name, ()):
+            if words:
+                first = int(base) * int(word_bytes[k])
+                ends[first] = max(ends.get(first, first), first + int(words) * int(word_bytes[k]))
+    starts = np.array(sorted(ends), dtype=np.int64)
+    stops = np.array([ends[s] for s in starts.tolist()], dtype=np.int64)
+    reach = np.maximum.accumulate(stops)
+    tally.add("addresses", starts[1:] < reach[:-1],
+              lambda i: f"dram region at byte {int(starts[i + 1])} overlaps the one ending at byte "
+                        f"{int(reach[i])}: two tensors share DRAM")
 
 
 def _region_tables(regions: dict[str, list[list[int]]], names: tuple[str, ...],
