@@ -380,3 +380,13 @@ def qdq_convs(quantized: bool) -> onnx.ModelProto:
             nodes.append(node("Relu", [source], f"r{k}"))
             source = f"r{k}"
     return model(nodes, [tensor("x", [1, 3, 16, 16])], [tensor("y", [1, 4, 16, 16])], inits, 13)
+
+
+def qdq_then_float() -> onnx.ModelProto:
+    """A QDQ conv 3 → 4 (1×1, int8 weights, its input wrapped in a Q/DQ pair) on a 4×4 image whose output goes,
+    with no pair, into a float conv 4 → 2 (1×1): the quantizer left the second in float."""
+    inits = [array("s", 0.05, np.float32), array("z", 0, np.int8), zeros("w2", (2, 4, 1, 1))]
+    weight, weight_inits = _dq_weight("w1", (4, 3, 1, 1), np.int8, np.int8)
+    nodes = [*_qdq("x", "s", "z"), *weight, node("Conv", ["x_dq", "w1"], "c1", name="conv1", kernel_shape=[1, 1]),
+             node("Conv", ["c1", "w2"], "y", name="conv2", kernel_shape=[1, 1])]
+    return model(nodes, [tensor("x", [1, 3, 4, 4])], [tensor("y", [1, 2, 4, 4])], inits + weight_inits, 13)

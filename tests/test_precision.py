@@ -125,7 +125,7 @@ def test_an_int8_qdq_graph_runs_at_8_bit_like_its_float_twin_with_bits_8(cli, tm
     assert q["word_bits"] == f["word_bits"] == 8 and q["hardware"] == "eyeriss-v1@8b"
     assert q["cycles"] == f["cycles"]
     assert q["totals"]["dram_bytes"] == f["totals"]["dram_bytes"] == 10_808
-    assert q["notes"][0].startswith("running at 8 bit (the graph's 3 quantized layers)") and q["warnings"] == []
+    assert q["notes"][0].startswith("running at 8 bit (3 layers quantized in the graph)") and q["warnings"] == []
     wide = _simulate(cli, quant, tmp_path / "w.h5", "--bits", "16")
     assert wide["word_bits"] == 16 and wide["totals"]["dram_bytes"] == 21_616
     assert wide["notes"][0] == "3 layers declare 8-bit operands and run at 16 bit, as --bits asks"
@@ -177,6 +177,17 @@ def test_each_layer_of_a_mixed_run_costs_what_it_costs_at_its_word_alone(tmp_pat
         assert (got.transfers == want.transfers).all()
     mixed_runs = {r.name: r for r in mixed.result.layers}
     assert [mixed_runs[n].cycles for n in ("c1", "c2")] == [runs[8][n].cycles for n in ("c1", "c2")]
+
+
+def test_a_layer_the_quantizer_left_in_float_runs_at_the_configs_word(cli, tmp_path: Path) -> None:
+    """qdq_then_float: conv1 (int8, 3 → 4, 1×1) at 8 bit, conv2 (float, 4 → 2, 1×1, reading conv1's output with no
+    Q/DQ pair) at eyeriss-v1's 16. On a 4×4 image: conv1 moves 48 + 12 + 64 = 124 words, 124 B; conv2 64 + 8 + 32
+    = 104 words, 208 B."""
+    doc = _simulate(cli, _saved(M.qdq_then_float(), tmp_path / "qf.onnx"), tmp_path / "qf.h5")
+    assert [(l["name"], l["word_bits"], l["dram_bytes"]) for l in doc["layers"]] == [("conv1", 8, 124),
+                                                                                      ("conv2", 16, 208)]
+    assert doc["notes"][0].startswith("mixed precision (1 layer quantized in the graph): layers run at their own "
+                                      "word, 1 at 8 bit, 1 at 16 bit")
 
 
 def _saved(model: onnx.ModelProto, path: Path) -> Path:
