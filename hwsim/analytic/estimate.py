@@ -166,7 +166,7 @@ def estimate_network(graph: Graph, hw: Accelerator, mapping: NetworkMapping,
     return NetworkEstimate(graph.name, hw.name, mapping.batch, hw.clock_hz, layers)
 
 
-def layer_record(e: LayerEstimate, hw: Accelerator) -> dict[str, object]:
+def layer_record(e: LayerEstimate) -> dict[str, object]:
     """One layer as plain data (JSON): counts per level × operand × access, energy, latency."""
     c = e.counts
     accesses = c.accesses

@@ -170,7 +170,7 @@ def mapping_document(r: MappingEstimate) -> dict[str, Any]:
     e, hw, totals = r.estimate, r.hardware, r.totals
     return {"model": "mapping", "network": e.network, "hardware": e.hardware, "batch": e.batch,
             "word_bits": hw.precision_bits, "clock_hz": e.clock_hz,
-            "layers": [layer_record(l, hw) for l in e.layers],
+            "layers": [layer_record(l) for l in e.layers],
             "totals": {"energy_pj": dict(totals.energy_by_component_pj), "total_energy_pj": e.total_pj(),
                        "macs": totals.macs, "latency_bound_cycles": totals.latency_cycles,
                        "dram_bytes": totals.dram_bytes}}

@@ -68,7 +68,7 @@ def with_control(hw: Accelerator, clock_power_w: float | None, throughput_gmacs:
     return replace(hw, control=control)
 
 
-def estimate_totals(e: NetworkEstimate, hw: Accelerator) -> RunTotals:
+def estimate_totals(e: NetworkEstimate) -> RunTotals:
     """Energy by component, the latency bound, DRAM bytes and MACs of an estimate."""
     return RunTotals({c: e.total_pj(c) for c in COMPONENTS}, e.cycles, sum(l.dram_bytes for l in e.layers),
                      sum(l.counts.macs for l in e.layers))
@@ -85,7 +85,7 @@ def estimate_mapping(network: NetworkLike, hw: HardwareLike, batch: int = 1, spa
     profile = as_profile(sparsity, graph)
     chosen = as_mapping(mapping, graph, priced, batch, profile)
     e = estimate_network(graph, priced, chosen, profile)
-    return MappingEstimate(e, priced, estimate_totals(e, priced), chosen)
+    return MappingEstimate(e, priced, estimate_totals(e), chosen)
 
 
 # ----- faithful CNNergy -------------------------------------------------------------------------------
