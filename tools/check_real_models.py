@@ -12,9 +12,12 @@
    simulate succeeded, and the wall time of the three commands. Then each INT8 QDQ model beside
    its float twin on the same config (default the 16-bit eyeriss-v1): the QDQ model at the width
    its graph declares, the twin with `--bits 8`; cycles, DRAM bytes and the word each ran at.
+5. The mixed-precision model (ResNet-18 INT8 with conv1 and fc left in float) through `hwsim check`: each layer
+   at its own word, its layers per word, cycles and DRAM bytes beside the float twin's at 8 and at 16 bit
+   (the mixed run lies between them), and the check's verdict.
 
-Exit code 1 if any network fails a command or its MACs differ by more than 1 %, or an INT8 model's
-cycles or DRAM bytes differ from its float twin's by more than 1 %.
+Exit code 1 if any network fails a command or its MACs differ by more than 1 %, an INT8 model's
+cycles or DRAM bytes differ from its float twin's by more than 1 %, or the mixed model's check fails.
 Usage: python tools/check_real_models.py [--cache DIR] [--venv DIR] [--only NAME,...] [--hw CONFIG]
        [--no-simulate]
 """
@@ -171,7 +174,8 @@ def compare_int8(manifest: dict[str, dict[str, Any]], exports: Path, hw: str, tr
     """Each QDQ model (at the width its graph declares) beside its float twin with --bits 8, on `hw`: cycles, DRAM
     bytes, the word each ran at, and the layers with a fused activation in each (the QDQ pairs between a conv and
     its activation must not stop the fusion)."""
-    pairs = [(e, manifest[e["twin"]]) for e in manifest.values() if e.get("twin") in manifest]
+    pairs = [(e, manifest[e["twin"]]) for e in manifest.values()
+             if e.get("twin") in manifest and e["exporter"] == "legacy+qdq"]
     if not pairs:
         return True
     print(f"\nINT8 QDQ at its declared width against the float twin with --bits 8, both on {hw}")
@@ -199,6 +203,35 @@ def compare_int8(manifest: dict[str, dict[str, Any]], exports: Path, hw: str, tr
     return passed
 
 
+def check_mixed(manifest: dict[str, dict[str, Any]], exports: Path, hw: str, traces: Path) -> bool:
+    """Each mixed-precision model on `hw`: its layers per word and `hwsim check`'s verdict; its cycles and DRAM
+    bytes beside its float twin's with --bits 8 and --bits 16."""
+    mixed = [e for e in manifest.values() if e["exporter"] == "legacy+qdq-mixed" and e.get("twin") in manifest]
+    passed = True
+    for entry in mixed:
+        model, twin = exports / entry["file"], exports / manifest[entry["twin"]]["file"]
+        runs = {"mixed": simulate(model, hw, traces)}
+        for bits in ("8", "16"):
+            runs[f"fp32 --bits {bits}"] = simulate(twin, hw, traces, "--bits", bits)
+        verdict = hwsim("check", str(model), "--hw", hw)
+        if not all(r.ok for r in runs.values()):
+            print(f"{entry['network']}: simulate failed: {next(r.error for r in runs.values() if not r.ok)}")
+            passed = False
+            continue
+        words: dict[int, int] = {}
+        for layer in runs["mixed"].doc["layers"]:
+            words[int(layer["word_bits"])] = words.get(int(layer["word_bits"]), 0) + 1
+        shown = ", ".join(f"{count} at {bits} bit" for bits, count in sorted(words.items()))
+        ok = verdict.ok and bool(verdict.doc.get("ok")) and len(words) > 1
+        passed &= ok
+        print(f"\n{entry['network']} on {hw}: layers with work {shown}; hwsim check "
+              f"{'PASS' if ok else 'FAIL ' + verdict.error}")
+        for name, run in runs.items():
+            cycles, dram = int(run.doc["cycles"]), int(run.doc["totals"]["dram_bytes"])
+            print(f"  {name:16s} {cycles:>13,} cycles {dram:>13,} DRAM B")
+    return passed
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--cache", type=Path, default=default_cache(),
@@ -222,7 +255,8 @@ def main() -> int:
     print()
     print_table(rows)
     int8_ok = args.no_simulate or compare_int8(manifest, exports, args.hw, traces)
-    return 0 if all(r.passed for r in rows) and int8_ok else 1
+    mixed_ok = args.no_simulate or check_mixed(manifest, exports, args.hw, traces)
+    return 0 if all(r.passed for r in rows) and int8_ok and mixed_ok else 1
 
 
 if __name__ == "__main__":

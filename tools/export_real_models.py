@@ -9,7 +9,8 @@ FLOPs / 2 of convolutions (grouped and depthwise by their true fan-in), mm, addm
 baddbmm. Attention runs on PyTorch's math kernel and without nn.MultiheadAttention's fused
 fast path, so its Q·Kᵀ and A·V products are bmm calls and counted, as hwsim counts them.
 Quantized (QDQ) models are the float export put through onnxruntime's static quantization
-with random calibration images; their count is the float twin's.
+with random calibration images; their count is the float twin's. The mixed one leaves the first
+convolution and the classifier in float (`nodes_to_exclude`), as deployments often do.
 
 Writes DIR/manifest.json: one entry per model with its file, exporter, input size and
 independent MACs. Models already exported (file and entry present) are kept.
@@ -38,7 +39,7 @@ LEGACY_OPSET = 17
 class Spec:
     name: str  # file stem and table row
     network: str  # what the user asked for
-    exporter: str  # legacy, dynamo, or legacy+qdq
+    exporter: str  # legacy, dynamo, legacy+qdq, or legacy+qdq-mixed (first conv and classifier left in float)
     size: int  # square input, pixels
     build: Callable[[], nn.Module]
     opset: int = LEGACY_OPSET
@@ -110,6 +111,8 @@ def specs() -> list[Spec]:
                           ("efficientnet_b0", "EfficientNet-B0")):
         out.append(Spec(f"{name}-legacy", network, "legacy", 224, _torchvision(name)))
         out.append(Spec(f"{name}-qdq", f"{network} INT8 QDQ", "legacy+qdq", 224, _torchvision(name)))
+    out.append(Spec("resnet18-qdq-mixed", "ResNet-18 INT8, conv1 and fc float", "legacy+qdq-mixed", 224,
+                    _torchvision("resnet18")))
     return out
 
 
@@ -147,8 +150,10 @@ class RandomImages:
         return next(self.batches, None)
 
 
-def quantize(float_path: Path, path: Path, size: int) -> None:
-    """onnxruntime's documented recipe: pre-process (shape inference, basic fusions), then static QDQ."""
+def quantize(float_path: Path, path: Path, size: int, float_ends: bool = False) -> None:
+    """onnxruntime's documented recipe: pre-process (shape inference, basic fusions), then static QDQ; with
+    `float_ends` the first Conv and the last Gemm/MatMul are excluded from quantization (mixed precision)."""
+    import onnx
     from onnxruntime.quantization import CalibrationDataReader, QuantFormat, quantize_static
     from onnxruntime.quantization.shape_inference import quant_pre_process
 
@@ -157,7 +162,13 @@ def quantize(float_path: Path, path: Path, size: int) -> None:
 
     prepared = path.with_suffix(".prep.onnx")
     quant_pre_process(str(float_path), str(prepared))
-    quantize_static(str(prepared), str(path), Reader("input", size), quant_format=QuantFormat.QDQ)
+    excluded: list[str] = []
+    if float_ends:
+        nodes = onnx.load(str(prepared)).graph.node
+        excluded = [next(n.name for n in nodes if n.op_type == "Conv"),
+                    next(n.name for n in reversed(nodes) if n.op_type in ("Gemm", "MatMul"))]
+    quantize_static(str(prepared), str(path), Reader("input", size), quant_format=QuantFormat.QDQ,
+                    nodes_to_exclude=excluded)
     prepared.unlink()
 
 
@@ -169,12 +180,12 @@ def make(spec: Spec, out_dir: Path) -> Entry:
     start = time.perf_counter()
     path = out_dir / f"{spec.name}.onnx"
     twin = None
-    if spec.exporter == "legacy+qdq":
-        twin = spec.name.replace("-qdq", "-legacy")
+    if spec.exporter.startswith("legacy+qdq"):
+        twin = spec.name.split("-qdq")[0] + "-legacy"
         float_path = out_dir / f"{twin}.onnx"
         if not float_path.exists():
             export(model, x, float_path, "legacy", spec.opset)
-        quantize(float_path, path, spec.size)
+        quantize(float_path, path, spec.size, float_ends=spec.exporter.endswith("-mixed"))
     else:
         export(model, x, path, spec.exporter, spec.opset)
     return Entry(spec.name, spec.network, spec.exporter, path.name, (spec.size, spec.size), macs, by_op, twin,
