@@ -5,8 +5,9 @@
   from its zero fraction;
 - `profile`: where each layer's zero fractions come from (a profile file,
   measured tensors, defaults by activation kind) per operand;
-- `measured`: a network's measured tensors, and the exact per-tile and
-  per-pass quantities the step generator needs from them;
+- `measured`: a network's measured tensors, counted into a profile;
+- `tiles`: the exact per-tile and per-pass quantities the step generator
+  needs from one layer's measured tensors;
 - `onnx_run`: running an ONNX graph once with onnxruntime (an optional extra)
   to measure its tensors.
 

@@ -10,7 +10,7 @@ same functions here, so their counts agree exactly:
     coded words of a tile = the codec's expectation (`hwsim.sparsity.codec`).
 
 With measured tensors the step generator takes each pass's and each tile's
-*exact* figure instead (`hwsim.sparsity.measured`), and the check states the
+*exact* figure instead (`hwsim.sparsity.tiles`), and the check states the
 difference from the average model with a tolerance.
 """
 
@@ -23,8 +23,8 @@ from itertools import pairwise
 import numpy as np
 
 from hwsim.sparsity.codec import Codec
-from hwsim.sparsity.measured import LayerTiles, Ranges
 from hwsim.sparsity.profile import DENSE_LAYER, LayerZeros
+from hwsim.sparsity.tiles import LayerTiles, Ranges
 
 TILE_OPERANDS = ("ifmap", "filter", "ofmap")  # what a compressed link codes (psums never)
 

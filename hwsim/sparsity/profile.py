@@ -32,14 +32,14 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
+
+import numpy as np
 
 from hwsim.errors import HwsimError
 from hwsim.files import load_yaml, read_text
+from hwsim.sparsity.tiles import Geometry, LayerTiles
 from hwsim.workload.ir import Graph, Layer, LayerKind
-
-if TYPE_CHECKING:
-    from hwsim.sparsity.measured import MeasuredTensors
 
 PROFILE_COLUMNS = ("layer", "ifmap", "filter", "ofmap", "zero_macs")
 KINDS = ("dense", "defaults", "preset", "profile", "measured")
@@ -72,6 +72,20 @@ class LayerZeros:
 DENSE_LAYER = LayerZeros()
 
 
+class Tensors(Protocol):
+    """The tensors a measured profile keeps, as its readers use them: `hwsim.sparsity.measured.MeasuredTensors`
+    (which makes the profile, so the profile knows it by this interface rather than by its module)."""
+
+    @property
+    def source(self) -> str: ...
+    @property
+    def activations(self) -> Mapping[str, np.ndarray]: ...
+    @property
+    def weights(self) -> Mapping[str, np.ndarray]: ...
+    def layer_tiles(self, layer: Layer, problem: Geometry, conv: Geometry, im2col: bool) -> LayerTiles: ...
+    def flat(self, tensor: str) -> np.ndarray: ...
+
+
 @dataclass(frozen=True)
 class SparsityProfile:
     """Per-layer zero fractions, where they come from, and (measured) the tensors themselves."""
@@ -79,7 +93,7 @@ class SparsityProfile:
     kind: str  # one of KINDS
     source: str  # one line: the file, the preset, the rule, the measured model and input
     layers: Mapping[str, LayerZeros] = field(default_factory=lambda: MappingProxyType({}))
-    tensors: MeasuredTensors | None = None
+    tensors: Tensors | None = None
 
     def zeros(self, layer: str) -> LayerZeros:
         """The layer's zero fractions (dense if the profile does not name it)."""

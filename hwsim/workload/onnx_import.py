@@ -17,7 +17,7 @@ pass-through layer and a warning.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from math import prod
 from pathlib import Path
@@ -39,6 +39,7 @@ from hwsim.workload.ir import (
     Shape,
 )
 from hwsim.workload.onnx_chains import Chain, find_chains
+from hwsim.workload.onnx_context import Handler, ImportContext
 from hwsim.workload.onnx_fold import (
     BROADCAST_OPS,
     FOLDS,
@@ -113,9 +114,6 @@ class Sources:
 
     tensors: dict[str, tuple[str, str]]  # IR tensor -> (ONNX value, layout)
     weights: dict[str, tuple[str, bool]]  # layer -> (ONNX value, stored transposed)
-
-
-Handler = Callable[["_Importer", OnnxNode, Inputs], None]
 
 
 def load_onnx(path: str | Path, allow_unknown: bool = False, input_hw: tuple[int, int] | None = None) -> ImportResult:
@@ -405,7 +403,8 @@ def _describe(node: OnnxNode) -> str:
 
 # ----- the importer ------------------------------------------------------------------------
 class _Importer:
-    """Walks the nodes once, keeping each ONNX value's meaning and building the graph."""
+    """Walks the nodes once, keeping each ONNX value's meaning and building the graph; the `ImportContext` its
+    handlers are given."""
 
     def __init__(self, path: Path, allow_unknown: bool, inferred: dict[str, tuple[int | None, ...]],
                  consumers: Counter[str], batch: int, warnings: list[str]) -> None:
@@ -871,7 +870,7 @@ class _Importer:
 
 
 # ----- feature-map handlers ----------------------------------------------------------------
-def _conv_attrs(imp: _Importer, node: OnnxNode, ins: Inputs
+def _conv_attrs(imp: ImportContext, node: OnnxNode, ins: Inputs
                 ) -> tuple[Feature, tuple[int, ...], tuple[int, int], tuple[int, int], tuple[int, int], int]:
     """Input feature, weight dims, kernel, stride, dilation and groups of a Conv or ConvTranspose."""
     x = imp.image(node, ins[0])
@@ -882,7 +881,7 @@ def _conv_attrs(imp: _Importer, node: OnnxNode, ins: Inputs
     return x, w, kernel, stride, dilation, node.attr_int("group", 1)
 
 
-def _conv(imp: _Importer, node: OnnxNode, ins: Inputs) -> None:
+def _conv(imp: ImportContext, node: OnnxNode, ins: Inputs) -> None:
     x, w, kernel, stride, dilation, groups = _conv_attrs(imp, node, ins)
     if w[1] * groups != x.dims[1]:
         raise ShapeError(
@@ -896,7 +895,7 @@ def _conv(imp: _Importer, node: OnnxNode, ins: Inputs) -> None:
     imp.produce(node, 0, tensor)
 
 
-def _conv_transpose(imp: _Importer, node: OnnxNode, ins: Inputs) -> None:
+def _conv_transpose(imp: ImportContext, node: OnnxNode, ins: Inputs) -> None:
     x, w, kernel, stride, dilation, groups = _conv_attrs(imp, node, ins)
     out_pad = window_pair(node.attr_ints("output_padding") or (0, 0), "output padding")
     auto = node.attr_str("auto_pad", "NOTSET")
@@ -923,7 +922,7 @@ def _conv_transpose(imp: _Importer, node: OnnxNode, ins: Inputs) -> None:
     imp.produce(node, 0, tensor)
 
 
-def _pool(imp: _Importer, node: OnnxNode, ins: Inputs) -> None:
+def _pool(imp: ImportContext, node: OnnxNode, ins: Inputs) -> None:
     x = imp.image(node, ins[0])
     if len(node.outputs) > 1 and imp.consumers[node.outputs[1]]:
         raise Unsupported("uses the Indices output, which hwsim does not model")
@@ -937,36 +936,36 @@ def _pool(imp: _Importer, node: OnnxNode, ins: Inputs) -> None:
     imp.produce(node, 0, tensor)
 
 
-def _global_pool(imp: _Importer, node: OnnxNode, ins: Inputs) -> None:
+def _global_pool(imp: ImportContext, node: OnnxNode, ins: Inputs) -> None:
     x = imp.image(node, ins[0])
     make = imp.b.global_max_pool if node.op == "GlobalMaxPool" else imp.b.global_avg_pool
     imp.produce(node, 0, make(imp.layer_name(node), x.tensor))
 
 
-def _depth_to_space(imp: _Importer, node: OnnxNode, ins: Inputs) -> None:
+def _depth_to_space(imp: ImportContext, node: OnnxNode, ins: Inputs) -> None:
     x = imp.image(node, ins[0])  # DCR and CRD orders move the same data
     imp.produce(node, 0, imp.b.depth_to_space(imp.layer_name(node), x.tensor, node.attr_int("blocksize", 1)))
 
 
-def _softmax(imp: _Importer, node: OnnxNode, ins: Inputs) -> None:
+def _softmax(imp: ImportContext, node: OnnxNode, ins: Inputs) -> None:
     x = as_feature(ins[0])
     imp.produce(node, 0, imp.b.softmax(imp.layer_name(node), x.tensor), x.dims, x.layout)
 
 
-def _lrn(imp: _Importer, node: OnnxNode, ins: Inputs) -> None:
+def _lrn(imp: ImportContext, node: OnnxNode, ins: Inputs) -> None:
     x = as_feature(ins[0])
     imp.produce(node, 0, imp.b.lrn(imp.layer_name(node), x.tensor, node.attr_int("size", 5)), x.dims, x.layout)
 
 
-def _batch_norm(imp: _Importer, node: OnnxNode, ins: Inputs) -> None:
+def _batch_norm(imp: ImportContext, node: OnnxNode, ins: Inputs) -> None:
     imp.pointwise(node, as_feature(ins[0]), bn=True)
 
 
-def _activation(imp: _Importer, node: OnnxNode, ins: Inputs) -> None:
+def _activation(imp: ImportContext, node: OnnxNode, ins: Inputs) -> None:
     imp.pointwise(node, as_feature(ins[0]), activation=ACTIVATIONS[node.op])
 
 
-def _clip(imp: _Importer, node: OnnxNode, ins: Inputs) -> None:
+def _clip(imp: ImportContext, node: OnnxNode, ins: Inputs) -> None:
     """Clip: bounds are attributes up to opset 10, inputs from 11; 0..6 is ReLU6."""
     known = [v if isinstance(v, np.ndarray) else None for v in ins]
     lo, hi = operand(node, known, 1, "min"), operand(node, known, 2, "max")
@@ -981,12 +980,12 @@ def _clip(imp: _Importer, node: OnnxNode, ins: Inputs) -> None:
     imp.pointwise(node, as_feature(ins[0]), activation=name)
 
 
-def _alias(imp: _Importer, node: OnnxNode, ins: Inputs) -> None:
+def _alias(imp: ImportContext, node: OnnxNode, ins: Inputs) -> None:
     """Identity, Dropout (inference) and Cast move no data."""
     imp.alias(node, as_feature(ins[0]))
 
 
-def _reshape(imp: _Importer, node: OnnxNode, ins: Inputs) -> None:
+def _reshape(imp: ImportContext, node: OnnxNode, ins: Inputs) -> None:
     """Reshape, Flatten, Squeeze, Unsqueeze of a feature: new dims, computed on a stand-in array."""
     x = as_feature(ins[0])
     out = node.outputs[0]
@@ -1008,14 +1007,14 @@ def _reshape(imp: _Importer, node: OnnxNode, ins: Inputs) -> None:
     imp.relayout(node, x, tuple(int(d) for d in new))
 
 
-def _transpose(imp: _Importer, node: OnnxNode, ins: Inputs) -> None:
+def _transpose(imp: ImportContext, node: OnnxNode, ins: Inputs) -> None:
     """A transpose only renames axes (tf2onnx NHWC <-> NCHW, channel shuffles): no layer."""
     x = as_feature(ins[0])
     perm = node.attr_ints("perm") or tuple(reversed(range(len(x.dims))))
     imp.alias(node, x, [x.dims[p] for p in perm], "".join(x.layout[p] for p in perm))
 
 
-def _pad(imp: _Importer, node: OnnxNode, ins: Inputs) -> None:
+def _pad(imp: ImportContext, node: OnnxNode, ins: Inputs) -> None:
     """Pad of height/width: kept pending so the next Conv or pool absorbs it into its padding."""
     x = as_feature(ins[0])
     args = imp.consts(node, ins)

@@ -5,7 +5,8 @@ activation × activation products), layer/instance/group normalisation,
 reductions, element-wise arithmetic with broadcasting, concatenation along any
 axis (with a constant such as a class token), gathers and slices of any axis,
 Expand, and Resize to any size. Each handler reads the node's inputs as the
-importer tracks them and adds layers through the importer's `GraphBuilder`.
+importer tracks them and adds layers through the importer's `GraphBuilder`,
+both reached through `hwsim.workload.onnx_context.ImportContext`.
 """
 
 from __future__ import annotations
@@ -13,12 +14,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 from math import prod
-from typing import TYPE_CHECKING
 
 import numpy as np
 
 from hwsim.errors import NetworkError, ShapeError
 from hwsim.workload.ir import WEIGHTED_KINDS, Padding
+from hwsim.workload.onnx_context import ImportContext
 from hwsim.workload.onnx_fold import (
     OnnxNode,
     ints,
@@ -38,12 +39,9 @@ from hwsim.workload.onnx_values import (
     rows_shape,
 )
 
-if TYPE_CHECKING:
-    from hwsim.workload.onnx_import import _Importer
-
 
 # ----- matrix products --------------------------------------------------------------------------
-def gemm(imp: _Importer, node: OnnxNode, ins: Inputs) -> None:
+def gemm(imp: ImportContext, node: OnnxNode, ins: Inputs) -> None:
     """Gemm/MatMul: of two activations a matmul layer; of an activation by constant weights a fully
     connected layer (one vector) or a linear layer on every row (pixels of an NHWC map, tokens)."""
     a, b = ins[0], ins[1]
@@ -71,7 +69,7 @@ def gemm(imp: _Importer, node: OnnxNode, ins: Inputs) -> None:
     imp.produce(node, 0, tensor, dims, a.layout if a.layout.endswith("C") else "?" * len(dims))
 
 
-def _fully_connected(imp: _Importer, node: OnnxNode, x: Feature, w: tuple[int, ...], k: int, n: int,
+def _fully_connected(imp: ImportContext, node: OnnxNode, x: Feature, w: tuple[int, ...], k: int, n: int,
                      bias: bool) -> None:
     elements = prod(x.dims)
     if elements != k:
@@ -84,7 +82,7 @@ def _fully_connected(imp: _Importer, node: OnnxNode, x: Feature, w: tuple[int, .
     imp.produce_vector(node, imp.b.fc(name, x.tensor, n, bias=bias))
 
 
-def _matmul(imp: _Importer, node: OnnxNode, a: Feature, b: Feature) -> None:
+def _matmul(imp: ImportContext, node: OnnxNode, a: Feature, b: Feature) -> None:
     """A product of two activations, batched over leading axes (heads, windows)."""
     if len(a.dims) < 2 or len(b.dims) < 2:
         raise Unsupported("multiplies 1-D feature maps; hwsim maps matrices")
@@ -106,40 +104,40 @@ def _matmul(imp: _Importer, node: OnnxNode, a: Feature, b: Feature) -> None:
 
 
 # ----- normalisation and reductions ---------------------------------------------------------------
-def _norm(imp: _Importer, node: OnnxNode, x: Feature, groups: int, affine: bool = True) -> None:
+def _norm(imp: ImportContext, node: OnnxNode, x: Feature, groups: int, affine: bool = True) -> None:
     if any(imp.consumers[o] for o in node.outputs[1:] if o):
         raise Unsupported("has its mean or variance read (training outputs); hwsim models inference")
     tensor = imp.b.norm(imp.layer_name(node), x.tensor, groups, affine)
     imp.produce(node, 0, tensor, x.dims, x.layout)
 
 
-def layer_norm(imp: _Importer, node: OnnxNode, ins: Inputs) -> None:
+def layer_norm(imp: ImportContext, node: OnnxNode, ins: Inputs) -> None:
     """LayerNormalization: one set per index of the axes before `axis`."""
     x = as_feature(ins[0])
     axis = node.attr_int("axis", -1) % len(x.dims)
     _norm(imp, node, x, prod(x.dims[:axis]))
 
 
-def instance_norm(imp: _Importer, node: OnnxNode, ins: Inputs) -> None:
+def instance_norm(imp: ImportContext, node: OnnxNode, ins: Inputs) -> None:
     """InstanceNormalization: one set per channel (PyTorch's GroupNorm exports as one over a reshape)."""
     x = as_feature(ins[0])
     _norm(imp, node, x, prod(x.dims[:2]))
 
 
-def group_norm(imp: _Importer, node: OnnxNode, ins: Inputs) -> None:
+def group_norm(imp: ImportContext, node: OnnxNode, ins: Inputs) -> None:
     """GroupNormalization (opset 18): `num_groups` sets per image."""
     x = as_feature(ins[0])
     _norm(imp, node, x, x.dims[0] * node.attr_int("num_groups", 1))
 
 
-def decomposed_layer_norm(imp: _Importer, node: OnnxNode, x: Feature, axes: Sequence[int]) -> None:
+def decomposed_layer_norm(imp: ImportContext, node: OnnxNode, x: Feature, axes: Sequence[int]) -> None:
     """ReduceMean/Sub/Pow/ReduceMean/Add/Sqrt/Div over `axes`: a norm; its affine fuses in after."""
     normalised = {a % len(x.dims) for a in axes}
     groups = prod(d for i, d in enumerate(x.dims) if i not in normalised)
     _norm(imp, node, x, groups, affine=False)
 
 
-def reduce(imp: _Importer, node: OnnxNode, ins: Inputs) -> None:
+def reduce(imp: ImportContext, node: OnnxNode, ins: Inputs) -> None:
     """ReduceMean/ReduceMax over height and width is a global pool; other reductions a reduce layer."""
     x = as_feature(ins[0])
     axes = reduce_axes(node, imp.consts(node, ins), len(x.dims))
@@ -161,7 +159,7 @@ def reduce(imp: _Importer, node: OnnxNode, ins: Inputs) -> None:
 
 
 # ----- element-wise arithmetic ----------------------------------------------------------------------
-def arithmetic(imp: _Importer, node: OnnxNode, ins: Inputs) -> None:
+def arithmetic(imp: ImportContext, node: OnnxNode, ins: Inputs) -> None:
     """Add/Sub/Sum and Mul/Div: a layer between features, a folded affine with a constant."""
     feats = [v for v in ins if isinstance(v, Feature)]
     if len(feats) == 1 and len(ins) == 1:
@@ -185,7 +183,7 @@ def arithmetic(imp: _Importer, node: OnnxNode, ins: Inputs) -> None:
         imp.produce(node, 0, tensor, dims, layout)
 
 
-def _affine(imp: _Importer, node: OnnxNode, ins: Inputs, x: Feature) -> None:
+def _affine(imp: ImportContext, node: OnnxNode, ins: Inputs, x: Feature) -> None:
     other = next(v for v in ins if v is not x)
     if tuple(np.broadcast_shapes(x.dims, dims_of(other))) != x.dims:
         raise Unsupported(f"broadcasts a {list(x.dims)} feature map against a larger {list(dims_of(other))} constant")
@@ -198,7 +196,7 @@ def _affine(imp: _Importer, node: OnnxNode, ins: Inputs, x: Feature) -> None:
     imp.pointwise(node, x, bias=is_bias, bn=not is_bias)
 
 
-def expand(imp: _Importer, node: OnnxNode, ins: Inputs) -> None:
+def expand(imp: ImportContext, node: OnnxNode, ins: Inputs) -> None:
     """Expand of a feature: broadcasting height and width by whole factors copies it (a nearest upsample)."""
     x = as_feature(ins[0])
     target = imp.const(node, ins, 1)
@@ -218,7 +216,7 @@ def expand(imp: _Importer, node: OnnxNode, ins: Inputs) -> None:
 
 
 # ----- concatenation, slices, gathers -------------------------------------------------------------
-def concat(imp: _Importer, node: OnnxNode, ins: Inputs) -> None:
+def concat(imp: ImportContext, node: OnnxNode, ins: Inputs) -> None:
     """Concat: along channels as before; along any other axis, or with a constant part (a class or
     distillation token, counted as parameters), as a concat of explicit shapes."""
     parts = [v for v in ins if v is not None]
@@ -240,7 +238,7 @@ def concat(imp: _Importer, node: OnnxNode, ins: Inputs) -> None:
     imp.produce(node, 0, tensor, dims, layout)
 
 
-def crop(imp: _Importer, node: OnnxNode, x: Feature, k: int, index: Sequence[slice]) -> None:
+def crop(imp: ImportContext, node: OnnxNode, x: Feature, k: int, index: Sequence[slice]) -> None:
     """One output of Slice/Split/Gather: a `slice` layer over a range of any axis but the batch."""
     dims, window = [], {"H": (0, 0), "W": (0, 0)}
     for axis, (d, sl) in enumerate(zip(x.dims, index)):
@@ -260,12 +258,12 @@ def crop(imp: _Importer, node: OnnxNode, x: Feature, k: int, index: Sequence[sli
     imp.produce(node, k, tensor, dims, x.layout)
 
 
-def slice_(imp: _Importer, node: OnnxNode, ins: Inputs) -> None:
+def slice_(imp: ImportContext, node: OnnxNode, ins: Inputs) -> None:
     x = as_feature(ins[0])
     crop(imp, node, x, 0, slice_index(node, imp.consts(node, ins), len(x.dims)))
 
 
-def split(imp: _Importer, node: OnnxNode, ins: Inputs) -> None:
+def split(imp: ImportContext, node: OnnxNode, ins: Inputs) -> None:
     x = as_feature(ins[0])
     axis = node.attr_int("axis", 0) % len(x.dims)
     if x.layout[axis] not in "CHW?":
@@ -279,7 +277,7 @@ def split(imp: _Importer, node: OnnxNode, ins: Inputs) -> None:
             crop(imp, node, x, k, index)
 
 
-def gather(imp: _Importer, node: OnnxNode, ins: Inputs) -> None:
+def gather(imp: ImportContext, node: OnnxNode, ins: Inputs) -> None:
     """Gather of one run of consecutive indices along an axis of a feature: a slice whose axis takes the
     index's shape (a scalar drops it: q, k, v = qkv.unbind(0); dynamo's as_strided views keep all)."""
     x = as_feature(ins[0])
@@ -307,7 +305,7 @@ def gather(imp: _Importer, node: OnnxNode, ins: Inputs) -> None:
 MODES = {"nearest": "nearest", "linear": "linear", "bilinear": "linear", "cubic": "cubic", "bicubic": "cubic"}
 
 
-def _resize_factors(imp: _Importer, node: OnnxNode, ins: Inputs, x: Feature) -> dict[int, float]:
+def _resize_factors(imp: ImportContext, node: OnnxNode, ins: Inputs, x: Feature) -> dict[int, float]:
     """Output/input size per axis, from sizes (checked against --input) or scales."""
     args = imp.consts(node, ins)
     if node.op == "Upsample" or node.opset == 10:
@@ -330,7 +328,7 @@ def _resize_factors(imp: _Importer, node: OnnxNode, ins: Inputs, x: Feature) -> 
     raise Unsupported("gives neither scales nor sizes")
 
 
-def resize(imp: _Importer, node: OnnxNode, ins: Inputs) -> None:
+def resize(imp: ImportContext, node: OnnxNode, ins: Inputs) -> None:
     """Upsample (opset 7-9) and Resize (10+) along height and width, by any factor, in any mode."""
     x = as_feature(ins[0])
     factors = _resize_factors(imp, node, ins, x)

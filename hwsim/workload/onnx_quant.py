@@ -13,15 +13,15 @@ the values it consumes.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from math import prod
-from typing import TYPE_CHECKING
 
 import onnx
 from onnx import TensorProto, numpy_helper
 
 from hwsim.workload.ir import WEIGHTED_KINDS, Layer, LayerKind, Precision
+from hwsim.workload.onnx_context import Handler, ImportContext
 from hwsim.workload.onnx_fold import OnnxNode
 from hwsim.workload.onnx_values import (
     DEFAULT_DOMAINS,
@@ -34,9 +34,6 @@ from hwsim.workload.onnx_values import (
     dims_of,
     value_bits,
 )
-
-if TYPE_CHECKING:
-    from hwsim.workload.onnx_import import Handler, _Importer
 
 ACCUMULATOR_BITS = 32  # ONNX's integer convolutions and matmuls accumulate in int32
 DEFAULT_QUANT_BITS = 8  # QuantizeLinear without a zero point writes uint8
@@ -171,7 +168,7 @@ def _zero_point_array_bits(ins: Inputs, index: int) -> int:
     return bits if bits is not None else DEFAULT_QUANT_BITS
 
 
-def quantize(imp: _Importer, node: OnnxNode, ins: Inputs) -> None:
+def quantize(imp: ImportContext, node: OnnxNode, ins: Inputs) -> None:
     """QuantizeLinear of a feature (operator format): the same data, stored narrower: no layer."""
     x = as_feature(ins[0])
     bits = node.attrs.get("output_dtype")
@@ -179,7 +176,7 @@ def quantize(imp: _Importer, node: OnnxNode, ins: Inputs) -> None:
     imp.alias(node, replace(x, bits=width))
 
 
-def dequantize(imp: _Importer, node: OnnxNode, ins: Inputs) -> None:
+def dequantize(imp: ImportContext, node: OnnxNode, ins: Inputs) -> None:
     """DequantizeLinear of a feature: read as floats from here on: no layer."""
     imp.alias(node, replace(as_feature(ins[0]), bits=None))
 
@@ -193,7 +190,7 @@ def fold_quantized(node: OnnxNode, ins: Inputs) -> Param | None:
     return None
 
 
-def _integer_output(imp: _Importer, node: OnnxNode, bits: int) -> None:
+def _integer_output(imp: ImportContext, node: OnnxNode, bits: int) -> None:
     out = imp.values[node.outputs[0]]
     if isinstance(out, Feature):
         imp.values[node.outputs[0]] = replace(out, bits=bits)
@@ -208,10 +205,10 @@ def _operand(ins: Inputs, index: int, zero_point: int) -> Value | None:
 
 
 def _as(handler: Handler, operands: tuple[int, int], zero_points: tuple[int, int], bias: int | None,
-        out_zero_point: int | None) -> Callable[[_Importer, OnnxNode, Inputs], None]:
+        out_zero_point: int | None) -> Handler:
     """A quantized op as its float twin reading (operand 0, operand 1, bias); the output width is the
     type of input `out_zero_point` (the QLinear ops), or the int32 accumulator (the Integer ops)."""
-    def run(imp: _Importer, node: OnnxNode, ins: Inputs) -> None:
+    def run(imp: ImportContext, node: OnnxNode, ins: Inputs) -> None:
         twin = [_operand(ins, i, z) for i, z in zip(operands, zero_points)]
         if bias is not None and bias < len(ins) and (b := ins[bias]) is not None:
             twin.append(with_bits(b, ACCUMULATOR_BITS))
@@ -222,7 +219,7 @@ def _as(handler: Handler, operands: tuple[int, int], zero_points: tuple[int, int
     return run
 
 
-def quantized_ops(conv: Handler, matmul: Handler) -> dict[str, Callable[[_Importer, OnnxNode, Inputs], None]]:
+def quantized_ops(conv: Handler, matmul: Handler) -> dict[str, Handler]:
     """Handlers of the operator-format quantized ops, built on the float Conv and MatMul handlers."""
     return {
         "QuantizeLinear": quantize,
