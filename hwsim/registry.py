@@ -1,16 +1,24 @@
-"""Named implementations chosen from the config: the `Registry` every layer of hwsim shares.
+"""Named implementations chosen from the config: the one `Registry` every layer of hwsim uses.
 
 A `Registry` maps the names a config may write (`dram.model: simple`,
 `dram.compression.format: rlc`, `pe_array.dataflow: row_stationary`) to the
 classes or objects that implement them, the way Ramulator 2 registers
-implementations: a new one is one class and one `register` line. It lives
-at the bottom of the package (it imports only the error type) so the
-simulator, the mappers and the analytic models can all register theirs
-without importing one another.
+implementations: a new one is one module whose class carries one `register`
+line. An implementation may declare its own config parameters (`params`: a
+dataclass of `hwsim.hardware.schema.param` fields, as gem5 components declare
+theirs); the config loader then accepts those keys in the section that chose
+it and checks them by their units.
+
+A registry may name its *home*: the module holding the built-in
+implementations, imported the first time a name is looked up. So the
+hardware schema can check a config's names without importing the simulator
+(whose modules fill the registry), and a plug-in registers more names just
+by being imported. This module imports nothing of hwsim but the error type.
 """
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable
 from typing import Generic, TypeVar
 
@@ -20,27 +28,51 @@ T = TypeVar("T")
 
 
 class Registry(Generic[T]):
-    """Named implementations of one kind (`what`, e.g. "dram.model")."""
+    """Named implementations of one kind (`what`, e.g. "dram.model"), the built-in ones in module `home`."""
 
-    def __init__(self, what: str) -> None:
+    def __init__(self, what: str, home: str | None = None) -> None:
         self.what = what
+        self.home = home
         self._entries: dict[str, T] = {}
+        self._params: dict[str, type] = {}
+        self._loaded = home is None
 
-    def register(self, name: str) -> Callable[[T], T]:
-        """Decorator: make `name` choose the decorated class."""
+    def register(self, name: str, params: type | None = None) -> Callable[[T], T]:
+        """Decorator: make `name` choose the decorated class (with its own config parameters `params`, a dataclass
+        of `param` fields, if it has any)."""
         def add(entry: T) -> T:
             if name in self._entries:
                 raise ValueError(f"{self.what}: {name!r} registered twice")
             self._entries[name] = entry
+            if params is not None:
+                self._params[name] = params
             return entry
         return add
 
     def get(self, name: str) -> T:
         """The implementation called `name`; an unknown name is a config error listing the known ones."""
+        self._load()
         entry = self._entries.get(name)
         if entry is None:
             raise ConfigError(f"{self.what}: unknown implementation {name!r}; use one of {', '.join(self.names())}")
         return entry
 
     def names(self) -> tuple[str, ...]:
+        """Every registered name, sorted."""
+        self._load()
         return tuple(sorted(self._entries))
+
+    def params(self, name: str) -> type | None:
+        """The config parameters implementation `name` declares (None: it takes only its section's own)."""
+        self._load()
+        return self._params.get(name)
+
+    def _load(self) -> None:
+        """Import the home module once, so the built-in implementations have registered themselves."""
+        if not self._loaded:
+            self._loaded = True
+            assert self.home is not None
+            importlib.import_module(self.home)
+
+
+__all__ = ["Registry"]

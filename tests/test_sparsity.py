@@ -20,7 +20,7 @@ from hwsim.hardware.loader import Overrides, load_config
 from hwsim.hardware.schema import Compression
 from hwsim.mapping.nest.problem import nest_problem
 from hwsim.sparsity import names
-from hwsim.sparsity.codec import codec, format_errors, rlc_pairs
+from hwsim.sparsity.codec import RunLength, codec, rlc_pairs
 from hwsim.sparsity.onnx_run import measure_onnx
 from hwsim.sparsity.profile import LayerZeros, SparsityError, read_profile
 from hwsim.vocab import OTHER, Op
@@ -116,10 +116,10 @@ def test_expected_words_of_a_zero_fraction() -> None:
 
 
 def test_format_errors_name_the_field() -> None:
-    assert format_errors(EYERISS, 16, "dram.compression") == []
-    errors = format_errors(Compression(pairs_per_word=4), 16, "dram.compression")
+    assert RunLength.config_errors(EYERISS, 16, "dram.compression") == []
+    errors = RunLength.config_errors(Compression(pairs_per_word=4), 16, "dram.compression")
     assert len(errors) == 1 and errors[0].startswith("dram.compression.pairs_per_word: 4 pairs of 21 bit need 84")
-    assert format_errors(Compression(), 8, "l2.compression")[0].startswith("l2.compression.value_bits")
+    assert RunLength.config_errors(Compression(), 8, "l2.compression")[0].startswith("l2.compression.value_bits")
 
 
 @pytest.mark.parametrize("name", ["none", "rlc"])

@@ -21,6 +21,7 @@ import numpy as np
 from hwsim.analytic.estimate import NetworkEstimate
 from hwsim.check.validate import Validation
 from hwsim.hardware.energy import COMPONENTS, ComputeCounts
+from hwsim.hardware.kinds import DRAM_MODELS
 from hwsim.metrics.derive import TraceMetrics
 from hwsim.vocab import ACCESS_NAMES, LEVEL_NAMES, OPERAND_NAMES
 
@@ -141,7 +142,8 @@ def compare(estimate: NetworkEstimate, metrics: TraceMetrics, measured: bool = F
     from measured values, so the counts they change agree within MEASURED_RTOL."""
     tolerance = MEASURED_RTOL if measured else 0.0
     by_name = {l.name: l for l in metrics.layers}
-    compared = [c for c in COMPONENTS if not (c == "dram" and metrics.hardware.dram.is_jedec)]
+    by_command = DRAM_MODELS.get(metrics.hardware.dram.model).prices_commands
+    compared = [c for c in COMPONENTS if not (c == "dram" and by_command)]
     checks = []
     for e in estimate.layers:
         m = by_name.get(e.layer.name)

@@ -40,6 +40,7 @@ from typing import overload
 
 import numpy as np
 
+from hwsim.hardware.kinds import DRAM_MODELS
 from hwsim.hardware.loader import from_dict
 from hwsim.hardware.precision import layer_hardware
 from hwsim.hardware.schema import Accelerator
@@ -593,15 +594,7 @@ def _latency_rule(tally: _Tally, steps: _Steps, g: np.ndarray, far_load: np.ndar
 def min_dram_latency_cycles(hw: Accelerator) -> int:
     """The least time, in core cycles, from a DRAM request to its first data: the configured latency (a row
     hit's with a row buffer); for a JEDEC device the CAS latency (read CL, write CWL) of a hit."""
-    dram = hw.dram
-    if dram.is_jedec:
-        assert dram.timing is not None and dram.device is not None, "a jedec DRAM has timing and a device"
-        fastest = min(dram.timing.tcl_nck, dram.timing.tcwl_nck)
-        return int(Fraction(fastest) * Fraction(hw.clock_hz).limit_denominator(1_000_000)
-                   / Fraction(dram.device.command_clock_hz).limit_denominator(1_000_000))
-    if dram.row_buffer is not None:
-        return min(dram.row_buffer.hit_latency_cycles, dram.row_buffer.miss_latency_cycles)
-    return dram.latency_cycles
+    return DRAM_MODELS.get(hw.dram.model).first_data_cycles(hw)
 
 
 def _levels_rule(tally: _Tally, steps: _Steps, g: np.ndarray, groups: np.ndarray, trace: Trace,

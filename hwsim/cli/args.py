@@ -13,7 +13,7 @@ from hwsim.errors import ConfigError, HwsimError
 from hwsim.hardware.units import BYTES, parse_quantity
 from hwsim.search.names import MAPPERS, OBJECTIVE_NAMES
 from hwsim.sparsity.names import DEFAULT_RELU_SPARSITY, SPARSITY_CHOICES
-from hwsim.vocab import MAX_BATCH
+from hwsim.vocab import MAX_BATCH, WORD_BITS, WORD_BITS_TEXT
 from hwsim.workload.network import parse_input_size
 
 if TYPE_CHECKING:  # the flows are loaded by the command that runs, not by every command's parser
@@ -64,8 +64,6 @@ def add_bits_argument(parser: argparse.ArgumentParser) -> None:
 
 def bits_arg(text: str) -> int:
     """argparse type for --bits: a word width hwsim models."""
-    from hwsim.hardware.precision import WORD_BITS, WORD_BITS_TEXT
-
     if not text.strip().isdigit() or int(text) not in WORD_BITS:
         raise argparse.ArgumentTypeError(f"{text!r}: give a word width of {WORD_BITS_TEXT} bit")
     return int(text)

@@ -34,8 +34,10 @@ import functools
 import math
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, replace
+from fractions import Fraction
 from pathlib import Path
 
+from hwsim.hardware.kinds import DRAM_MODELS, DramKind
 from hwsim.hardware.schema import Accelerator, Dram, DramPower, DramRail
 
 PRESET_DIR = Path(__file__).resolve().parent / "dram_presets"
@@ -123,10 +125,9 @@ def peak_bytes_per_dram_cycle(dram: Dram) -> float:
 
 
 def with_device_fields(acc: Accelerator) -> Accelerator:
-    """`acc` with the jedec DRAM's burst, peak bandwidth, latency and energy per bit filled in from its device
-    (unchanged for the simple model)."""
+    """`acc` with its jedec DRAM's burst, peak bandwidth, latency and energy per bit filled in from its device."""
     dram = acc.dram
-    if not dram.is_jedec or dram.device is None or dram.timing is None or dram.power is None:
+    if dram.device is None or dram.timing is None or dram.power is None:
         return acc
     device, t = dram.device, dram.timing
     core_per_dram = acc.clock_hz / device.command_clock_hz
@@ -148,52 +149,86 @@ SIMPLE_ONLY = (("row_buffer", "row_buffer"), ("turnaround_cycles", "turnaround")
 JEDEC_ONLY = (("device", "device"), ("timing", "timing"), ("power", "power"))
 
 
-def dram_errors(dram: Dram) -> Iterator[str]:
-    """Cross-field rules of the DRAM section before the jedec fields are derived: '<yaml path>: <problem>; <fix>'."""
-    if dram.is_jedec:
-        yield from _jedec_errors(dram)
-    else:
-        yield from _simple_errors(dram)
+class SimpleKind(DramKind):
+    """Channels moving whole bursts, timed and priced by the section's own fields."""
+
+    def errors(self, dram: Dram) -> Iterator[str]:
+        yield from super().errors(dram)
+        for field, key in (*JEDEC_ONLY, ("preset", "preset")):
+            if getattr(dram, field):
+                yield f"dram.{key}: only the jedec model uses it; set dram.model: jedec or remove it"
+        if dram.scheduler != "fcfs":
+            yield f"dram.scheduler: {dram.scheduler} needs model jedec; the simple model serves fcfs"
+        if dram.address_map != "burst_interleave":
+            yield f"dram.address_map: {dram.address_map} needs model jedec; the simple model takes burst_interleave"
+        if dram.ranks != 1 or dram.page_policy != "open":
+            yield "dram.ranks / dram.page_policy: only the jedec model uses them; set dram.model: jedec or remove them"
 
 
-def _simple_errors(dram: Dram) -> Iterator[str]:
-    for field, key in DERIVED_FIELDS:
-        if field != "latency_cycles" and not getattr(dram, field):
-            yield f"dram.{key}: missing; the simple model needs it (or set dram.model: jedec with a dram.preset)"
-    if not dram.source.strip():
-        yield "dram.source: missing; say where the DRAM energy comes from"
-    for field, key in (*JEDEC_ONLY, ("preset", "preset")):
-        if getattr(dram, field):
-            yield f"dram.{key}: only the jedec model uses it; set dram.model: jedec or remove it"
-    if dram.scheduler != "fcfs":
-        yield f"dram.scheduler: {dram.scheduler} needs model jedec; the simple model serves fcfs"
-    if dram.address_map != "burst_interleave":
-        yield f"dram.address_map: {dram.address_map} needs model jedec; the simple model takes burst_interleave"
-    if dram.ranks != 1 or dram.page_policy != "open":
-        yield "dram.ranks / dram.page_policy: only the jedec model uses them; set dram.model: jedec or remove them"
+SIMPLE = DRAM_MODELS.register("simple")(SimpleKind(
+    "channels moving whole bursts with pipelined access latency, an optional row buffer and read/write turnaround",
+    "hwsim.sim.dram.simple:SimpleDram"))
 
 
-def _jedec_errors(dram: Dram) -> Iterator[str]:
-    for field, key in DERIVED_FIELDS:
-        if getattr(dram, field):
-            yield f"dram.{key}: the jedec model derives it from dram.device and dram.timing; remove it"
-    for field, key in SIMPLE_ONLY:
-        if getattr(dram, field):
-            yield f"dram.{key}: only the simple model uses it; remove it (the jedec model times rows and turnaround)"
-    for field, key in JEDEC_ONLY:
-        if getattr(dram, field) is None:
-            names = ", ".join(dram_presets())
-            yield f"dram.{key}: missing; give dram.preset ({names}) or the {key} section"
-    if dram.device is not None:
-        burst = dram.device.burst_bytes
-        if burst & (burst - 1) or dram.device.width_bits % 8:
-            yield f"dram.device: a burst of width × BL = {burst} B must be a power of two bytes"
-        elif dram.device.row_bytes % burst:
-            yield f"dram.device.row: {dram.device.row_bytes} B is not a whole number of {burst}-byte bursts"
-    if dram.timing is not None:
-        yield from _timing_errors(dram)
-    if dram.power is not None:
-        yield from _power_errors(dram.power)
+class JedecKind(DramKind):
+    """Ranks, bank groups and banks under JEDEC timing: burst, bandwidth, latency and energy per bit follow from the
+    device, and a simulation prices the commands it issued."""
+
+    def errors(self, dram: Dram) -> Iterator[str]:
+        for field, key in DERIVED_FIELDS:
+            if getattr(dram, field):
+                yield f"dram.{key}: the jedec model derives it from dram.device and dram.timing; remove it"
+        for field, key in SIMPLE_ONLY:
+            if getattr(dram, field):
+                yield (f"dram.{key}: only the simple model uses it; remove it (the jedec model times rows and "
+                       "turnaround)")
+        for field, key in JEDEC_ONLY:
+            if getattr(dram, field) is None:
+                names = ", ".join(dram_presets())
+                yield f"dram.{key}: missing; give dram.preset ({names}) or the {key} section"
+        if dram.device is not None:
+            burst = dram.device.burst_bytes
+            if burst & (burst - 1) or dram.device.width_bits % 8:
+                yield f"dram.device: a burst of width × BL = {burst} B must be a power of two bytes"
+            elif dram.device.row_bytes % burst:
+                yield f"dram.device.row: {dram.device.row_bytes} B is not a whole number of {burst}-byte bursts"
+        if dram.timing is not None:
+            yield from _timing_errors(dram)
+        if dram.power is not None:
+            yield from _power_errors(dram.power)
+
+    def with_derived_fields(self, acc: Accelerator) -> Accelerator:
+        return with_device_fields(acc)
+
+    @property
+    def prices_commands(self) -> bool:
+        return True
+
+    def energy_by_command_pj(self, dram: Dram, clock_hz: float, counters: Mapping[str, float],
+                             cycles: float) -> dict[str, float]:
+        return dram_energy_pj(dram, clock_hz, counters, cycles)
+
+    def first_data_cycles(self, acc: Accelerator) -> int:
+        """A row hit's CAS latency (read CL, write CWL, the shorter), in core cycles rounded down."""
+        dram = acc.dram
+        assert dram.timing is not None and dram.device is not None, "a jedec DRAM has timing and a device"
+        fastest = min(dram.timing.tcl_nck, dram.timing.tcwl_nck)
+        return int(Fraction(fastest) * Fraction(acc.clock_hz).limit_denominator(1_000_000)
+                   / Fraction(dram.device.command_clock_hz).limit_denominator(1_000_000))
+
+    def command_clock_hz(self, acc: Accelerator) -> float:
+        assert acc.dram.device is not None
+        return acc.dram.device.command_clock_hz
+
+    def issue_latency_cycles(self, dram: Dram, is_write: bool) -> int:
+        t = dram.timing
+        assert t is not None
+        return t.trcd_nck + (t.tcwl_nck if is_write else t.tcl_nck)
+
+
+JEDEC = DRAM_MODELS.register("jedec")(JedecKind(
+    "ranks, bank groups and banks under JEDEC timing, refresh, a scheduler and a page policy",
+    "hwsim.sim.dram.jedec:JedecDram"))
 
 
 def _timing_errors(dram: Dram) -> Iterator[str]:
@@ -221,5 +256,5 @@ def _power_errors(power: DramPower) -> Iterator[str]:
             yield f"dram.power.{name}.idd0: below idd2n, so a precharge would have negative energy; check it"
 
 
-__all__ = ["DRAM_ENERGY_PARTS", "CommandEnergy", "command_energy", "dram_energy_pj", "dram_errors",
-           "dram_presets", "peak_bytes_per_dram_cycle", "with_device_fields"]
+__all__ = ["DRAM_ENERGY_PARTS", "JEDEC", "SIMPLE", "CommandEnergy", "JedecKind", "SimpleKind", "command_energy",
+           "dram_energy_pj", "dram_presets", "peak_bytes_per_dram_cycle", "with_device_fields"]

@@ -17,10 +17,12 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import functools
+import hashlib
+import importlib.util
 import math
 import sys
 import typing
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -30,11 +32,11 @@ import yaml
 import hwsim
 from hwsim.errors import ConfigError
 from hwsim.files import compose_yaml, construct_yaml, read_text
-from hwsim.hardware.dram import dram_errors, dram_presets, with_device_fields
-from hwsim.hardware.precision import WORD_BITS, WORD_BITS_TEXT
-from hwsim.hardware.schema import Accelerator, ParamInfo
+from hwsim.hardware.dram import dram_presets
+from hwsim.hardware.kinds import CODECS, DRAM_MODELS
+from hwsim.hardware.schema import CORE_SECTIONS, MAX_CORES, Accelerator, ParamInfo
 from hwsim.hardware.units import parse_quantity
-from hwsim.sparsity.codec import format_errors
+from hwsim.vocab import WORD_BITS, WORD_BITS_TEXT
 
 if TYPE_CHECKING:
     from _typeshed import DataclassInstance
@@ -119,17 +121,10 @@ def _section_type(hint: Any) -> type[DataclassInstance] | None:
 def _build(cls: type[_Section], node: yaml.Node, path: str, ctx: _Context) -> _Section:
     if not isinstance(node, yaml.MappingNode):
         raise ConfigError(f"{_where(ctx, node, path or '(top level)')}: expected a mapping of keys to values")
-    fields = {yaml_key(f): f for f in dataclasses.fields(cls)}
-    given: dict[str, tuple[yaml.Node, yaml.Node]] = {}
-    for key_node, value_node in node.value:
-        key = str(key_node.value)
-        if key not in fields:
-            close = difflib.get_close_matches(key, list(fields), n=1, cutoff=0.5)
-            hint = f"did you mean '{close[0]}'?" if close else f"valid keys: {', '.join(fields)}"
-            raise ConfigError(f"{_where(ctx, key_node, _join(path, key))}: unknown key; {hint}")
-        if key in given:
-            raise ConfigError(f"{_where(ctx, key_node, _join(path, key))}: key given twice; keep one")
-        given[key] = (key_node, value_node)
+    all_fields = {yaml_key(f): f for f in dataclasses.fields(cls)}
+    fields = {key: f for key, f in all_fields.items() if not f.metadata["info"].model_params}
+    holder = next((f for f in all_fields.values() if f.metadata["info"].model_params), None)
+    given, extra = _given_keys(node, fields, path, ctx, holder is not None)
     hints = _type_hints(cls)
     values: dict[str, Any] = {}
     for key, f in fields.items():
@@ -141,11 +136,82 @@ def _build(cls: type[_Section], node: yaml.Node, path: str, ctx: _Context) -> _S
                     f"({info.description}{', e.g. ' + repr(info.dim.example) if info.dim else ''})"
                 )
             continue
-        key_node, value_node = given[key]
+        value_node = given[key][1]
         values[f.name] = _value(f, hints[f.name], value_node, _join(path, key), ctx)
         if f.name == "clock_hz":
             ctx.clock_hz = values[f.name]
+    if holder is not None:
+        values[holder.name] = _model_params(holder, fields, values, extra, node, path, ctx)
     return cls(**values)
+
+
+def _given_keys(node: yaml.MappingNode, fields: Mapping[str, dataclasses.Field[Any]], path: str, ctx: _Context,
+                takes_params: bool) -> tuple[dict[str, tuple[yaml.Node, yaml.Node]], list[tuple[yaml.Node, yaml.Node]]]:
+    """The section's own keys given in `node`, and (for a section whose chosen model may declare parameters) the
+    other pairs; an unknown key is an error otherwise, as is a key given twice."""
+    given: dict[str, tuple[yaml.Node, yaml.Node]] = {}
+    extra: list[tuple[yaml.Node, yaml.Node]] = []
+    for key_node, value_node in node.value:
+        key = str(key_node.value)
+        if key in given or any(str(k.value) == key for k, _ in extra):
+            raise ConfigError(f"{_where(ctx, key_node, _join(path, key))}: key given twice; keep one")
+        if key in fields:
+            given[key] = (key_node, value_node)
+        elif takes_params:
+            extra.append((key_node, value_node))
+        else:
+            raise ConfigError(f"{_where(ctx, key_node, _join(path, key))}: unknown key; {_key_hint(key, fields)}")
+    return given, extra
+
+
+def _key_hint(key: str, keys: Iterable[str]) -> str:
+    close = difflib.get_close_matches(key, list(keys), n=1, cutoff=0.5)
+    return f"did you mean '{close[0]}'?" if close else f"valid keys: {', '.join(keys)}"
+
+
+def _model_params(holder: dataclasses.Field[Any], fields: Mapping[str, dataclasses.Field[Any]],
+                  values: Mapping[str, Any], extra: list[tuple[yaml.Node, yaml.Node]], node: yaml.MappingNode,
+                  path: str, ctx: _Context) -> Any:
+    """The parameters the section's chosen implementation declares, built from the keys the section does not
+    know itself (None when it declares none; then such a key is unknown)."""
+    chooser = next(f for f in fields.values() if f.name == holder.metadata["info"].model_params)
+    registry = chooser.metadata["info"].choices
+    chosen = values.get(chooser.name, chooser.default)
+    params = registry.params(chosen) if registry is not None else None
+    if params is None:
+        if extra:
+            key_node = extra[0][0]
+            key = str(key_node.value)
+            raise ConfigError(f"{_where(ctx, key_node, _join(path, key))}: unknown key; {_key_hint(key, fields)}")
+        return None
+    if not extra and all(f.default is not dataclasses.MISSING for f in dataclasses.fields(params)):
+        return params()
+    own = yaml.MappingNode("tag:yaml.org,2002:map", extra, node.start_mark, node.end_mark)
+    return _build(params, own, path, ctx)
+
+
+def _listed(hint: Any, node: yaml.Node, path: str, ctx: _Context) -> tuple[Any, ...]:
+    """A YAML list of texts or of sections (the item type of the `tuple[X, ...]` hint)."""
+    if isinstance(node, yaml.ScalarNode) and node.tag == "tag:yaml.org,2002:null":
+        return ()
+    if not isinstance(node, yaml.SequenceNode):
+        raise ConfigError(f"{_where(ctx, node, path)}: expected a list")
+    if len(node.value) > MAX_LISTED:
+        raise ConfigError(f"{_where(ctx, node, path)}: {len(node.value)} entries; give at most {MAX_LISTED}")
+    item = typing.get_args(hint)[0]
+    if isinstance(item, type) and dataclasses.is_dataclass(item):
+        return tuple(_build(item, entry, f"{path}[{i}]", ctx) for i, entry in enumerate(node.value))
+    out = []
+    for i, entry in enumerate(node.value):
+        where = _where(ctx, entry, f"{path}[{i}]")
+        raw = construct_yaml(entry, where, ConfigError, ctx.loader) if isinstance(entry, yaml.ScalarNode) else None
+        if not isinstance(raw, str) or not raw.strip():
+            raise ConfigError(f"{where}: expected a non-empty text")
+        out.append(raw)
+    return tuple(out)
+
+
+MAX_LISTED = 4096  # entries of one list (cores, links, plugins)
 
 
 # The schema's classes never change: resolve their annotations once, not on every load.
@@ -158,6 +224,8 @@ def _join(path: str, key: str) -> str:
 
 def _value(f: dataclasses.Field[Any], hint: Any, node: yaml.Node, path: str, ctx: _Context) -> Any:
     info: ParamInfo = f.metadata["info"]
+    if info.listed:
+        return _listed(hint, node, path, ctx)
     nested = _section_type(hint)
     if nested is not None:
         if isinstance(node, yaml.ScalarNode) and node.value in ("", "null", "~") and f.default is None:
@@ -174,10 +242,11 @@ def _value(f: dataclasses.Field[Any], hint: Any, node: yaml.Node, path: str, ctx
     if info.dim is None:
         if not isinstance(raw, str) or (f.name in ("name", "source") and not raw.strip()):
             raise ConfigError(f"{where}: expected a non-empty text")
-        if info.choices and raw not in info.choices:
-            close = difflib.get_close_matches(raw, info.choices, n=1, cutoff=0.5)
+        names = info.choices.names() if info.choices is not None else ()
+        if info.choices is not None and raw not in names:
+            close = difflib.get_close_matches(raw, names, n=1, cutoff=0.5)
             hint = f"did you mean '{close[0]}'? " if close else ""
-            raise ConfigError(f"{where}: unknown choice {raw!r}; {hint}use one of {', '.join(info.choices)}")
+            raise ConfigError(f"{where}: unknown choice {raw!r}; {hint}use one of {', '.join(names)}")
         return raw
     value = parse_quantity(raw, info.dim, ctx.clock_hz, where)
     return _check_number(value, info, where)
@@ -224,8 +293,9 @@ def parse_config(text_: str, shown: str, overrides: Overrides | None = None) -> 
     """Parse and validate config YAML `text_` read from `shown` (named in errors), with `overrides`; a jedec
     DRAM's burst, bandwidth, latency and energy per bit are derived from its device (`hwsim.hardware.dram`)."""
     acc = _parse(text_, shown, overrides)
-    _raise_first(dram_errors(acc.dram), shown, overrides)
-    acc = with_device_fields(acc)
+    kind = DRAM_MODELS.get(acc.dram.model)
+    _raise_first(kind.errors(acc.dram), shown, overrides)
+    acc = kind.with_derived_fields(acc)
     _raise_first(consistency_errors(acc), shown, overrides)
     return acc
 
@@ -249,7 +319,97 @@ def _parse(text_: str, shown: str, overrides: Overrides | None) -> Accelerator:
     if overrides is not None:
         for key, value in overrides.values:
             root = _override(root, key.split("."), value, overrides.source, ctx)
-    return _build(Accelerator, _with_preset(root, shown, ctx), "", ctx)
+    root = _with_plugins(root, shown, ctx)
+    return _build(Accelerator, _with_cores(_with_preset(root, shown, ctx), ctx), "", ctx)
+
+
+PLUGINS_KEY = "plugins"
+
+
+def _with_plugins(root: yaml.Node, shown: str, ctx: _Context) -> yaml.Node:
+    """Import the Python files `plugins:` names (relative to the config), so the implementations they register are
+    known before the config is read; their paths are kept absolute."""
+    index = _mapping_key(root, PLUGINS_KEY)
+    if index is None:
+        return root
+    node = root.value[index][1]
+    paths = _listed(tuple[str, ...], node, PLUGINS_KEY, ctx)
+    folder = Path(ctx.overridden.get(id(node), shown).split(":")[0]).parent
+    resolved = [str((folder / path).resolve()) for path in paths]
+    for path, given in zip(resolved, node.value):
+        load_plugin(path, _where(ctx, given, PLUGINS_KEY))
+    listed = yaml.SequenceNode("tag:yaml.org,2002:seq", [
+        yaml.ScalarNode("tag:yaml.org,2002:str", p, given.start_mark, given.end_mark)
+        for p, given in zip(resolved, node.value)], node.start_mark, node.end_mark)
+    pairs = list(root.value)
+    pairs[index] = (pairs[index][0], listed)
+    return yaml.MappingNode(root.tag, pairs, root.start_mark, root.end_mark)
+
+
+def load_plugin(path: str, where: str) -> None:
+    """Import the Python file at `path` once (a module registering implementations); a file that cannot be
+    imported is a config error naming it."""
+    name = "hwsim_plugin_" + hashlib.sha1(path.encode()).hexdigest()[:12]
+    if name in sys.modules:
+        return
+    if not Path(path).is_file():
+        raise ConfigError(f"{where}: {path} is not a file; give the path of a Python module (relative to the config)")
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise ConfigError(f"{where}: {path} cannot be imported as a Python module")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    try:
+        spec.loader.exec_module(module)
+    except Exception as exc:  # noqa: BLE001 - a plug-in's own failure, whatever it is, is one line naming it
+        del sys.modules[name]
+        raise ConfigError(f"{where}: importing {path} failed ({type(exc).__name__}: {exc})") from None
+
+
+CORES_KEY = "cores"
+
+
+def _with_cores(root: yaml.Node, ctx: _Context) -> yaml.Node:
+    """`cores: N` (N copies of the top-level core sections) or a list of cores, each merged over those sections,
+    spelled out as a list of whole cores; the top-level core sections become the first core's."""
+    index = _mapping_key(root, CORES_KEY)
+    if index is None or not isinstance(root, yaml.MappingNode):
+        return root
+    value = root.value[index][1]
+    template = yaml.MappingNode("tag:yaml.org,2002:map", [(k, v) for k, v in root.value
+                                                          if str(k.value) in CORE_SECTIONS], root.start_mark,
+                                root.end_mark)
+    cores = [_named(_merge(template, item), f"core{k}") for k, item in enumerate(_core_items(value, ctx))]
+    first = {str(k.value): (k, v) for k, v in cores[0].value if str(k.value) in CORE_SECTIONS}
+    pairs = [(k, v) for k, v in root.value if str(k.value) not in CORE_SECTIONS and str(k.value) != CORES_KEY]
+    pairs += [*first.values(), (root.value[index][0], yaml.SequenceNode("tag:yaml.org,2002:seq", cores,
+                                                                        value.start_mark, value.end_mark))]
+    return yaml.MappingNode(root.tag, pairs, root.start_mark, root.end_mark)
+
+
+def _core_items(value: yaml.Node, ctx: _Context) -> list[yaml.Node]:
+    """The entries of `cores:`: N empty ones for a count, else the list's."""
+    where = _where(ctx, value, CORES_KEY)
+    if isinstance(value, yaml.SequenceNode):
+        if not value.value or len(value.value) > MAX_CORES:
+            raise ConfigError(f"{where}: give 1 to {MAX_CORES} cores")
+        return list(value.value)
+    raw = construct_yaml(value, where, ConfigError, ctx.loader) if isinstance(value, yaml.ScalarNode) else None
+    if not isinstance(raw, int) or isinstance(raw, bool) or not 1 <= raw <= MAX_CORES:
+        raise ConfigError(f"{where}: give a number of identical cores from 1 to {MAX_CORES}, or a list of cores")
+    return [yaml.MappingNode("tag:yaml.org,2002:map", [], value.start_mark, value.end_mark) for _ in range(raw)]
+
+
+def _named(core: yaml.Node, name: str) -> yaml.MappingNode:
+    """`core` with `name: NAME` unless it names itself."""
+    if not isinstance(core, yaml.MappingNode):
+        raise ConfigError(f"{core.start_mark.name}:{core.start_mark.line + 1}: cores: each core is a mapping of "
+                          "its name and the sections that differ (pe_array, noc, glb, line_buffer)")
+    if _mapping_key(core, "name") is not None:
+        return core
+    key = yaml.ScalarNode("tag:yaml.org,2002:str", "name", core.start_mark, core.end_mark)
+    value = yaml.ScalarNode("tag:yaml.org,2002:str", name, core.start_mark, core.end_mark)
+    return yaml.MappingNode(core.tag, [(key, value), *core.value], core.start_mark, core.end_mark)
 
 
 PRESET_KEY = "preset"  # dram.preset names a device whose sections lie under the config's dram keys
@@ -402,10 +562,49 @@ def _array_errors(acc: Accelerator) -> Iterator[str]:
 
 
 def consistency_errors(acc: Accelerator) -> Iterator[str]:
-    """Cross-field rules: each yields '<yaml path>: <problem>; <fix>'."""
+    """Cross-field rules: each yields '<yaml path>: <problem>; <fix>' (a listed core's paths start `cores[k].`)."""
     bits = acc.precision_bits
     if bits not in WORD_BITS:
         yield f"precision: {bits} bit is not supported; use {WORD_BITS_TEXT} bit"
+    cores = _core_views(acc)
+    for prefix, core in cores:
+        yield from (prefix + problem for problem in _core_errors(core))
+    dram, word = acc.dram, bits // 8
+    if dram.burst_bytes and (dram.burst_bytes & (dram.burst_bytes - 1) or dram.burst_bytes % word):
+        yield f"dram.burst: {dram.burst_bytes} B must be a power of two and a whole number of words"
+    if dram.row_buffer is not None and dram.burst_bytes:
+        rb = dram.row_buffer
+        if rb.row_bytes % dram.burst_bytes:
+            yield "dram.row_buffer.row: the row size must be a multiple of dram.burst"
+        if rb.hit_latency_cycles > rb.miss_latency_cycles:
+            yield "dram.row_buffer.hit_latency: a row hit cannot be slower than a miss; swap the two"
+    for prefix, core in cores:
+        if acc.l2 is not None and acc.l2.size_bytes <= core.glb.size_bytes:
+            yield (f"l2.size: {acc.l2.size_bytes} B is not larger than the {prefix}GLB ({core.glb.size_bytes} B); "
+                   "an L2 must be the bigger level")
+    if acc.l2 is not None and acc.l2.size_bytes % acc.l2.banks:
+        yield "l2.banks: the banks do not divide l2.size evenly"
+    for prefix, core in cores:
+        if core.line_buffer is not None and core.line_buffer.size_bytes % word:
+            yield f"{prefix}line_buffer.size: not a whole number of words"
+    yield from _sparsity_errors(acc, cores)
+    if acc.clock_hz < 1e6:
+        yield f"clock: {acc.clock_hz:g} Hz is implausibly slow; did you mean MHz?"
+    yield from _tree_errors(acc)
+
+
+def _core_views(acc: Accelerator) -> list[tuple[str, Accelerator]]:
+    """Each core as a one-core accelerator, with the YAML path prefix of its sections ('' for a single core)."""
+    if not acc.cores:
+        return [("", acc)]
+    return [(f"cores[{k}].", dataclasses.replace(acc, pe_array=c.pe_array, noc=c.noc, glb=c.glb,
+                                                   line_buffer=c.line_buffer, cores=(), links=()))
+            for k, c in enumerate(acc.cores)]
+
+
+def _core_errors(acc: Accelerator) -> Iterator[str]:
+    """Rules of one core's GLB, PE array and NoC."""
+    bits = acc.precision_bits
     word = bits // 8
     glb = acc.glb
     if glb.size_bytes % glb.banks:
@@ -419,49 +618,67 @@ def consistency_errors(acc: Accelerator) -> Iterator[str]:
         width = getattr(acc.noc, bus)
         if width % bits:
             yield f"noc.{bus.removesuffix('_bits')}: {width} bit is not a multiple of the {bits}-bit word"
-    dram = acc.dram
-    if dram.burst_bytes and (dram.burst_bytes & (dram.burst_bytes - 1) or dram.burst_bytes % word):
-        yield f"dram.burst: {dram.burst_bytes} B must be a power of two and a whole number of words"
-    if dram.row_buffer is not None and dram.burst_bytes:
-        rb = dram.row_buffer
-        if rb.row_bytes % dram.burst_bytes:
-            yield "dram.row_buffer.row: the row size must be a multiple of dram.burst"
-        if rb.hit_latency_cycles > rb.miss_latency_cycles:
-            yield "dram.row_buffer.hit_latency: a row hit cannot be slower than a miss; swap the two"
-    if acc.l2 is not None and acc.l2.size_bytes <= glb.size_bytes:
-        yield (f"l2.size: {acc.l2.size_bytes} B is not larger than the GLB ({glb.size_bytes} B); "
-               "an L2 must be the bigger level")
-    if acc.l2 is not None and acc.l2.size_bytes % acc.l2.banks:
-        yield "l2.banks: the banks do not divide l2.size evenly"
-    if acc.line_buffer is not None and acc.line_buffer.size_bytes % word:
-        yield "line_buffer.size: not a whole number of words"
-    yield from _sparsity_errors(acc)
-    if acc.clock_hz < 1e6:
-        yield f"clock: {acc.clock_hz:g} Hz is implausibly slow; did you mean MHz?"
 
 
-def _sparsity_errors(acc: Accelerator) -> Iterator[str]:
+SHARED_UNITS = ("l2", "dram")  # the units a link may join beside the cores
+
+
+def _tree_errors(acc: Accelerator) -> Iterator[str]:
+    """The cores' names, and links joining two distinct units that exist, at most one link per pair."""
+    names = [c.name for c in acc.all_cores]
+    for k, name in enumerate(names):
+        if not name.isidentifier() or name in SHARED_UNITS or name in names[:k]:
+            yield (f"cores[{k}].name: {name!r} must be a unique identifier (letters, digits, _), not "
+                   f"{' or '.join(SHARED_UNITS)}; rename it")
+    units = {*names, "dram", *(("l2",) if acc.l2 is not None else ())}
+    seen: set[frozenset[str]] = set()
+    for k, link in enumerate(acc.links):
+        ends = link.between
+        if len(ends) != 2 or ends[0] == ends[1] or not set(ends) <= units:
+            yield (f"links[{k}].between: {list(ends)} must name two different units of {', '.join(sorted(units))}; "
+                   "fix the names")
+        elif frozenset(ends) in seen:
+            yield f"links[{k}].between: {ends[0]} and {ends[1]} are already linked; keep one link per pair"
+        seen.add(frozenset(ends))
+        if link.width_bits % acc.precision_bits:
+            yield f"links[{k}].width: {link.width_bits} bit is not a multiple of the {acc.precision_bits}-bit word"
+        if not link.name.isidentifier() or link.name in (l.name for l in acc.links[:k]):
+            yield f"links[{k}].name: {link.name!r} must be a unique identifier (letters, digits, _); rename it"
+
+
+def _sparsity_errors(acc: Accelerator, cores: list[tuple[str, Accelerator]]) -> Iterator[str]:
     """Rules of the zero features: skipping only where a pass is timed by its work; a usable code; DRAM and L2
     coding tiles alike when both do."""
-    if acc.pe_array.zero_skipping and acc.pe_array.dataflow not in ("row_stationary", "no_local_reuse"):
-        yield (f"pe_array.zero_skipping: a {acc.pe_array.dataflow} systolic fold keeps its cycles whatever its zeros; "
-               "skipping is modelled for row_stationary and no_local_reuse, use zero_gating")
+    for prefix, core in cores:
+        array = core.pe_array
+        if array.zero_skipping and array.dataflow not in ("row_stationary", "no_local_reuse"):
+            yield (f"{prefix}pe_array.zero_skipping: a {array.dataflow} systolic fold keeps its cycles whatever its "
+                   "zeros; skipping is modelled for row_stationary and no_local_reuse, use zero_gating")
     dram, l2 = acc.dram.compression, acc.l2.compression if acc.l2 is not None else None
     for where, cfg in (("dram.compression", dram), ("l2.compression", l2)):
         if cfg is not None:
-            yield from format_errors(cfg, acc.precision_bits, where)
+            yield from CODECS.get(cfg.format).config_errors(cfg, acc.precision_bits, where)
     if dram is not None and l2 is not None and dram != l2:
         yield "l2.compression: differs from dram.compression; a tile moves between them as it is, give both the same"
 
 
 def describe(acc: Any, prefix: str = "") -> Iterator[tuple[str, Any, str, str]]:
-    """(yaml path, value in base unit, unit, description) for every field, depth first."""
+    """(yaml path, value in base unit, unit, description) for every field, depth first; the entries of a list
+    (cores, links) at `key[k]`, a model's own parameters at their section's path."""
     for f in dataclasses.fields(acc):
         info: ParamInfo = f.metadata["info"]
         value = getattr(acc, f.name)
         path = _join(prefix, yaml_key(f))
-        if dataclasses.is_dataclass(value):
+        if info.model_params:
+            if value is not None:
+                yield from describe(value, prefix)
+        elif dataclasses.is_dataclass(value):
             yield from describe(value, path)
+        elif info.listed and value and dataclasses.is_dataclass(value[0]):
+            for k, entry in enumerate(value):
+                yield from describe(entry, f"{path}[{k}]")
+        elif info.listed:
+            yield path, ", ".join(value), "", info.description
         elif value is not None:
             yield path, value, info.dim.base if info.dim else "", info.description
 
@@ -473,7 +690,8 @@ def to_dict(acc: Any) -> dict[str, Any]:
 
 def from_dict(data: Mapping[str, Any], cls: type = Accelerator, where: str = "accelerator record") -> Any:
     """The inverse of `to_dict` (a trace rebuilds the accelerator it was simulated on); every number is held to
-    its field's bounds as a config's is, so a damaged record is a ConfigError naming the field, never a crash."""
+    its field's bounds as a config's is, so a damaged record is a ConfigError naming the field, never a crash.
+    The plug-ins an accelerator names are imported first, so their models' parameters can be rebuilt."""
     if not isinstance(data, Mapping):
         raise ConfigError(f"{where}: expected a mapping, got {type(data).__name__}; the record is damaged")
     hints = _type_hints(cls)
@@ -481,20 +699,16 @@ def from_dict(data: Mapping[str, Any], cls: type = Accelerator, where: str = "ac
     unknown = sorted(str(key) for key in data if key not in fields)
     if unknown:
         raise ConfigError(f"{where}: unknown field {unknown[0]!r}; the record is damaged")
+    if cls is Accelerator:
+        for path in _texts(data.get("plugins", ()), f"{where}.plugins"):
+            load_plugin(path, f"{where}.plugins")
     values: dict[str, Any] = {}
     for f in fields.values():
         if f.name not in data:
             continue
-        section, value, path = _section_type(hints[f.name]), data[f.name], f"{where}.{f.name}"
-        if section is not None and value is not None:
-            values[f.name] = from_dict(value, section, path)
-            continue
-        info: ParamInfo = f.metadata["info"]
-        if info.dim is not None:
-            if not isinstance(value, (int, float)) or isinstance(value, bool):
-                raise ConfigError(f"{path}: {value!r} is not a number; the record is damaged")
-            value = _check_number(float(value), info, path)
-        values[f.name] = value
+        chooser = f.metadata["info"].model_params
+        values[f.name] = (_record_params(fields[chooser], data, f"{where}.{f.name}") if chooser
+                          else _record_value(f, hints[f.name], data, f"{where}.{f.name}"))
     try:
         built = cls(**values)
     except TypeError as exc:
@@ -502,6 +716,45 @@ def from_dict(data: Mapping[str, Any], cls: type = Accelerator, where: str = "ac
     if isinstance(built, Accelerator):  # the record holds derived DRAM fields: only the cross-field rules apply
         _raise_first(consistency_errors(built), where, None)
     return built
+
+
+def _record_value(f: dataclasses.Field[Any], hint: Any, data: Mapping[str, Any], path: str) -> Any:
+    """One field of a record, rebuilt and checked like a config's."""
+    info: ParamInfo = f.metadata["info"]
+    value = data[f.name]
+    section = _section_type(hint)
+    if info.listed:
+        item = typing.get_args(hint)[0]
+        if isinstance(item, type) and dataclasses.is_dataclass(item):
+            if not isinstance(value, (list, tuple)):
+                raise ConfigError(f"{path}: {value!r} is not a list; the record is damaged")
+            return tuple(from_dict(entry, item, f"{path}[{k}]") for k, entry in enumerate(value))
+        return _texts(value, path)
+    if section is not None and value is not None:
+        return from_dict(value, section, path)
+    if info.dim is not None:
+        if not isinstance(value, (int, float)) or isinstance(value, bool):
+            raise ConfigError(f"{path}: {value!r} is not a number; the record is damaged")
+        return _check_number(float(value), info, path)
+    return value
+
+
+def _record_params(chooser: dataclasses.Field[Any], data: Mapping[str, Any], path: str) -> Any:
+    """The parameters of the model a record's `chooser` field names, rebuilt by the dataclass it declares."""
+    value = data[path.rsplit(".", 1)[-1]]
+    if value is None:
+        return None
+    registry = chooser.metadata["info"].choices
+    params = registry.params(data.get(chooser.name, chooser.default)) if registry is not None else None
+    if params is None:
+        raise ConfigError(f"{path}: the model declares no parameters; the record is damaged")
+    return from_dict(value, params, path)
+
+
+def _texts(value: Any, path: str) -> tuple[str, ...]:
+    if not isinstance(value, (list, tuple)) or not all(isinstance(v, str) for v in value):
+        raise ConfigError(f"{path}: {value!r} is not a list of texts; the record is damaged")
+    return tuple(value)
 
 
 __all__ = ["Overrides", "check_overrides", "describe", "from_dict", "load_config", "parse_config", "resolve_config",

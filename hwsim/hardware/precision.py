@@ -25,10 +25,9 @@ from dataclasses import replace
 from fractions import Fraction
 
 from hwsim.errors import ConfigError
-from hwsim.hardware.schema import Accelerator, Compression
-
-WORD_BITS = (8, 16, 32)  # the word widths hwsim models
-WORD_BITS_TEXT = "8, 16 or 32"
+from hwsim.hardware.loader import consistency_errors
+from hwsim.hardware.schema import Accelerator, Compression, Core
+from hwsim.vocab import WORD_BITS, WORD_BITS_TEXT
 
 
 def _words(count: int, scale: Fraction) -> int:
@@ -69,29 +68,17 @@ def at_precision(hw: Accelerator, bits: int) -> Accelerator:
                           "give one of them")
     if bits == hw.precision_bits:
         return hw
-    from hwsim.hardware.loader import consistency_errors  # the loader imports this module's WORD_BITS
-
     keep = Fraction(hw.precision_bits, bits)  # word counts: same bytes
     ratio = Fraction(bits, hw.precision_bits)  # per-word energies: same energy per bit
-    pe = hw.pe_array
-    rf = pe.rf and replace(pe.rf, filter_words=_words(pe.rf.filter_words, keep),
-                           ifmap_words=_words(pe.rf.ifmap_words, keep),
-                           psum_words=_words(pe.rf.psum_words, keep),
-                           access_energy_pj=_energy(pe.rf.access_energy_pj, ratio))
-    array = replace(pe, rf=rf, mac_energy_pj=mac_energy_pj(pe.mac_energy_pj, pe.multiplier_share, ratio))
-    glb = replace(hw.glb, words_per_port=_words(hw.glb.words_per_port, keep),
-                  read_energy_pj=_energy(hw.glb.read_energy_pj, ratio),
-                  write_energy_pj=_energy(hw.glb.write_energy_pj, ratio))
     l2 = hw.l2 and replace(hw.l2, read_energy_pj=_energy(hw.l2.read_energy_pj, ratio),
                            write_energy_pj=_energy(hw.l2.write_energy_pj, ratio),
                            compression=_code(hw.l2.compression, bits))
-    lb = hw.line_buffer
-    line_buffer = lb and replace(lb, words_per_port=_words(lb.words_per_port, keep),
-                                 read_energy_pj=_energy(lb.read_energy_pj, ratio),
-                                 write_energy_pj=_energy(lb.write_energy_pj, ratio))
-    scaled = replace(hw, name=f"{hw.name}@{bits}b", precision_bits=bits, pe_array=array, glb=glb, l2=l2,
-                     line_buffer=line_buffer,
-                     noc=replace(hw.noc, inter_pe_energy_pj=_energy(hw.noc.inter_pe_energy_pj, ratio)),
+    first = _core_at(Core(name="", pe_array=hw.pe_array, noc=hw.noc, glb=hw.glb, line_buffer=hw.line_buffer),
+                     keep, ratio)
+    scaled = replace(hw, name=f"{hw.name}@{bits}b", precision_bits=bits, pe_array=first.pe_array, glb=first.glb,
+                     l2=l2, line_buffer=first.line_buffer, noc=first.noc,
+                     cores=tuple(_core_at(core, keep, ratio) for core in hw.cores),
+                     links=tuple(replace(link, energy_pj=_energy(link.energy_pj, ratio)) for link in hw.links),
                      dram=replace(hw.dram, compression=_code(hw.dram.compression, bits)),
                      description=f"{hw.description or hw.name}, run at {bits} bit (hwsim's precision rules)")
     for problem in consistency_errors(scaled):
@@ -99,4 +86,23 @@ def at_precision(hw: Accelerator, bits: int) -> Accelerator:
     return scaled
 
 
-__all__ = ["WORD_BITS", "WORD_BITS_TEXT", "at_precision", "layer_hardware", "mac_energy_pj"]
+def _core_at(core: Core, keep: Fraction, ratio: Fraction) -> Core:
+    """A core's sections with `keep` times as many words per byte and per-word energies `ratio` times."""
+    pe = core.pe_array
+    rf = pe.rf and replace(pe.rf, filter_words=_words(pe.rf.filter_words, keep),
+                           ifmap_words=_words(pe.rf.ifmap_words, keep),
+                           psum_words=_words(pe.rf.psum_words, keep),
+                           access_energy_pj=_energy(pe.rf.access_energy_pj, ratio))
+    array = replace(pe, rf=rf, mac_energy_pj=mac_energy_pj(pe.mac_energy_pj, pe.multiplier_share, ratio))
+    glb = replace(core.glb, words_per_port=_words(core.glb.words_per_port, keep),
+                  read_energy_pj=_energy(core.glb.read_energy_pj, ratio),
+                  write_energy_pj=_energy(core.glb.write_energy_pj, ratio))
+    lb = core.line_buffer
+    line_buffer = lb and replace(lb, words_per_port=_words(lb.words_per_port, keep),
+                                 read_energy_pj=_energy(lb.read_energy_pj, ratio),
+                                 write_energy_pj=_energy(lb.write_energy_pj, ratio))
+    noc = replace(core.noc, inter_pe_energy_pj=_energy(core.noc.inter_pe_energy_pj, ratio))
+    return replace(core, pe_array=array, glb=glb, line_buffer=line_buffer, noc=noc)
+
+
+__all__ = ["at_precision", "layer_hardware", "mac_energy_pj"]

@@ -12,6 +12,18 @@ from __future__ import annotations
 from dataclasses import MISSING, dataclass, field
 from typing import Any
 
+from hwsim.hardware.kinds import (
+    CODECS,
+    DATAFLOWS,
+    DRAM_ADDRESS_MAPS,
+    DRAM_MODELS,
+    DRAM_SCHEDULERS,
+    LINK_MODELS,
+    NOC_MODELS,
+    PAGE_POLICIES,
+    ROW_POLICIES,
+    SCHEDULERS,
+)
 from hwsim.hardware.units import (
     BANDWIDTH,
     BITS,
@@ -30,6 +42,7 @@ from hwsim.hardware.units import (
     WORDS,
     Dimension,
 )
+from hwsim.registry import Registry
 
 
 @dataclass(frozen=True)
@@ -41,8 +54,10 @@ class ParamInfo:
     integer: bool
     positive: bool  # > 0 (otherwise >= 0)
     maximum: float | None
-    choices: tuple[str, ...] = ()  # the names a text field accepts (an implementation chosen by name)
+    choices: Registry[Any] | None = None  # the registry whose names a text field accepts (an implementation)
     boolean: bool = False  # a yes/no switch, written true or false
+    model_params: str = ""  # the field holds the parameters the implementation named by this sibling field declares
+    listed: bool = False  # a YAML list: of texts, or of sections (the field's type is a tuple of them)
 
 
 def param(dim: Dimension | None, description: str, default: Any = MISSING, *, integer: bool = False,
@@ -63,21 +78,29 @@ def text(description: str, default: Any = MISSING) -> Any:
 
 def flag(description: str, default: bool = False) -> Any:
     """A switch written `true` or `false` (a hardware feature that is there or not)."""
-    return field(default=default, metadata={"info": ParamInfo(None, description, False, False, None, (), True)})
+    return field(default=default, metadata={"info": ParamInfo(None, description, False, False, None, None, True)})
 
 
-def choice(description: str, choices: tuple[str, ...], default: str) -> Any:
-    """A text field naming one of `choices`: the implementation (model, policy) the simulator uses."""
+def choice(description: str, choices: Registry[Any], default: str) -> Any:
+    """A text field naming one of the implementations (model, policy) registered in `choices`."""
     return field(default=default, metadata={"info": ParamInfo(None, description, False, False, None, choices)})
 
 
-SCHEDULER_CHOICES = ("fcfs",)  # hwsim.sim.policy.SCHEDULERS
-CODEC_CHOICES = ("none", "rlc")  # hwsim.sparsity.codec.CODECS
-DRAM_SCHEDULER_CHOICES = ("fcfs", "frfcfs")  # hwsim.sim.dram.policies.BURST_ORDERS (simple: fcfs only)
-DRAM_MODEL_CHOICES = ("simple", "jedec")  # hwsim.sim.dram.DRAM_MODELS
-DRAM_ADDRESS_MAP_CHOICES = ("burst_interleave", "RoBaRaCoCh", "RoCoBaRaCh", "ChRaBaRoCo")  # JEDEC_ADDRESS_MAPS
-DATAFLOW_CHOICES = ("row_stationary", "weight_stationary", "output_stationary", "input_stationary",
-                    "no_local_reuse")  # hwsim.mapping.dataflows
+def texts(description: str, default: tuple[str, ...] = ()) -> Any:
+    """A list of texts (names, paths)."""
+    return field(default=default, metadata={"info": ParamInfo(None, description, False, False, None, listed=True)})
+
+
+def sections(description: str) -> Any:
+    """A list of components of one kind (cores, links); empty by default."""
+    return field(default=(), metadata={"info": ParamInfo(None, description, False, False, None, listed=True)})
+
+
+def model_params(description: str, chooser: str) -> Any:
+    """The parameters the implementation chosen by sibling field `chooser` declares (`Registry.register(...,
+    params=...)`): written as keys of the same section, held as that dataclass (None when it declares none)."""
+    return field(default=None, metadata={"info": ParamInfo(None, description, False, False, None,
+                                                           model_params=chooser)})
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -106,7 +129,7 @@ class PeArray:
                                     18 / 19, positive=False, maximum=1.0)
     dataflow: str = choice("which loop nests the array runs and how a pass is timed: row_stationary (Eyeriss), "
                            "weight_stationary, output_stationary, input_stationary (systolic, SCALE-Sim's timing), "
-                           "no_local_reuse (DianNao-style, no RF reuse)", DATAFLOW_CHOICES, "row_stationary")
+                           "no_local_reuse (DianNao-style, no RF reuse)", DATAFLOWS, "row_stationary")
     zero_gating: bool = flag("Eyeriss' data gating: a MAC whose ifmap word is zero is gated, and so is its filter RF "
                              "read (energy: neither is spent; cycles: unchanged, the pass keeps its slots)")
     zero_gating_psums: bool = flag("a gated or skipped MAC leaves its psum in place: its psum RF read and write are "
@@ -132,8 +155,9 @@ class Noc:
     filter_bus_bits: int = param(BITS, "width of the filter multicast bus", integer=True)
     psum_bus_bits: int = param(BITS, "width of the psum bus between GLB and PE columns", integer=True)
     inter_pe_energy_pj: float = param(ENERGY, "energy of moving one word between neighbouring PEs")
-    model: str = choice("NoC model: buses (one ifmap, one filter and one psum multicast bus)", ("buses",), "buses")
-    scheduler: str = choice("order in which each bus serves its transfers", SCHEDULER_CHOICES, "fcfs")
+    model: str = choice("NoC model: buses (one ifmap, one filter and one psum multicast bus)", NOC_MODELS, "buses")
+    params: Any = model_params("the parameters the NoC model declares", "model")
+    scheduler: str = choice("order in which each bus serves its transfers", SCHEDULERS, "fcfs")
     source: str = text("where the NoC energy comes from")
 
 
@@ -152,7 +176,7 @@ class Glb:
     energy_size_exponent: float = param(FRACTION, "x in E(S) = E·(S/size)^x, the CACTI-like law "
                                                   "used when a sweep changes the size", 0.5, positive=False,
                                         maximum=2.0)
-    scheduler: str = choice("order in which the ports serve transfers", SCHEDULER_CHOICES, "fcfs")
+    scheduler: str = choice("order in which the ports serve transfers", SCHEDULERS, "fcfs")
     source: str = text("where the GLB energies come from")
 
     @property
@@ -171,7 +195,7 @@ class L2:
     latency_cycles: int = param(CYCLES, "access latency", 1, integer=True, positive=False)
     read_energy_pj: float = param(ENERGY, "energy of reading one word")
     write_energy_pj: float = param(ENERGY, "energy of writing one word")
-    scheduler: str = choice("order in which the port serves transfers", SCHEDULER_CHOICES, "fcfs")
+    scheduler: str = choice("order in which the port serves transfers", SCHEDULERS, "fcfs")
     compression: Compression | None = section("keep ifmap and ofmap tiles coded in the L2 (omit: raw): the L2's "
                                               "reads and fills of them move, and are priced and timed by, the "
                                               "coded words; space is still claimed for the raw tile", None)
@@ -186,7 +210,7 @@ class LineBuffer:
     words_per_port: int = param(WORDS, "words the line buffer moves per cycle", integer=True)
     read_energy_pj: float = param(ENERGY, "energy of reading one word")
     write_energy_pj: float = param(ENERGY, "energy of writing one word")
-    scheduler: str = choice("order in which the port serves transfers", SCHEDULER_CHOICES, "fcfs")
+    scheduler: str = choice("order in which the port serves transfers", SCHEDULERS, "fcfs")
     source: str = text("where the line-buffer energies come from")
 
 
@@ -198,7 +222,7 @@ class RowBuffer:
     hit_latency_cycles: int = param(CYCLES, "latency of an access to the open row", integer=True)
     miss_latency_cycles: int = param(CYCLES, "latency of an access that opens a new row", integer=True)
     policy: str = choice("open: a channel's last row stays open and later accesses to it hit; closed: every "
-                         "access opens its row", ("open", "closed"), "open")
+                         "access opens its row", ROW_POLICIES, "open")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -207,7 +231,7 @@ class Compression:
     and ofmaps on its DRAM link, three pairs of a 5-bit zero run and a 16-bit value per 64-bit word)."""
 
     format: str = choice("tile code: rlc (pairs of a zero run and the next value, packed into coded words; a tile "
-                         "the code would enlarge moves raw) or none", CODEC_CHOICES, "rlc")
+                         "the code would enlarge moves raw) or none", CODECS, "rlc")
     run_bits: int = param(BITS, "width of a pair's zero-run field: a pair covers up to 2^run_bits − 1 zeros and "
                                 "one value", 5, integer=True)
     value_bits: int = param(BITS, "width of a pair's value field (the data word)", 16, integer=True)
@@ -316,13 +340,13 @@ class Dram:
                                            None)
     model: str = choice("DRAM model: simple (channels moving whole bursts, access latency, optional row buffer "
                         "and turnaround) or jedec (ranks, bank groups, banks, JEDEC timing, refresh)",
-                        DRAM_MODEL_CHOICES, "simple")
+                        DRAM_MODELS, "simple")
     scheduler: str = choice("order in which a channel serves queued bursts: fcfs (oldest first) or frfcfs "
-                            "(row hits first, then oldest; model jedec)", DRAM_SCHEDULER_CHOICES, "fcfs")
+                            "(row hits first, then oldest; model jedec)", DRAM_SCHEDULERS, "fcfs")
     address_map: str = choice("how byte addresses spread over channels (and ranks, banks, rows, columns: model "
                               "jedec), named most significant field first: burst_interleave (burst k on channel "
                               "k mod channels; jedec: then bank, rank, column, row), RoBaRaCoCh, RoCoBaRaCh, "
-                              "ChRaBaRoCo", DRAM_ADDRESS_MAP_CHOICES, "burst_interleave")
+                              "ChRaBaRoCo", DRAM_ADDRESS_MAPS, "burst_interleave")
     in_flight: int = param(COUNT, "bursts a channel holds at once: their latencies overlap, and the scheduler "
                                   "picks among them", 32, integer=True)
     preset: str = text("a standard device (jedec): ddr4-2400-x8, ddr4-2400-x16, ddr4-3200-x8, ddr4-3200-x16, "
@@ -330,7 +354,7 @@ class Dram:
                        "and any of their keys may be given to override them", "")
     ranks: int = param(COUNT, "ranks sharing each channel's bus (model jedec)", 1, integer=True)
     page_policy: str = choice("open: a bank keeps its row open for later hits; closed: a bank precharges once no "
-                              "queued burst wants its row (model jedec)", ("open", "closed"), "open")
+                              "queued burst wants its row (model jedec)", PAGE_POLICIES, "open")
     device: DramDevice | None = section("the device organisation (model jedec; a preset fills it in)", None)
     timing: DramTiming | None = section("JEDEC timing (model jedec; a preset fills it in)", None)
     power: DramPower | None = section("supply currents pricing each command (model jedec; a preset fills it in)",
@@ -340,11 +364,7 @@ class Dram:
                                               "time, DRAM energy and bandwidth follow them; words streamed "
                                               "straight between DRAM and the PE array move raw", None)
     source: str = text("where the DRAM energy comes from", "")
-
-    @property
-    def is_jedec(self) -> bool:
-        """Whether the jedec model runs this DRAM (its device, timing and power are then set)."""
-        return self.model == "jedec"
+    params: Any = model_params("the parameters the DRAM model declares", "model")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -359,19 +379,56 @@ class Control:
 
 
 @dataclass(frozen=True, kw_only=True)
+class Core:
+    """One core: a PE array with its register files, the NoC between its GLB and its PEs, the GLB, and optional
+    line buffers. Cores share the L2 and DRAM, and reach each other over links."""
+
+    name: str = text("the core's name in reports and unit ids (core0, core1, ... unless given)")
+    pe_array: PeArray = section("the core's processing-element array")
+    noc: Noc = section("the core's on-chip network")
+    glb: Glb = section("the core's global buffer")
+    line_buffer: LineBuffer | None = section("the core's optional line buffers", None)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Link:
+    """A link between two units: cores (by name), the shared `l2` or `dram`. Each direction carries one transfer at
+    a time, `width` bits per cycle, after `latency` cycles (a die-to-die link: wider latency, more energy)."""
+
+    name: str = text("the link's name in reports and unit ids")
+    between: tuple[str, ...] = texts("the two units it joins: core names, l2 or dram")
+    width_bits: int = param(BITS, "bits the link carries per cycle in each direction", integer=True)
+    latency_cycles: int = param(CYCLES, "cycles from a word entering the link to its leaving it", 0, integer=True,
+                                positive=False)
+    energy_pj: float = param(ENERGY, "energy of moving one word over the link (a word of the config's precision; "
+                                     "another precision scales it with the bits)", 0.0, positive=False)
+    model: str = choice("link model: point_to_point", LINK_MODELS, "point_to_point")
+    params: Any = model_params("the parameters the link model declares", "model")
+    source: str = text("where the link energy comes from", "")
+
+
+@dataclass(frozen=True, kw_only=True)
 class Accelerator:
-    """A whole accelerator: clock, data width, compute array and memory hierarchy."""
+    """A whole accelerator: clock, data width, its cores (compute array and on-chip buffers), the memory they
+    share and the links between them. A single-core accelerator states its core's sections at the top level; a
+    multi-core one lists `cores`, and the top-level sections are then its first core's."""
 
     name: str = text("short name used in reports and trace files")
     clock_hz: float = param(FREQUENCY, "core clock")
     precision_bits: int = param(BITS, "width of activations and weights (8, 16 or 32)", integer=True)
-    pe_array: PeArray = section("the processing-element array")
-    noc: Noc = section("the on-chip network")
-    glb: Glb = section("the global buffer")
+    pe_array: PeArray = section("the processing-element array (of the first core)")
+    noc: Noc = section("the on-chip network (of the first core)")
+    glb: Glb = section("the global buffer (of the first core)")
     dram: Dram = section("off-chip memory")
     control: Control = section("clock and control overheads")
-    l2: L2 | None = section("optional on-chip L2", None)
-    line_buffer: LineBuffer | None = section("optional line buffers", None)
+    l2: L2 | None = section("optional on-chip L2, shared by the cores", None)
+    line_buffer: LineBuffer | None = section("optional line buffers (of the first core)", None)
+    cores: tuple[Core, ...] = sections("the cores of a multi-core accelerator: `cores: N` makes N copies of the "
+                                       "top-level core sections (pe_array, noc, glb, line_buffer); a list gives each "
+                                       "core's name and what differs from them (empty: one core, the top level's)")
+    links: tuple[Link, ...] = sections("links between cores, and between a core and the L2 or DRAM")
+    plugins: tuple[str, ...] = texts("Python files (relative to the config) imported before it is read: modules "
+                                     "that register more implementations, such as a DRAM, NoC or link model")
     description: str = text("one line on what this configuration models", "")
     technology: str = text("process node and voltage the energies refer to", "")
 
@@ -380,6 +437,16 @@ class Accelerator:
         """Bytes per data word."""
         return self.precision_bits // 8
 
+    @property
+    def all_cores(self) -> tuple[Core, ...]:
+        """Its cores: those listed, else the one core the top-level sections describe."""
+        if self.cores:
+            return self.cores
+        return (Core(name="core0", pe_array=self.pe_array, noc=self.noc, glb=self.glb, line_buffer=self.line_buffer),)
 
-COMPONENTS = (Accelerator, PeArray, RegisterFiles, Noc, Glb, L2, LineBuffer, Dram, RowBuffer, DramDevice, DramTiming,
-              DramRail, DramPower, Compression, Control)
+
+CORE_SECTIONS = ("pe_array", "noc", "glb", "line_buffer")  # the sections a core has of its own
+MAX_CORES = 256  # cores one accelerator may have (a step names its core in 8 bits)
+
+COMPONENTS = (Accelerator, Core, Link, PeArray, RegisterFiles, Noc, Glb, L2, LineBuffer, Dram, RowBuffer, DramDevice,
+              DramTiming, DramRail, DramPower, Compression, Control)

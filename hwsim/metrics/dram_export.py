@@ -28,10 +28,10 @@ from pathlib import Path
 import numpy as np
 
 from hwsim.errors import HwsimError
+from hwsim.hardware.jedec import Timing
+from hwsim.hardware.kinds import DRAM_ADDRESS_MAPS, DRAM_MODELS
 from hwsim.hardware.loader import from_dict
 from hwsim.hardware.schema import Accelerator
-from hwsim.sim.dram.banks import Timing
-from hwsim.sim.dram.policies import JEDEC_ADDRESS_MAPS
 from hwsim.trace.reader import Trace
 from hwsim.vocab import Op
 
@@ -72,10 +72,10 @@ def dram_requests(trace: Trace) -> DramRequests:
 
 def _dram_cycles(core_cycles: np.ndarray, hw: Accelerator) -> np.ndarray:
     """Core cycles as cycles of the DRAM clock (the device's command clock; the core clock for the simple model)."""
-    device = hw.dram.device
-    if not hw.dram.is_jedec or device is None:
+    clock_hz = DRAM_MODELS.get(hw.dram.model).command_clock_hz(hw)
+    if clock_hz == hw.clock_hz:
         return core_cycles.astype(np.int64)
-    return np.floor(core_cycles * (device.command_clock_hz / hw.clock_hz)).astype(np.int64)
+    return np.floor(core_cycles * (clock_hz / hw.clock_hz)).astype(np.int64)
 
 
 def _write_lines(path: str | Path, lines: Iterator[str]) -> None:
@@ -104,11 +104,8 @@ def write_ramulator(requests: DramRequests, path: str | Path) -> int:
 def issue_cycles(requests: DramRequests) -> np.ndarray:
     """The DRAM cycle each request is issued at: its data cycle less an unloaded access, non-decreasing."""
     dram = requests.hardware.dram
-    if dram.is_jedec and dram.timing is not None:
-        t = dram.timing
-        latency = np.where(requests.is_write, t.trcd_nck + t.tcwl_nck, t.trcd_nck + t.tcl_nck)
-    else:
-        latency = np.full(len(requests), dram.latency_cycles)
+    kind = DRAM_MODELS.get(dram.model)
+    latency = np.where(requests.is_write, kind.issue_latency_cycles(dram, True), kind.issue_latency_cycles(dram, False))
     return np.maximum.accumulate(np.maximum(requests.data_cycle - latency, 0)) if len(requests) else latency
 
 
@@ -136,10 +133,10 @@ def write_drampower(requests: DramRequests, path: str | Path) -> list[Path]:
     """DRAMPower command traces, one per channel and rank; the files written."""
     hw = requests.hardware
     dram = hw.dram
-    if not dram.is_jedec or dram.device is None or dram.timing is None:
+    if dram.device is None or dram.timing is None:
         raise HwsimError(f"{hw.name}: a DRAMPower command trace needs the jedec DRAM model's banks and rows; "
                          "simulate on a config with dram.model: jedec (e.g. dram.preset: ddr4-3200-x16)")
-    where = JEDEC_ADDRESS_MAPS.get(dram.address_map)(dram).locate(requests.address // dram.device.burst_bytes)
+    where = DRAM_ADDRESS_MAPS.get(dram.address_map)(dram).locate(requests.address // dram.device.burst_bytes)
     t = Timing.of(dram.timing)
     column = requests.data_cycle - np.where(requests.is_write, t.cwl, t.cl)
     end = int(column.max()) + t.cl + t.bl if len(requests) else 0

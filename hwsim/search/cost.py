@@ -12,7 +12,7 @@ from hwsim.analytic.pipeline import pipeline_latency
 from hwsim.hardware.energy import EnergyTable
 from hwsim.hardware.schema import Accelerator
 from hwsim.mapping.nest.format import LoopNest
-from hwsim.sim.policy import Registry
+from hwsim.registry import Registry
 from hwsim.sparsity.profile import DENSE_LAYER, LayerZeros
 from hwsim.vocab import Level
 from hwsim.workload.ir import Layer

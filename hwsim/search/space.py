@@ -34,7 +34,7 @@ from hwsim.mapping.dataflows import dataflow_of
 from hwsim.mapping.dataflows.systolic import ROLES
 from hwsim.mapping.nest.format import DIMS, OPERANDS, Array, Loop, LoopNest, Loops, Storage
 from hwsim.mapping.nest.problem import Problem, tile_bound_words
-from hwsim.sim.policy import Registry
+from hwsim.registry import Registry
 from hwsim.vocab import ceil_div
 
 PRIORITIES = tuple(itertools.permutations(OPERANDS))  # the loop orders of a storage level

@@ -21,7 +21,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from hwsim.registry import Registry as Registry  # the simulator's registries import it from here
+from hwsim.hardware.kinds import SCHEDULERS
 
 
 class Scheduler(ABC):
@@ -41,9 +41,6 @@ class Scheduler(ABC):
     def start_cycles(self, request_cycle: int, free_at_cycles: np.ndarray) -> np.ndarray:
         """`start_cycle` of requests made together, the i-th on a server free from `free_at_cycles[i]` (a
         DRAM channel's in-flight slots)."""
-
-
-SCHEDULERS: Registry[type[Scheduler]] = Registry("scheduler")
 
 
 @SCHEDULERS.register("fcfs")
@@ -79,4 +76,5 @@ class FirstComeFirstServed(Scheduler):
 
 def scheduler(name: str) -> Scheduler:
     """A scheduler instance by its config name."""
-    return SCHEDULERS.get(name)()
+    chosen: type[Scheduler] = SCHEDULERS.get(name)
+    return chosen()

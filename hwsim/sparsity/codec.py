@@ -39,8 +39,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from hwsim.hardware.kinds import CODECS
 from hwsim.hardware.schema import Accelerator, Compression
-from hwsim.registry import Registry
 
 
 class Codec(ABC):
@@ -48,6 +48,11 @@ class Codec(ABC):
 
     def __init__(self, cfg: Compression, data_bits: int) -> None:
         self.cfg, self.data_bits = cfg, data_bits
+
+    @classmethod
+    def config_errors(cls, cfg: Compression, data_bits: int, where: str) -> list[str]:
+        """What makes a compression section unusable with `data_bits` words ('<where>.<field>: problem; fix')."""
+        return []
 
     @abstractmethod
     def coded_words(self, tiles: np.ndarray) -> np.ndarray:
@@ -57,9 +62,6 @@ class Codec(ABC):
     def expected_words(self, words: np.ndarray, zero_fraction: float) -> np.ndarray:
         """Per tile of `words` data words with a fraction `zero_fraction` of zeros: the data words it takes coded
         (the average model)."""
-
-
-CODECS: Registry[type[Codec]] = Registry("compression.format")
 
 
 @CODECS.register("none")
@@ -103,6 +105,23 @@ class RunLength(Codec):
         super().__init__(cfg, data_bits)
         self.words_per_coded = cfg.word_bits // data_bits
 
+    @classmethod
+    def config_errors(cls, cfg: Compression, data_bits: int, where: str) -> list[str]:
+        """A pair's value is one data word, the pairs fit the coded word, and it holds whole data words."""
+        errors: list[str] = []
+        if cfg.value_bits != data_bits:
+            errors.append(f"{where}.value_bits: a pair's value is one {data_bits}-bit data word, not "
+                          f"{cfg.value_bits} bit; set value: {data_bits} bit")
+        used = cfg.pairs_per_word * (cfg.run_bits + cfg.value_bits)
+        if used > cfg.word_bits:
+            errors.append(f"{where}.pairs_per_word: {cfg.pairs_per_word} pairs of {cfg.run_bits + cfg.value_bits} "
+                          f"bit need {used} bit, the coded word has {cfg.word_bits}; lower pairs_per_word or widen "
+                          "word")
+        if cfg.word_bits % data_bits:
+            errors.append(f"{where}.word: a coded word of {cfg.word_bits} bit is not a whole number of "
+                          f"{data_bits}-bit data words; use a multiple")
+        return errors
+
     def _packed(self, pairs: np.ndarray, raw: np.ndarray) -> np.ndarray:
         coded = -(-pairs // self.cfg.pairs_per_word) * self.words_per_coded
         result: np.ndarray = np.minimum(raw, coded)
@@ -122,25 +141,8 @@ class RunLength(Codec):
 
 def codec(cfg: Compression, data_bits: int) -> Codec:
     """The code a `compression` section configures, for data words of `data_bits`."""
-    return CODECS.get(cfg.format)(cfg, data_bits)
-
-
-def format_errors(cfg: Compression, data_bits: int, where: str) -> list[str]:
-    """What makes a compression section unusable with `data_bits` words ('<where>.<field>: problem; fix')."""
-    errors: list[str] = []
-    if cfg.format == "none":
-        return errors
-    if cfg.value_bits != data_bits:
-        errors.append(f"{where}.value_bits: a pair's value is one {data_bits}-bit data word, not {cfg.value_bits} "
-                      f"bit; set value: {data_bits} bit")
-    used = cfg.pairs_per_word * (cfg.run_bits + cfg.value_bits)
-    if used > cfg.word_bits:
-        errors.append(f"{where}.pairs_per_word: {cfg.pairs_per_word} pairs of {cfg.run_bits + cfg.value_bits} bit "
-                      f"need {used} bit, the coded word has {cfg.word_bits}; lower pairs_per_word or widen word")
-    if cfg.word_bits % data_bits:
-        errors.append(f"{where}.word: a coded word of {cfg.word_bits} bit is not a whole number of {data_bits}-bit "
-                      "data words; use a multiple")
-    return errors
+    chosen: type[Codec] = CODECS.get(cfg.format)
+    return chosen(cfg, data_bits)
 
 
 CODED_LEVELS = ("dram", "l2")  # levels whose config may keep tiles coded

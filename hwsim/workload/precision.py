@@ -3,7 +3,7 @@ layers, as the word its tensors need."""
 
 from __future__ import annotations
 
-from hwsim.hardware.precision import WORD_BITS
+from hwsim.vocab import WORD_BITS
 from hwsim.workload.ir import Graph, Layer
 
 

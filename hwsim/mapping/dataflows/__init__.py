@@ -7,14 +7,16 @@ no_local_reuse (DianNao-style, no register files).
 
 from __future__ import annotations
 
+from hwsim.hardware.kinds import DATAFLOWS
 from hwsim.hardware.schema import Accelerator
 from hwsim.mapping.dataflows import no_local_reuse, row_stationary, systolic
-from hwsim.mapping.dataflows.base import DATAFLOWS, Dataflow
+from hwsim.mapping.dataflows.base import Dataflow
 
 
 def dataflow_of(hw: Accelerator) -> Dataflow:
     """The dataflow the config's PE array runs."""
-    return DATAFLOWS.get(hw.pe_array.dataflow)
+    chosen: Dataflow = DATAFLOWS.get(hw.pe_array.dataflow)
+    return chosen
 
 
 __all__ = ["DATAFLOWS", "Dataflow", "dataflow_of", "no_local_reuse", "row_stationary", "systolic"]

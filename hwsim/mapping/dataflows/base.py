@@ -10,7 +10,6 @@ from dataclasses import dataclass
 from hwsim.hardware.schema import Accelerator
 from hwsim.mapping.nest.format import Loop, LoopNest
 from hwsim.mapping.nest.problem import Problem
-from hwsim.sim.policy import Registry
 
 DefaultMapper = Callable[[Problem, Accelerator], LoopNest]
 
@@ -53,4 +52,3 @@ def _outside(where: str, allowed: frozenset[str], loops: tuple[Loop, ...], name:
             yield f"{where}: {loop} is not allowed on a {name} array (dims allowed: {dims}); move it to a storage level"
 
 
-DATAFLOWS: Registry[Dataflow] = Registry("pe_array.dataflow")

@@ -11,8 +11,9 @@ the band is halved until the GLB holds its ifmap and psums.
 
 from __future__ import annotations
 
+from hwsim.hardware.kinds import DATAFLOWS
 from hwsim.hardware.schema import Accelerator
-from hwsim.mapping.dataflows.base import DATAFLOWS, Dataflow
+from hwsim.mapping.dataflows.base import Dataflow
 from hwsim.mapping.nest.format import Array, Loop, LoopNest, MappingError, Storage
 from hwsim.mapping.nest.problem import Problem
 from hwsim.vocab import ceil_div

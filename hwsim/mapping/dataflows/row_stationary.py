@@ -25,8 +25,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from hwsim.hardware.kinds import DATAFLOWS
 from hwsim.hardware.schema import Accelerator
-from hwsim.mapping.dataflows.base import DATAFLOWS, Dataflow
+from hwsim.mapping.dataflows.base import Dataflow
 from hwsim.mapping.nest.format import Array, Loop, LoopNest, MappingError, Storage
 from hwsim.mapping.nest.problem import Problem
 from hwsim.vocab import ceil_div

@@ -24,8 +24,9 @@ offsets, batch and columns become further folds.
 
 from __future__ import annotations
 
+from hwsim.hardware.kinds import DATAFLOWS
 from hwsim.hardware.schema import Accelerator
-from hwsim.mapping.dataflows.base import DATAFLOWS, Dataflow
+from hwsim.mapping.dataflows.base import Dataflow
 from hwsim.mapping.nest.format import Array, Loop, LoopNest, Storage
 from hwsim.mapping.nest.problem import Problem, tile_bound_words
 from hwsim.vocab import ceil_div
@@ -76,10 +77,11 @@ def _register(name: str) -> Dataflow:
     def default(problem: Problem, hw: Accelerator) -> LoopNest:
         return systolic_nest(name, problem, hw)
 
-    return DATAFLOWS.register(name)(Dataflow(
-        name=name, lowering="im2col", rows=frozenset({row_dim}), cols=frozenset({col_dim}),
-        stream=frozenset({stream_dim}), rf_keeps=frozenset({keeps}), rf_loops=False,
-        delivery={"ifmap": ifmap, "filter": filters}, default=default))
+    flow = Dataflow(name=name, lowering="im2col", rows=frozenset({row_dim}), cols=frozenset({col_dim}),
+                    stream=frozenset({stream_dim}), rf_keeps=frozenset({keeps}), rf_loops=False,
+                    delivery={"ifmap": ifmap, "filter": filters}, default=default)
+    DATAFLOWS.register(name)(flow)
+    return flow
 
 
 WEIGHT_STATIONARY = _register("weight_stationary")

@@ -1,21 +1,17 @@
-"""Off-chip DRAM models, chosen by `dram.model`: `simple` (channels moving whole bursts with pipelined access
-latency, optional row buffers and turnaround) and `jedec` (ranks, bank groups and banks under JEDEC timing,
-refresh, a scheduler and a page policy). A model is a `Port` whose amounts and addresses are bytes and whose
-records are one per burst; `build_dram` makes the configured one."""
+"""Off-chip DRAM models, chosen by `dram.model` (`hwsim.hardware.kinds.DRAM_MODELS`): `simple` (channels moving
+whole bursts with pipelined access latency, optional row buffers and turnaround) and `jedec` (ranks, bank groups
+and banks under JEDEC timing, refresh, a scheduler and a page policy). A model is a `Port` whose amounts and
+addresses are bytes and whose records are one per burst; `build_dram` makes the configured one."""
 
 from __future__ import annotations
 
 import simpy
 
 from hwsim.hardware import schema
+from hwsim.hardware.kinds import DRAM_MODELS
 from hwsim.sim.dram.base import DramModel
 from hwsim.sim.dram.jedec import JedecDram
 from hwsim.sim.dram.simple import SimpleDram
-from hwsim.sim.policy import Registry
-
-DRAM_MODELS: Registry[type[DramModel]] = Registry("dram.model")
-DRAM_MODELS.register("simple")(SimpleDram)
-DRAM_MODELS.register("jedec")(JedecDram)
 
 Dram = SimpleDram  # the default model
 
@@ -23,7 +19,8 @@ Dram = SimpleDram  # the default model
 def build_dram(env: simpy.Environment, cfg: schema.Dram, word_bytes: int, name: str = "dram",
                clock_hz: float | None = None) -> DramModel:
     """The DRAM model the config names, counting cycles of the core clock `clock_hz`."""
-    return DRAM_MODELS.get(cfg.model)(env, cfg, word_bytes, name, clock_hz)
+    model: type[DramModel] = DRAM_MODELS.get(cfg.model).component_class()
+    return model(env, cfg, word_bytes, name, clock_hz)
 
 
-__all__ = ["DRAM_MODELS", "Dram", "DramModel", "JedecDram", "SimpleDram", "build_dram"]
+__all__ = ["Dram", "DramModel", "JedecDram", "SimpleDram", "build_dram"]

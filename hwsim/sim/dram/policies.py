@@ -1,6 +1,7 @@
-"""DRAM policies chosen by name from the config: how addresses map onto channels, banks and rows
-(`dram.address_map`), what a row buffer does between accesses (the simple model's `dram.row_buffer.policy`,
-the jedec model's `dram.page_policy`) and in which order a channel serves its bursts (`dram.scheduler`).
+"""DRAM policies chosen by name from the config: how the simple model maps addresses onto channels
+(`dram.address_map`; the jedec model's maps are facts of the device, `hwsim.hardware.jedec`), what a row buffer
+does between accesses (the simple model's `dram.row_buffer.policy`, the jedec model's `dram.page_policy`) and in
+which order a channel serves its bursts (`dram.scheduler`).
 
 All work on whole bursts: burst k holds bytes [k·b, (k+1)·b) of the address space (b = the burst size).
 """
@@ -15,7 +16,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from hwsim.hardware import schema
-from hwsim.sim.policy import Registry
+from hwsim.hardware.kinds import DRAM_SCHEDULERS, PAGE_POLICIES, ROW_POLICIES
+from hwsim.registry import Registry
 
 
 class AddressMap(ABC):
@@ -35,7 +37,8 @@ class AddressMap(ABC):
         `row_bytes` is 0) within the same channel: transactions that differ by it time alike."""
 
 
-ADDRESS_MAPS: Registry[type[AddressMap]] = Registry("dram.address_map")
+ADDRESS_MAPS: Registry[type[AddressMap]] = Registry("dram.address_map of the simple model")  # a subset of the jedec
+# model's maps (`hwsim.hardware.kinds.DRAM_ADDRESS_MAPS`), which name the config's choices
 
 
 @ADDRESS_MAPS.register("burst_interleave")
@@ -63,15 +66,13 @@ class RowPolicy:
     keeps_open: bool
 
 
-ROW_POLICIES: Registry[Callable[[schema.RowBuffer], RowPolicy]] = Registry("dram.row_buffer.policy")
-
-
 def row_policy(cfg: schema.Dram) -> RowPolicy:
     """The row behaviour of a DRAM config: none without a row buffer, else the row buffer's policy."""
     rb = cfg.row_buffer
     if rb is None:
         return RowPolicy(0, cfg.latency_cycles, 0, False)
-    return ROW_POLICIES.get(rb.policy)(rb)
+    policy: Callable[[schema.RowBuffer], RowPolicy] = ROW_POLICIES.get(rb.policy)
+    return policy(rb)
 
 
 @ROW_POLICIES.register("open")
@@ -87,83 +88,6 @@ def closed_row(rb: schema.RowBuffer) -> RowPolicy:
     return RowPolicy(rb.row_bytes, rb.miss_latency_cycles, 0, False)
 
 
-# ----- the jedec model's policies --------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Coordinates:
-    """Where bursts live in a JEDEC memory: per burst its channel, rank, bank group and bank (both numbered
-    within the channel: group = rank · groups per rank + group in rank, bank likewise), row and column."""
-
-    channel: np.ndarray
-    rank: np.ndarray
-    group: np.ndarray
-    bank: np.ndarray
-    row: np.ndarray
-    column: np.ndarray
-
-
-FIELD_NAMES = ("Ro", "Co", "Ba", "Ra", "Ch")  # row, column (in bursts), bank (bank group fastest), rank, channel
-
-
-class FieldOrderMap:
-    """An address map named by its fields from the most significant to the least (`RoCoBaRaCh`): burst index k
-    = ⌊byte address / burst⌋ is read as a mixed-radix number whose digits, least significant first, are the
-    reversed fields, each taken modulo its size (channels, ranks, banks per rank, bursts per row, rows per
-    bank) except a leading row field, which keeps counting. Within `Ba` the bank group is the faster digit, so
-    consecutive bank numbers alternate bank groups (a stream spread over banks pays tCCD_S, not tCCD_L)."""
-
-    order: str = ""
-
-    def __init__(self, cfg: schema.Dram) -> None:
-        device = cfg.device
-        assert device is not None, "the jedec model has a device"
-        self.groups = device.bank_groups
-        self.banks_per_rank = device.banks
-        self.sizes = {"Ch": cfg.channels, "Ra": cfg.ranks, "Ba": device.banks,
-                      "Co": device.row_bytes // device.burst_bytes, "Ro": device.rows_per_bank}
-        fields = [self.order[i:i + 2] for i in range(0, len(self.order), 2)]
-        assert sorted(fields) == sorted(FIELD_NAMES), self.order
-        self.fields_lsb_first = tuple(reversed(fields))
-        self.row_leads = fields[0] == "Ro"
-        # a shift of the burst index by this many keeps every field but the leading row (which moves by 1):
-        # transfers that differ by it place alike
-        self.period_bursts = math.prod(self.sizes[f] for f in fields[1:]) if self.row_leads else 0
-
-    def locate(self, bursts: np.ndarray) -> Coordinates:
-        """The coordinates of each burst index."""
-        digits = {}
-        rest = bursts
-        for name in self.fields_lsb_first:
-            if name == "Ro" and self.row_leads:
-                digits[name] = rest
-                break
-            rest, digits[name] = np.divmod(rest, self.sizes[name])
-        bank_in_rank, rank = digits["Ba"], digits["Ra"]
-        group = bank_in_rank % self.groups
-        return Coordinates(channel=digits["Ch"], rank=rank, group=rank * self.groups + group,
-                           bank=rank * self.banks_per_rank + bank_in_rank, row=digits["Ro"], column=digits["Co"])
-
-
-JEDEC_ADDRESS_MAPS: Registry[type[FieldOrderMap]] = Registry("dram.address_map")
-
-
-def _field_order(name: str, order: str, doc: str) -> None:
-    """Register the map reading fields in `order` (most significant first) as `name`."""
-    cls = type(f"Map{order}", (FieldOrderMap,), {"order": order, "__doc__": doc})
-    JEDEC_ADDRESS_MAPS.register(name)(cls)
-
-
-_field_order("burst_interleave", "RoCoRaBaCh", "Burst k on channel k mod C, then bank by bank (bank groups "
-             "alternating), rank, column and row: the simple model's burst interleave carried on to the banks.")
-_field_order("RoBaRaCoCh", "RoBaRaCoCh", "Channel, then the columns of one row, rank, bank, row: a stream stays "
-             "in one open row per channel (Ramulator's default order).")
-_field_order("RoCoBaRaCh", "RoCoBaRaCh", "Channel, rank, bank (bank groups alternating), column, row: a stream "
-             "spreads over every bank and rank, each keeping its row open.")
-_field_order("ChRaBaRoCo", "ChRaBaRoCo", "Columns, rows, banks, ranks, channel: each channel holds one contiguous "
-             "range of addresses (no interleaving).")
-
-
 class BurstOrder(ABC):
     """In which order a channel serves the bursts it holds (its queue of `in_flight` bursts)."""
 
@@ -172,10 +96,7 @@ class BurstOrder(ABC):
         """A permutation of the bursts (given oldest first) into service order; None keeps them in order."""
 
 
-BURST_ORDERS: Registry[type[BurstOrder]] = Registry("dram.scheduler")
-
-
-@BURST_ORDERS.register("fcfs")
+@DRAM_SCHEDULERS.register("fcfs")
 class FirstComeFirstServedBursts(BurstOrder):
     """Oldest first: bursts are served in the order they are requested (address order within a transfer)."""
 
@@ -183,7 +104,7 @@ class FirstComeFirstServedBursts(BurstOrder):
         return None
 
 
-@BURST_ORDERS.register("frfcfs")
+@DRAM_SCHEDULERS.register("frfcfs")
 class FirstReadyFirstComeFirstServed(BurstOrder):
     """FR-FCFS (Rixner et al., ISCA 2000): among the bursts a channel holds, those to a bank's open row go
     first, oldest first, and a burst that would close a row waits while later bursts still hit it. Each
@@ -218,6 +139,5 @@ class PagePolicy:
     keeps_rows_open: bool
 
 
-PAGE_POLICIES: Registry[PagePolicy] = Registry("dram.page_policy")
 PAGE_POLICIES.register("open")(PagePolicy(keeps_rows_open=True))
 PAGE_POLICIES.register("closed")(PagePolicy(keeps_rows_open=False))
