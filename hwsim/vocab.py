@@ -84,8 +84,10 @@ ACCESS_NAMES = _names(Access)  # ("read", "fill", "update")
 OP_NAMES = _names(Op)  # ("read", "write", "fill", "update", "skip"): trace `op` code = index
 TRACE_OPERAND_NAMES = (*OPERAND_NAMES, "other")  # trace `operand` code = index
 OTHER = len(OPERAND_NAMES)  # the trace operand code of PE-array work that moves no operand
-TRACE_LEVELS = ("dram", "l2", "glb", "line_buffer", "noc", "rf", "pe")  # one trace dataset each; pe: passes
-BANDWIDTH_LEVELS = ("dram", "l2", "glb", "line_buffer", "noc")  # trace levels whose words per cycle are bandwidth
+TRACE_LEVELS = ("dram", "l2", "glb", "line_buffer", "noc", "rf", "pe", "link")  # one trace dataset each; pe: passes,
+# link: transfers between cores
+BANDWIDTH_LEVELS = ("dram", "l2", "glb", "line_buffer", "noc", "link")  # trace levels whose words per cycle are
+# bandwidth
 ACCESS_OF_OP = {Op.READ: Access.READ, Op.FILL: Access.FILL, Op.UPDATE: Access.UPDATE}  # Op.WRITE: none
 OP_OF_ACCESS = {access: op for op, access in ACCESS_OF_OP.items()}
 NOC_BUSES = ("ifmap", "filter", "psum")  # the multicast buses between the GLB and the PEs
@@ -117,6 +119,8 @@ STEP_DTYPE = np.dtype([
     ("inter_pe_filter_words", np.int64),  # COMPUTE: filter words forwarded PE to PE (systolic lanes)
     ("stream_length", np.int64),  # COMPUTE: iterations the array streams in this pass (a systolic fold's T)
     ("zero_macs", np.int64),  # COMPUTE: of its MACs, those whose ifmap word is zero (gated or skipped by the array)
+    ("src_core", np.uint8),  # the core of src's unit when src is a per-core level (GLB, line buffer, RF)
+    ("dst_core", np.uint8),  # the core of dst's unit likewise; COMPUTE: the core whose PE array runs the pass
 ])
 
 _STEP_NAMES: tuple[str, ...] = STEP_DTYPE.names or ()
@@ -150,8 +154,12 @@ class StepField:
     INTER_PE_FILTER_WORDS = _step_field("inter_pe_filter_words")
     STREAM_LENGTH = _step_field("stream_length")
     ZERO_MACS = _step_field("zero_macs")
+    SRC_CORE = _step_field("src_core")
+    DST_CORE = _step_field("dst_core")
 
 
+WORD_BITS = (8, 16, 32)  # the word widths hwsim models
+WORD_BITS_TEXT = "8, 16 or 32"
 MAX_BATCH = 4096  # images one run may process: beyond, a run's records and cycles outgrow memory and int64
 
 

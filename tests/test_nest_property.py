@@ -33,7 +33,7 @@ from hwsim.mapping.nest.format import LoopNest, MappingError
 from hwsim.mapping.nest.problem import nest_problem
 from hwsim.mapping.nest.steps import L2_BUFFERS, NestSteps, TensorAddresses
 from hwsim.mapping.nest.validate import check_nest, tile_words
-from hwsim.mapping.schedule import LayerSchedule, Schedule
+from hwsim.mapping.schedule import NestInfo, Schedule, Work
 from hwsim.metrics import derive
 from hwsim.sim.run import simulate_to_trace
 from hwsim.vocab import ACCESS_NAMES, LEVEL_NAMES, OPERAND_NAMES
@@ -104,8 +104,7 @@ def simulate(cases: list[Case], tmp: Path) -> list[dict[str, object]]:
             c = cases[i]
             addr = TensorAddresses(0, c.layer.in_shape.elements, 1 << 24, 1 << 25, c.layer.out_shape.elements)
             steps = NestSteps(c.nest, nest_problem(c.layer, batch, c.nest.lowering), hw, addr)
-            params = {"mapping": "nest", **({"buffers": L2_BUFFERS} if with_l2 else {})}
-            layers.append(LayerSchedule(c.layer, params, steps.blocks))
+            layers.append(Work(c.layer, NestInfo(buffers=L2_BUFFERS if with_l2 else ()), steps.blocks))
         path = tmp / f"l2{int(with_l2)}-b{batch}.h5"
         simulate_to_trace(Schedule("random", hw.name, f"nest:{hw.pe_array.dataflow}", batch, tuple(layers)), hw,
                           str(path))

@@ -130,7 +130,7 @@ def test_closed_form_equals_the_step_stream(name: str) -> None:
     batch = 3 if name in ("alexnet", "resnet18", "mobilenetv2") else 1
     hw = EYERISS
     for ls in network_schedule(graph, hw, batch).layers:
-        mapped = ls.params["mapping"] != "none"
+        mapped = ls.info.record()["mapping"] != "none"
         c = layer_counts(ls.layer, hw, batch) if mapped else mapped_counts(ls.layer, None, hw, 1)
         table, scalars = _from_steps(ls.steps(), hw.pe_array.macs_per_cycle, hw.pe_array.fill_drain_cycles)
         assert (c.transfers == table).all(), ls.layer.name

@@ -204,8 +204,8 @@ def test_dram_bad_accesses() -> None:
         dram.read(1, 64)
     with pytest.raises(HwsimError, match="size"):
         dram.write(0, -64)
-    with pytest.raises(HwsimError, match="burst"):
-        Dram(simpy.Environment(), dram_cfg(), 3)
+    with pytest.raises(HwsimError, match="burst"):  # 3-byte words do not fill a 64-byte burst
+        Dram(simpy.Environment(), dram_cfg(), 3).read(0, 66)
 
 
 # --- SRAM (GLB and L2) ---------------------------------------------------------------------------
@@ -267,7 +267,8 @@ def test_l2_bandwidth_and_latency() -> None:
 def test_glb_allocation_blocks_until_free() -> None:
     env = simpy.Environment()
     glb = Sram(env, glb_cfg(filter_bytes=1024), WORD_BYTES)
-    assert glb.spaces["data"].capacity_words == 1536 and glb.spaces["filter"].capacity_words == 512
+    # space is in bytes: 1,536 and 512 words of 2 bytes
+    assert glb.spaces["data"].capacity_bytes == 3072 and glb.spaces["filter"].capacity_bytes == 1024
     granted: list[int] = []
 
     def owner() -> Generator[simpy.Event, Any, None]:
@@ -290,15 +291,15 @@ def test_glb_allocation_blocks_until_free() -> None:
     env.run()
     assert granted == [0, 50]
     space = glb.spaces["data"]
-    assert space.occupancy_words == 1400 and space.peak_words == 1400
+    assert space.occupancy_bytes == 2800 and space.peak_bytes == 2800  # 1,400 words
     assert space.allocate_stall_cycles == 49
-    assert space.occupancy_records().tolist() == [(0, 0), (0, 1000), (50, 400), (50, 1400)]
+    assert space.occupancy_records().tolist() == [(0, 0), (0, 2000), (50, 800), (50, 2800)]
 
 
 def test_sram_impossible_sizes() -> None:
     env = simpy.Environment()
     glb = Sram(env, glb_cfg(filter_bytes=1024), WORD_BYTES, "glb")
-    with pytest.raises(HwsimError, match=r"glb data partition.*2000 words"):
+    with pytest.raises(HwsimError, match=r"glb data partition.*4000 bytes"):  # 2,000 words
         glb.allocate(2000)
     with pytest.raises(HwsimError, match="glb filter partition"):
         glb.allocate(513, "filter")
@@ -388,8 +389,8 @@ def test_line_buffer_port_and_space() -> None:
     # the port is shared: 100 words take ⌈100/64⌉ = 2 cycles behind the 32, the read 1 more
     assert (w["end_cycle"][0], r["end_cycle"][0]) == (34, 35)
     assert granted == [32]
-    assert lb.space.peak_words == 2000
-    with pytest.raises(HwsimError, match=r"line_buffer.*4096 words"):
+    assert lb.space.peak_bytes == 4000  # 2,000 words
+    with pytest.raises(HwsimError, match=r"line_buffer.*8192 bytes"):  # 4,096 words
         lb.allocate(4096)
 
 

@@ -46,7 +46,7 @@ ATTRS = {"network": "alexnet", "batch": 1, "clock_mhz": 200.0, "double_buffered"
 def records(rows: list[tuple]) -> np.ndarray:
     block = empty_records(len(rows))
     for i, (start, end, op, operand, layer, step, address, words) in enumerate(rows):
-        block[i] = (start, end, OPS.index(op), OPERANDS.index(operand), layer, step, address, words)
+        block[i] = (start, end, OPS.index(op), OPERANDS.index(operand), layer, step, address, words, 0)
     return block
 
 
@@ -82,8 +82,8 @@ def steps(block: np.ndarray) -> list[tuple[int, int]]:
 def test_codes_keep_their_documented_values() -> None:
     assert OPERANDS[:4] == ("ifmap", "filter", "psum", "ofmap")
     assert OPS == ("read", "write", "fill", "update", "skip")
-    # 8 + 8 + 1 + 1 + 4 + 8 + 8 + 8 bytes, packed; occupancy 2 + 8 + 8 + 4 (16-bit buffer ids)
-    assert RECORD_DTYPE.itemsize == 46 and OCCUPANCY_DTYPE.itemsize == 22
+    # 8 + 8 + 1 + 1 + 4 + 8 + 8 + 8 + 2 bytes (16-bit unit ids), packed; occupancy 2 + 8 + 8 + 4 (16-bit buffer ids)
+    assert RECORD_DTYPE.itemsize == 48 and OCCUPANCY_DTYPE.itemsize == 22
     assert issubclass(TraceError, HwsimError)
 
 
@@ -97,12 +97,12 @@ def test_round_trip_exact_values(tmp_path: Path, compression: str) -> None:
         assert (trace.n_records("glb"), trace.n_records("dram")) == (10, 3)
         for key, value in ATTRS.items():
             assert trace.attrs[key] == value and type(trace.attrs[key]) is type(value)
-        assert trace.attrs["complete"] is True and trace.attrs["hwsim_trace_version"] == 4
+        assert trace.attrs["complete"] is True and trace.attrs["hwsim_trace_version"] == 5
         assert trace.units["start_cycle"] == "cycles" and trace.units["bytes"] == "bytes"
         glb = trace.select("glb")
         assert glb.dtype == RECORD_DTYPE
-        assert glb[6].tolist() == (12, 20, 0, 1, 2, 0, 4096, 32)  # fc reads 32 filter words at 4096
-        assert glb[9].tolist() == (20, 25, 2, 2, 2, 2, 1032, 4)  # fc fills 4 psum words at 1032
+        assert glb[6].tolist() == (12, 20, 0, 1, 2, 0, 4096, 32, 0)  # fc reads 32 filter words at 4096
+        assert glb[9].tolist() == (20, 25, 2, 2, 2, 2, 1032, 4, 0)  # fc fills 4 psum words at 1032
         assert glb["address"].tolist() == [0, 512, 16, 1024, 32, 2048, 4096, 1028, 64, 1032]
         assert trace.select("dram")["words"].tolist() == [256, 128, 64]
         columns = trace.columns("glb")  # the same records as one contiguous array per field

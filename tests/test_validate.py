@@ -20,9 +20,10 @@ import hwsim.trace
 from hwsim.check.validate import RULES, Validation, min_dram_latency_cycles, validate_trace
 from hwsim.hardware import load_config
 from hwsim.hardware.loader import to_dict
+from hwsim.hardware.tree import UnitTable
 from hwsim.trace.schema import NO_STEP, empty_groups, empty_occupancy, empty_records
 from hwsim.trace.writer import TraceWriter
-from hwsim.vocab import TRACE_LEVELS, Op, Operand
+from hwsim.vocab import BUS_OF_OPERAND, TRACE_LEVELS, Op, Operand
 
 READ, WRITE, FILL, UPDATE = int(Op.READ), int(Op.WRITE), int(Op.FILL), int(Op.UPDATE)
 IFMAP, FILTER, PSUM, OFMAP, OTHER = 0, 1, 2, 3, 4
@@ -44,11 +45,13 @@ def _write(path: Path, records: dict[str, list[Record]], groups: list[tuple[int,
     attrs = {"network": "hand", "hardware": "eyeriss-v1", "hardware_json": json.dumps(hardware or _hardware()),
              "clock_hz": 200e6, "word_bits": 16, "batch": 1, "dram_records": "burst",
              "dram_regions_json": json.dumps(regions if regions is not None else {})}
-    with TraceWriter(path, TRACE_LEVELS, ["conv"], ["glb.data", "glb.filter", "line_buffer"], attrs) as writer:
+    units = UnitTable.of(load_config("eyeriss-v1"))
+    with TraceWriter(path, TRACE_LEVELS, ["conv"], ["glb.data", "glb.filter", "line_buffer"], attrs,
+                     units=units.names) as writer:
         for level, rows in records.items():
             block = empty_records(len(rows))
             for i, (start, end, op, operand, step, address, words) in enumerate(rows):
-                block[i] = (start, end, op, operand, 0, step, address, words)
+                block[i] = (start, end, op, operand, 0, step, address, words, _unit(units, level, operand))
             writer.append(level, block)
         g = empty_groups(len(groups))
         for i, (first, compute, bits) in enumerate(groups):
@@ -59,6 +62,15 @@ def _write(path: Path, records: dict[str, list[Record]], groups: list[tuple[int,
             occ[i] = (buffer, cycle, nbytes, 0)
         writer.append_occupancy(occ)
     return path
+
+
+def _unit(units: UnitTable, level: str, operand: int) -> int:
+    """The unit of a record at `level` on the one core: dram, core0.glb, core0.noc.<bus>, ..."""
+    if level in ("dram", "l2"):
+        return units.id(level)
+    if level == "noc":
+        return units.core_unit(0, f"noc.{BUS_OF_OPERAND[Operand(operand)]}")
+    return units.core_unit(0, level)
 
 
 def _validate(path: Path) -> Validation:
@@ -242,11 +254,11 @@ def test_real_simulations_obey_the_physics(cli: Any, tmp_path: Path, network: st
 
 
 def test_a_layer_that_can_never_progress_stops_at_once_naming_the_buffer(tmp_path: Path) -> None:
-    """Two groups each claim 30,000 of the GLB data partition's 51,200 words (100 KiB of 16-bit words) and
-    nothing frees them: the second claim waits for space no step will release. The run stops with one error
-    naming the layer, the buffer and the words, instead of waiting forever."""
+    """Two groups each claim 30,000 of the GLB data partition's 51,200 words (100 KiB of 16-bit words: 60,000 of
+    102,400 bytes) and nothing frees them: the second claim waits for space no step will release. The run stops with
+    one error naming the layer, the buffer and the bytes, instead of waiting forever."""
     from hwsim.errors import HwsimError
-    from hwsim.mapping.schedule import LayerSchedule, Schedule, buffer_steps, empty_steps, transfers
+    from hwsim.mapping.schedule import Schedule, Work, WorkInfo, buffer_steps, empty_steps, transfers
     from hwsim.sim.run import simulate_to_trace
     from hwsim.vocab import Level, StepKind
     from hwsim.workload import zoo
@@ -265,12 +277,12 @@ def test_a_layer_that_can_never_progress_stops_at_once_naming_the_buffer(tmp_pat
                                  np.array([0])), compute]
         yield np.concatenate(blocks)
 
-    schedule = Schedule("stuck", hw.name, "hand", 1, (LayerSchedule(layer, {"mapping": "hand"}, steps),))
+    schedule = Schedule("stuck", hw.name, "hand", 1, (Work(layer, WorkInfo(), steps),))
     with pytest.raises(HwsimError) as raised:
         simulate_to_trace(schedule, hw, tmp_path / "t.h5")
     message = str(raised.value)
-    assert "layer n2 cannot make progress" in message and "glb data partition needs 30000 words" in message
-    assert "30000 of 51200 held" in message and "\n" not in message
+    assert "layer n2 cannot make progress" in message and "glb data partition needs 60000 bytes" in message
+    assert "60000 of 102400 held" in message and "\n" not in message
     assert list(tmp_path.iterdir()) == []  # nothing half-written left behind
 
 

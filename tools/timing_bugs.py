@@ -52,13 +52,13 @@ BUGS = (
         "for every store overlapping its words (the simulator's behaviour before this tool existed)",
         "hwsim/sim/executor.py", "if lv == level and first < end and address < last), default=-1)",
         "if lv == level and first == address), default=-1)"),
-    Bug("noc_records_dropped", "NoC records are never written", "hwsim/sim/executor.py",
+    Bug("noc_records_dropped", "NoC records are never written", "hwsim/sim/runner.py",
         'self.want_noc, self.want_rf, self.want_pe = rec.wants("noc"), rec.wants("rf"), rec.wants("pe")',
         'self.want_noc, self.want_rf, self.want_pe = False, rec.wants("rf"), rec.wants("pe")'),
-    Bug("dram_wrong_address", "a load reads DRAM at its on-chip destination's address", "hwsim/sim/executor.py",
-        "end = max(end, self._side(src, True, s[SRC_ADDR], moved, READ, operand, index, at))",
-        "end = max(end, self._side(src, True, s[DST_ADDR] if src == _DRAM else s[SRC_ADDR], moved, READ, operand, "
-        "index, at))"),
+    Bug("dram_wrong_address", "a load reads DRAM at its on-chip destination's address", "hwsim/sim/runner.py",
+        "end = max(end, self._side(src, src_core, True, s[SRC_ADDR], moved, READ, operand, index, at))",
+        "end = max(end, self._side(src, src_core, True, s[DST_ADDR] if src == _DRAM else s[SRC_ADDR], moved, READ, "
+        "operand, index, at))"),
 )
 
 

@@ -23,7 +23,7 @@ from hwsim.analytic.depth_first import DepthFirstCost, depth_first_cost
 from hwsim.check.validate import Validation, validate_trace
 from hwsim.hardware.schema import Accelerator
 from hwsim.mapping.depth_first import DepthFirstMapping, depth_first_schedule
-from hwsim.mapping.schedule import LayerSchedule
+from hwsim.mapping.schedule import Work
 from hwsim.sim.executor import LayerRun, SimResult
 from hwsim.sim.run import simulate_to_trace
 from hwsim.trace import open as open_trace
@@ -125,7 +125,7 @@ def _trace_totals(path: str | Path, stacks: int) -> tuple[np.ndarray, np.ndarray
     return ring_peaks.sum(axis=1), peaks, words
 
 
-def _stacks(cost: DepthFirstCost, units: Sequence[LayerSchedule], result: SimResult, rings: np.ndarray,
+def _stacks(cost: DepthFirstCost, units: Sequence[Work], result: SimResult, rings: np.ndarray,
             peaks: np.ndarray, dram_words: np.ndarray, word_bytes: int) -> tuple[StackCheck, ...]:
     return tuple(
         StackCheck(unit.name, stack.tiling, stack.line_buffer_bytes + stack.skip_buffer_bytes, int(rings[i]),

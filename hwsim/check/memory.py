@@ -17,7 +17,6 @@ import numpy as np
 
 from hwsim.analytic.csdf import BufferSizes
 from hwsim.analytic.memplan import MemoryPlan
-from hwsim.sim.executor import RING_BUFFER0
 from hwsim.trace.reader import open as open_trace
 
 ADDRESSED_LEVELS = ("l2", "dram")
@@ -35,16 +34,17 @@ class TraceMemory:
 def trace_memory(path: str | Path) -> TraceMemory:
     """Peaks per named buffer, their simultaneous peak and the address extent, from a trace."""
     with open_trace(path) as trace:
-        names = trace.buffers[RING_BUFFER0:]
+        ring0 = trace.first_named_buffer
+        names = trace.buffers[ring0:]
         events = trace.occupancy()
-        events = events[events["buffer"] >= RING_BUFFER0]
+        events = events[events["buffer"] >= ring0]
         order = np.argsort(events["cycle"], kind="stable")
         events = events[order]
         peaks = np.zeros(len(names), dtype=np.int64)
-        np.maximum.at(peaks, events["buffer"] - RING_BUFFER0, events["bytes"])
+        np.maximum.at(peaks, events["buffer"] - ring0, events["bytes"])
         held = np.zeros(len(names), dtype=np.int64)
         change = np.empty(len(events), dtype=np.int64)
-        for k, (b, after) in enumerate(zip((events["buffer"] - RING_BUFFER0).tolist(), events["bytes"].tolist())):
+        for k, (b, after) in enumerate(zip((events["buffer"] - ring0).tolist(), events["bytes"].tolist())):
             change[k] = after - held[b]
             held[b] = after
         live = int(np.cumsum(change).max()) if len(change) else 0

@@ -12,11 +12,13 @@ the simulator; each says what the hardware allows and finds every record that br
   its active PEs.
 - ports: a resource never serves more records at once than it has servers: GLB records ≤ ports and ≤ 1 per
   bank (bank = ⌊address / (size / banks)⌋), the L2 and line buffer one at a time, each NoC bus one, the PE
-  array one pass.
+  array one pass, each direction of a link one transfer (which holds it ⌈words × word bits / width⌉ cycles;
+  its record ends `latency` later). Every unit (each core's GLB, NoC buses, PE array) on its own.
 - dram_latency: a DRAM transaction's first burst starts at least the configured minimum latency after the
   earliest cycle it can have been requested: a load after the previous group's loads have ended (or the
   layer's start), a store after its pass.
-- dependencies: layers run one after another; a group's loads start after the previous group's loads end;
+- dependencies: a layer starts after the layers it waits for (the schedule's graph) and the layer before it on
+  its core have ended; a group's loads start after the previous group's loads end;
   its pass starts after its loads and its filters' RF fills end; its stores start after the pass ends; a read
   of psums, and the pass it feeds, start after every earlier write of psums to any of its words has ended.
 - occupancy: a buffer never holds more than its capacity (GLB partitions, the line buffer, the L2's named
@@ -27,6 +29,8 @@ the simulator; each says what the hardware allows and finds every record that br
   tensor, seen by its writer and its readers).
 - levels: every level a group's steps move data through (the schedule's groups say which) holds records of
   that group, for every level the trace records.
+- units: every record is at a unit of its level (a GLB record at a GLB), and a per-core unit is its layer's
+  core's, unless the step crosses a link to or from that core.
 """
 
 from __future__ import annotations
@@ -43,13 +47,14 @@ import numpy as np
 from hwsim.hardware.kinds import DRAM_MODELS
 from hwsim.hardware.loader import from_dict
 from hwsim.hardware.precision import layer_hardware
-from hwsim.hardware.schema import Accelerator
+from hwsim.hardware.schema import Accelerator, Link
+from hwsim.hardware.tree import core_hardware, unit_core
 from hwsim.trace import Trace
 from hwsim.vocab import BUS_OF_OPERAND, NO_ADDRESS, Op, Operand
 
 WINDOW_SHIFT = 8
 WINDOW_CYCLES = 1 << WINDOW_SHIFT  # the DRAM bandwidth rule sums the bytes of the bursts starting in windows this long
-RULES = ("bandwidth", "ports", "dram_latency", "dependencies", "occupancy", "addresses", "levels")
+RULES = ("bandwidth", "ports", "dram_latency", "dependencies", "occupancy", "addresses", "levels", "units")
 _STEP_BITS = 40  # a (layer, step) key is layer << 40 | step
 _NONE = np.iinfo(np.int64).min // 4  # "no bound" in a max
 _LATE = np.iinfo(np.int64).max // 4  # "no record" in a min
@@ -157,20 +162,55 @@ class _Steps:
     fills: np.ndarray  # 1 where the step fills or updates a storage level (a load into a buffer, not the RFs)
 
 
+@dataclass(frozen=True)
+class _Tree:
+    """The trace's hardware as units: each unit's level and core, and each core at each layer's word."""
+
+    hw: Accelerator
+    words: tuple[int, ...]  # each layer's word in bits
+    unit_level: tuple[str, ...]  # per unit: the trace level its records belong to
+    unit_core: np.ndarray  # per unit: its core, -1 for a shared unit or a link
+    links: dict[int, Link]  # link unit -> its link
+
+    def views(self, core: int) -> tuple[Accelerator, ...]:
+        """Core `core` (a shared unit: the first) as a one-core accelerator at each layer's word."""
+        view = core_hardware(self.hw, max(core, 0))
+        return tuple(layer_hardware(view, bits) for bits in self.words)
+
+
+def _tree(trace: Trace, hw: Accelerator) -> _Tree:
+    """The units of the trace's table, by the names the simulator gives them (`hwsim.hardware.tree`)."""
+    cores = tuple(c.name for c in hw.all_cores)
+    levels, owners, links = [], [], {}
+    for k, name in enumerate(trace.unit_names):
+        core = unit_core(name, cores)
+        link = next((l for l in hw.links if name.startswith(l.name + ".") and ">" in name), None)
+        if link is not None:
+            links[k] = link
+        level = "link" if link is not None else name.split(".")[1] if core is not None else name
+        levels.append(level)
+        owners.append(-1 if core is None else core)
+    return _Tree(hw, tuple(8 * int(b) for b in trace.layer_word_bytes), tuple(levels),
+                 np.array(owners, dtype=np.int64), links)
+
+
 def validate_trace(trace: Trace) -> Validation:
     """Check the trace against every rule (module docstring)."""
     hw = from_dict(json.loads(trace.attrs["hardware_json"]), where=f"trace {trace.path}: hardware_json")
-    views = tuple(layer_hardware(hw, 8 * int(b)) for b in trace.layer_word_bytes)  # each layer at its word
+    tree = _tree(trace, hw)
     tally = _Tally()
     recorded = set(trace.levels)
     names = trace.layers
     per_step: list[_Steps] = []
     psum_access: dict[str, _Records] = {}
+    crossing = _crossing_steps(trace, tree) if "link" in recorded else {}
     for bit, level in enumerate(trace.group_level_bits):
         if level not in recorded:
             continue
         rec = _Records(trace.columns(level))
-        _component_rules(tally, level, rec, hw, views, trace, names)
+        _units_rule(tally, level, rec, tree, trace, crossing)
+        for unit in np.unique(rec["unit"]).tolist():
+            _component_rules(tally, level, rec[rec["unit"] == unit], tree, unit, trace, names)
         if level in ("dram", *_SRAM_LEVELS):
             psum = rec[rec["operand"] == Operand.PSUM]
             psum_access[level] = psum[(psum["op"] == Op.READ) | (psum["op"] == Op.UPDATE)]
@@ -179,7 +219,7 @@ def validate_trace(trace: Trace) -> Validation:
     steps = _merge_steps(per_step)
     groups = trace.groups()
     _group_rules(tally, steps, groups, psum_access, hw, trace, recorded)
-    _occupancy_rule(tally, trace, views)
+    _occupancy_rule(tally, trace, tree)
     return tally.result(trace.path)
 
 
@@ -189,21 +229,76 @@ def _by_layer(views: tuple[Accelerator, ...], rec: _Records, value: Callable[[Ac
     return np.take(table, rec.columns["layer"])
 
 
+# --- units: every record where its layer ran ---------------------------------------------------------------
+
+
+def _crossing_steps(trace: Trace, tree: _Tree) -> dict[int, set[int]]:
+    """Per (layer, step) key of a link transfer, the cores its link joins (records there may be on them)."""
+    cores = tuple(c.name for c in tree.hw.all_cores)
+    rec = _Records(trace.columns("link"))
+    out: dict[int, set[int]] = {}
+    for key, unit in zip(rec.key().tolist(), rec["unit"].tolist()):
+        link = tree.links.get(unit)
+        if link is not None:
+            out.setdefault(key, set()).update(cores.index(end) for end in link.between if end in cores)
+    return out
+
+
+def _units_rule(tally: _Tally, level: str, rec: _Records, tree: _Tree, trace: Trace,
+                crossing: dict[int, set[int]]) -> None:
+    """A record's unit belongs to its level, and a per-core unit to its layer's core or to a core its step's link
+    reaches."""
+    unit = rec["unit"].astype(np.int64)
+    names = trace.unit_names
+    known = unit < len(tree.unit_level)
+    level_ok = np.array([lv == level for lv in tree.unit_level], dtype=bool)
+    tally.add("units", ~known | ~level_ok[np.minimum(unit, len(level_ok) - 1)],
+              lambda i: f"a {level} record at unit {names[int(unit[i])] if known[i] else unit[i]}, which is not a "
+                        f"{level} unit: " + _where(rec, i, trace.layers))
+    core = tree.unit_core[np.minimum(unit, len(level_ok) - 1)]
+    home = trace.layer_cores[rec["layer"]]
+    away = np.flatnonzero((core >= 0) & (core != home))
+    if not len(away):
+        return
+    keys = rec.key()
+    bad = np.zeros(len(rec), bool)
+    bad[away] = [int(core[i]) not in crossing.get(int(keys[i]), ()) for i in away.tolist()]
+    tally.add("units", bad, lambda i: f"layer {trace.layers[int(rec['layer'][i])]} ran on core "
+                                      f"{int(home[i])} but has a record at {names[int(unit[i])]} with no link to it "
+                                      f"in its step: " + _where(rec, i, trace.layers))
+
+
 # --- components: bandwidth, ports, addresses ---------------------------------------------------------------
 
 
-def _component_rules(tally: _Tally, level: str, rec: _Records, hw: Accelerator, views: tuple[Accelerator, ...],
-                     trace: Trace, names: tuple[str, ...]) -> None:
-    if not len(rec):
-        return
+def _component_rules(tally: _Tally, level: str, rec: _Records, tree: _Tree, unit: int, trace: Trace,
+                     names: tuple[str, ...]) -> None:
+    """The rules of one unit's records (its core's config at each layer's word)."""
+    if not len(rec) or unit >= len(tree.unit_level) or tree.unit_level[unit] != level:
+        return  # the units rule reports records at a unit that is not theirs
+    views = tree.views(int(tree.unit_core[unit]))
     if level == "dram":
-        _dram_rules(tally, rec, hw, _by_layer(views, rec, lambda v: v.word_bytes), trace, names)
+        _dram_rules(tally, rec, tree.hw, _by_layer(views, rec, lambda v: v.word_bytes), trace, names)
     elif level in _SRAM_LEVELS:
         _sram_rules(tally, level, rec, views, names)
     elif level == "noc":
-        _noc_rules(tally, rec, hw, _by_layer(views, rec, lambda v: v.precision_bits), names)
+        _noc_rules(tally, rec, views[0], _by_layer(views, rec, lambda v: v.precision_bits), names)
     elif level == "pe":
-        _pe_rules(tally, rec, hw, names)
+        _pe_rules(tally, rec, views[0], names)
+    elif level == "link":
+        _link_rules(tally, rec, tree.links[unit], _by_layer(views, rec, lambda v: v.precision_bits), names)
+
+
+def _link_rules(tally: _Tally, rec: _Records, link: Link, word_bits: np.ndarray, names: tuple[str, ...]) -> None:
+    """A link transfer holds its direction ⌈words × word bits / width⌉ cycles and ends `latency` after; one at a
+    time per direction."""
+    start, end, words = rec["start_cycle"], rec["end_cycle"], rec["words"]
+    busy = -(-(words * word_bits) // link.width_bits)
+    tally.add("bandwidth", (end - start) < busy + link.latency_cycles,
+              lambda i: f"link {link.name} transfer lasts {int(end[i] - start[i])} cycles, its words need "
+                        f"{int(busy[i])} and the latency {link.latency_cycles}: " + _where(rec, i, names))
+    _concurrency(tally, "link", start, end - link.latency_cycles, np.zeros(len(rec), np.int64), 1,
+                 "one transfer per direction")
 
 
 def _where(rec: _Records, i: int, names: tuple[str, ...]) -> str:
@@ -482,7 +577,7 @@ def _group_rules(tally: _Tally, steps: _Steps, groups: np.ndarray, psum_access: 
     streams = is_load & near & ~filter_fill
 
     layer = groups["layer"].astype(np.int64)
-    layer_start = _layer_starts(steps, layer_of_step, len(names))
+    layer_start = _layer_starts(steps, layer_of_step, trace)
     loads_end = _group_max(np.where(far_load, steps.end, _NONE), g, n)
     before = _previous_in_layer(loads_end, layer)  # the latest end of an earlier group's loads in the layer
     load_floor = np.maximum(before, layer_start[layer])
@@ -494,7 +589,7 @@ def _group_rules(tally: _Tally, steps: _Steps, groups: np.ndarray, psum_access: 
         return f"layer {names[int(layer_of_step[i])]} step {int(step_no[i])} (group {int(g[i])})"
 
     tally.add("dependencies", steps.start < layer_start[layer_of_step],
-              lambda i: f"{step_text(i)} starts at {int(steps.start[i])}, before the previous layer ended at "
+              lambda i: f"{step_text(i)} starts at {int(steps.start[i])}, before the layers it waits for ended at "
                         f"{int(layer_start[layer_of_step[i]])}")
     tally.add("dependencies", far_load & (steps.start < before[g]),
               lambda i: f"{step_text(i)}, a load, starts at {int(steps.start[i])} before the previous group's "
@@ -511,11 +606,25 @@ def _group_rules(tally: _Tally, steps: _Steps, groups: np.ndarray, psum_access: 
     _levels_rule(tally, steps, g, groups, trace, recorded)
 
 
-def _layer_starts(steps: _Steps, layer_of_step: np.ndarray, n_layers: int) -> np.ndarray:
-    """Per layer, the end of the previous layers' last record: the earliest it can start."""
+def _layer_starts(steps: _Steps, layer_of_step: np.ndarray, trace: Trace) -> np.ndarray:
+    """Per layer, the earliest it can start: when the layers it waits for (`layer_after_json`, else the one before
+    it) and the layer before it on its core have ended, each ended when its last record did (or, with none, when
+    it could start)."""
+    n_layers = len(trace.layers)
     last_end = np.full(n_layers, _NONE)
     np.maximum.at(last_end, layer_of_step, steps.end)
-    return np.r_[0, np.maximum.accumulate(np.maximum(last_end, 0))[:-1]] if n_layers else last_end
+    after = json.loads(str(trace.attrs.get("layer_after_json", "null"))) or [[i - 1] if i else []
+                                                                              for i in range(n_layers)]
+    start, finish = np.zeros(n_layers, np.int64), np.zeros(n_layers, np.int64)
+    previous_on_core: dict[int, int] = {}
+    for i in range(n_layers):
+        core = int(trace.layer_cores[i])
+        waits = [int(j) for j in after[i] if 0 <= int(j) < i] + ([previous_on_core[core]]
+                                                                 if core in previous_on_core else [])
+        start[i] = max((int(finish[j]) for j in waits), default=0)
+        finish[i] = max(int(start[i]), int(last_end[i]))
+        previous_on_core[core] = i
+    return start
 
 
 def _previous_in_layer(values: np.ndarray, layer: np.ndarray) -> np.ndarray:
@@ -615,35 +724,47 @@ def _levels_rule(tally: _Tally, steps: _Steps, g: np.ndarray, groups: np.ndarray
 # --- occupancy ----------------------------------------------------------------------------------------------
 
 
-def _capacities(hw: Accelerator, buffers: tuple[str, ...]) -> dict[str, int]:
-    """Bytes each traced buffer may hold at `hw`'s word; named buffers by the level their name starts with,
-    together."""
+def _capacities(hw: Accelerator, buffers: tuple[str, ...], prefix: str) -> dict[str, int]:
+    """Bytes each traced buffer of a core (names starting `prefix`) may hold at `hw`'s word; named buffers by the
+    level their name starts with, together; the shared L2 with the first core's."""
     wb = hw.word_bytes
     glb = hw.glb
-    caps = {"glb.data": (glb.size_bytes - glb.filter_bytes) // wb * wb, "glb.filter": glb.filter_bytes // wb * wb}
+    caps = {f"{prefix}glb.data": (glb.size_bytes - glb.filter_bytes) // wb * wb,
+            f"{prefix}glb.filter": glb.filter_bytes // wb * wb}
     if hw.line_buffer is not None:
-        caps["line_buffer"] = hw.line_buffer.size_bytes // wb * wb
-    if hw.l2 is not None:
+        caps[f"{prefix}line_buffer"] = hw.line_buffer.size_bytes // wb * wb
+    if hw.l2 is not None and not prefix:
         caps["l2"] = hw.l2.size_bytes // wb * wb
     return {name: caps[name] for name in caps if name in buffers or any(b.startswith(name + ".") for b in buffers)}
 
 
-def _occupancy_rule(tally: _Tally, trace: Trace, views: tuple[Accelerator, ...]) -> None:
+def _occupancy_rule(tally: _Tally, trace: Trace, tree: _Tree) -> None:
     """A buffer never holds more than its capacity (at the word of the layer holding it); the named buffers of one
     level (`l2.*`, `line_buffer.*`) together never hold more than the level."""
     events = trace.occupancy()
     buffers = trace.buffers
-    caps = [_capacities(v, buffers) for v in views]
-    for name in caps[0]:
-        for ids in ([k for k, b in enumerate(buffers) if b == name],
-                    [k for k, b in enumerate(buffers) if b.startswith(name + ".")]):
-            if not ids:
-                continue
-            mine = events[np.isin(events["buffer"], ids)]
-            cycle, total, layer = _held_together(mine)
-            cap = np.array([c[name] for c in caps], dtype=np.int64)[layer]
-            what = name if len(ids) == 1 else f"{name}'s {len(ids)} named buffers"
-            tally.add("occupancy", total > cap, partial(_overfull, what, total, cycle, cap))
+    cores = tree.hw.all_cores
+    for k, core in enumerate(cores):
+        prefix = f"{core.name}." if len(cores) > 1 else ""
+        caps = [_capacities(v, buffers, prefix) for v in tree.views(k)]
+        if k == 0 and prefix:  # the L2 and the named buffers are shared
+            caps = [{**c, **_capacities(v, buffers, "")} for c, v in zip(caps, tree.views(k))]
+        for name in caps[0]:
+            _buffer_capacity(tally, events, buffers, name, [c[name] for c in caps])
+
+
+def _buffer_capacity(tally: _Tally, events: np.ndarray, buffers: tuple[str, ...], name: str,
+                     cap_by_layer: list[int]) -> None:
+    """Buffer `name`, and the named buffers `name.*` together, within their capacity at each layer's word."""
+    for ids in ([k for k, b in enumerate(buffers) if b == name],
+                [k for k, b in enumerate(buffers) if b.startswith(name + ".")]):
+        if not ids:
+            continue
+        mine = events[np.isin(events["buffer"], ids)]
+        cycle, total, layer = _held_together(mine)
+        cap = np.array(cap_by_layer, dtype=np.int64)[layer]
+        what = name if len(ids) == 1 else f"{name}'s {len(ids)} named buffers"
+        tally.add("occupancy", total > cap, partial(_overfull, what, total, cycle, cap))
 
 
 def _overfull(what: str, total: np.ndarray, cycle: np.ndarray, cap: np.ndarray, i: int) -> str:

@@ -12,10 +12,11 @@ RULE_TEXT = {
     "bandwidth": "no transfer faster than its component's width, no window past DRAM bandwidth",
     "ports": "no port, bank, bus or PE array serving more than it can at once",
     "dram_latency": "DRAM data no sooner than its latency after the earliest request",
-    "dependencies": "layers in turn; loads, pass, stores in order; psums read after written",
+    "dependencies": "layers after what they wait for; loads, pass, stores in order; psums read after written",
     "occupancy": "no buffer over its capacity",
     "addresses": "every access inside its buffer or its tensor's DRAM region",
     "levels": "every level the schedule moves data through has records",
+    "units": "every record at a unit of its level, on its layer's core (or one its link reaches)",
 }
 
 

@@ -96,7 +96,7 @@ def simulate_phased(result: PhasedResult, hw: Accelerator, trace_path: str | Pat
     path = Path(trace_path)
     path.parent.mkdir(parents=True, exist_ok=True)
     run = simulate_to_trace(schedule, hw, path, per_transaction=DRAM_PER_TRANSACTION)
-    names = schedule.layers[0].params["buffers"]
+    names = schedule.layers[0].info.buffers
     checks = compare_phased(result.sizes, names, trace_memory(path))
     return BufferSimulation(path, run.cycles, run.cycles / hw.clock_hz, checks)
 

@@ -75,7 +75,8 @@ def peak_occupancy(trace: Trace) -> dict[str, int]:
 
 def trace_totals(metrics: TraceMetrics, result: SimResult) -> RunTotals:
     """Energy by component, simulated cycles, DRAM bytes and MACs of a run, from its trace."""
-    energy = {c: sum(l.energy_pj[c] for l in metrics.layers) for c in COMPONENTS}
+    parts = dict.fromkeys([*COMPONENTS, *(k for l in metrics.layers for k in l.energy_pj)])  # links' when present
+    energy = {c: sum(l.energy_pj.get(c, 0.0) for l in metrics.layers) for c in parts}
     return RunTotals(energy, result.cycles, sum(l.dram_bytes for l in metrics.layers),
                      sum(l.compute.macs for l in metrics.layers))
 

@@ -13,7 +13,8 @@ import numpy as np
 from hwsim.errors import HwsimError
 from hwsim.trace import RECORD_DTYPE, Trace
 
-NamedRow = tuple[Any, ...]  # start_cycle, end_cycle, op, operand, layer, step, address, words (names spelled out)
+NamedRow = tuple[Any, ...]  # start_cycle, end_cycle, op, operand, layer, step, address, words, unit (names spelled
+# out)
 CSV_SLICE_RECORDS = 1 << 14  # records turned into named rows at a time
 
 
@@ -176,9 +177,9 @@ class _QueryTotals:
 
 def named_rows(trace: Trace, block: np.ndarray) -> list[NamedRow]:
     """Records with layer, op and operand spelled out."""
-    layers, ops, operands = trace.layers, trace.ops, trace.operands
-    return [(start, end, ops[op], operands[operand], layers[layer], step, address, words)
-            for start, end, op, operand, layer, step, address, words in block.tolist()]
+    layers, ops, operands, units = trace.layers, trace.ops, trace.operands, trace.unit_names
+    return [(start, end, ops[op], operands[operand], layers[layer], step, address, words, units[unit])
+            for start, end, op, operand, layer, step, address, words, unit in block.tolist()]
 
 
 def query_trace(trace: Trace, level: str, layer: str | None = None, op: str | None = None,

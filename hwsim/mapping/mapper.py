@@ -21,7 +21,7 @@ from hwsim.mapping.nest.format import LayerMapping, LoopNest, MappingError, Netw
 from hwsim.mapping.nest.problem import has_nest, lowering_for, nest_problem
 from hwsim.mapping.nest.steps import L2_BUFFERS, NestSteps, TensorAddresses
 from hwsim.mapping.nest.validate import check_nest
-from hwsim.mapping.schedule import LayerSchedule, Schedule
+from hwsim.mapping.schedule import NestInfo, Schedule, StreamInfo, Work, WorkInfo
 from hwsim.mapping.stream import stream_steps, stream_tiles
 from hwsim.sparsity.layer import LayerSparsity
 from hwsim.sparsity.profile import SparsityProfile
@@ -131,25 +131,23 @@ def streamed_sparsity(layer: Layer, profile: SparsityProfile | None) -> LayerSpa
 
 
 def _layer_schedule(layer: Layer, entry: LayerMapping | None, hw: Accelerator, addr: DramLayout,
-                    batch: int, sparsity: SparsityProfile | None) -> LayerSchedule:
+                    batch: int, sparsity: SparsityProfile | None) -> Work:
+    word = hw.precision_bits
     if entry is None or layer.kind in NO_STEPS:
-        return LayerSchedule(layer, {"mapping": "none"}, lambda: iter(()))
+        return Work(layer, WorkInfo(), lambda: iter(()), word_bits=word)
     if isinstance(entry, Streamed):
         tiles, zeros = entry.tiles, streamed_sparsity(layer, sparsity)
-        return LayerSchedule(layer, {"mapping": "stream", "tiles": tiles},
-                             lambda: stream_steps(layer, hw, addr, batch, tiles, zeros),
-                             dram_regions=addr.regions(batch, len(layer.inputs)))
+        return Work(layer, StreamInfo(tiles=tiles), lambda: stream_steps(layer, hw, addr, batch, tiles, zeros),
+                    dram_regions=addr.regions(batch, len(layer.inputs)), word_bits=word)
     steps = NestSteps(entry, nest_problem(layer, batch, entry.lowering), hw, _addresses(layer, addr),
                       layer_sparsity(layer, entry, batch, sparsity))
-    params: dict[str, object] = {"mapping": "nest", "lowering": entry.lowering,
-                                 **{s.level: " ".join(str(l) for l in s.loops) for s in entry.storage},
-                                 "array": {"rows": [str(l) for l in entry.array.rows],
-                                           "cols": [str(l) for l in entry.array.cols],
-                                           "stream": [str(l) for l in entry.array.stream]},
-                                 "rf": " ".join(str(l) for l in entry.rf.loops)}
-    if entry.level("l2") is not None:
-        params["buffers"] = L2_BUFFERS
-    return LayerSchedule(layer, params, steps.blocks, dram_regions=_regions(layer, addr, batch))
+    info = NestInfo(buffers=L2_BUFFERS if entry.level("l2") is not None else (), lowering=entry.lowering,
+                    storage=tuple((s.level, " ".join(str(l) for l in s.loops)) for s in entry.storage),
+                    array_rows=tuple(str(l) for l in entry.array.rows),
+                    array_cols=tuple(str(l) for l in entry.array.cols),
+                    array_stream=tuple(str(l) for l in entry.array.stream),
+                    rf=" ".join(str(l) for l in entry.rf.loops))
+    return Work(layer, info, steps.blocks, dram_regions=_regions(layer, addr, batch), word_bits=word)
 
 
 def network_schedule(graph: Graph, hw: Accelerator, batch: int = 1, mapping: NetworkMapping | None = None,

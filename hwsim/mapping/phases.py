@@ -42,7 +42,7 @@ import numpy as np
 from hwsim.errors import HwsimError
 from hwsim.hardware.schema import Accelerator
 from hwsim.mapping.depth_first import GLOBAL_KINDS, WINDOW_KINDS, axis_maps
-from hwsim.mapping.schedule import LayerSchedule, Schedule, empty_steps
+from hwsim.mapping.schedule import PhasedInfo, Schedule, Work, empty_steps
 from hwsim.vocab import Level, Operand, StepKind
 from hwsim.workload.ir import Graph, Layer, LayerKind
 
@@ -257,9 +257,9 @@ def phased_schedule(pg: PhasedGraph, hw: Accelerator, levels: Mapping[int, Level
         if rows:
             yield steps_block(rows)
 
-    params = {"phases": dict(pg.phases), "firings": len(order), "buffers": buffer_names,
-              "edges": [e.name for e in pg.edges]}
-    stack = LayerSchedule(layers[0], params, generate, stack=tuple(layers), pipelined=False)
+    info = PhasedInfo(buffers=buffer_names, phases=tuple(pg.phases.items()), firings=len(order),
+                      edges=tuple(e.name for e in pg.edges))
+    stack = Work(layers[0], info, generate, stack=tuple(layers), pipelined=False, word_bits=hw.precision_bits)
     return Schedule(pg.graph.name, hw.name, name, 1, (stack,))
 
 

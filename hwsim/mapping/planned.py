@@ -19,7 +19,7 @@ import numpy as np
 
 from hwsim.hardware.schema import Accelerator
 from hwsim.mapping.phases import chunk_words, steps_block
-from hwsim.mapping.schedule import LayerSchedule, Schedule
+from hwsim.mapping.schedule import PlannedInfo, Schedule, Work
 from hwsim.vocab import Level, Operand, StepKind
 from hwsim.workload.ir import Graph, Layer, LayerKind
 
@@ -50,8 +50,9 @@ def planned_schedule(graph: Graph, hw: Accelerator, slots: Sequence[TensorSlot],
         if rows:
             yield steps_block(rows)
 
-    params = {"slots": len(slots), "buffers": tuple(buffer_names)}
-    stack = LayerSchedule(graph.layers[0], params, generate, stack=tuple(graph.layers), pipelined=False)
+    info = PlannedInfo(buffers=tuple(buffer_names), slots=len(slots))
+    stack = Work(graph.layers[0], info, generate, stack=tuple(graph.layers), pipelined=False,
+                 word_bits=hw.precision_bits)
     return Schedule(graph.name, hw.name, name, 1, (stack,))
 
 

@@ -33,7 +33,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
 
 import numpy as np
 
@@ -94,22 +93,109 @@ def access_kind(operand: Operand, src: Level, dst: Level) -> tuple[Access, Acces
 
 
 @dataclass(frozen=True)
-class LayerSchedule:
-    """The steps of one layer and the mapping parameters that produced them.
+class WorkInfo:
+    """What a mapper decided for one unit of work, as typed data for reports and the trace (`record`); `buffers`
+    names the buffer ids its ALLOC/FREE steps carry (id k is `buffers[k]`)."""
 
-    `blocks()` yields the steps in order as `STEP_DTYPE` arrays; it can be
-    called again and yields the same steps (mappers generate, not store).
-    `params` are the mapper's choices (tile sizes, passes, batch), plain
-    data for reports and trace attributes.
+    buffers: tuple[str, ...] = ()
+
+    def record(self) -> dict[str, object]:
+        """The decisions as plain data (the trace's `schedule_json`)."""
+        return {"mapping": "none"}
+
+
+@dataclass(frozen=True)
+class StreamInfo(WorkInfo):
+    """A layer without a loop nest, streamed in `tiles` pieces."""
+
+    tiles: int = 1
+
+    def record(self) -> dict[str, object]:
+        return {"mapping": "stream", "tiles": self.tiles}
+
+
+@dataclass(frozen=True)
+class NestInfo(WorkInfo):
+    """A loop nest's loops per storage level (outer to inner, as written), on the array and in the RFs."""
+
+    lowering: str = "conv"
+    storage: tuple[tuple[str, str], ...] = ()  # (level, loops)
+    array_rows: tuple[str, ...] = ()
+    array_cols: tuple[str, ...] = ()
+    array_stream: tuple[str, ...] = ()
+    rf: str = ""
+
+    def record(self) -> dict[str, object]:
+        return {"mapping": "nest", "lowering": self.lowering, **dict(self.storage),
+                "array": {"rows": list(self.array_rows), "cols": list(self.array_cols),
+                          "stream": list(self.array_stream)},
+                "rf": self.rf, **({"buffers": self.buffers} if self.buffers else {})}
+
+
+@dataclass(frozen=True)
+class StackInfo(WorkInfo):
+    """A depth-first stack: its layers, tiling factor, weight policy, line orientation and rings (the tensors its
+    line buffers hold, id k = `buffers[k]`), each ring's row width and lead."""
+
+    layers: tuple[str, ...] = ()
+    tiling: int = 1
+    weights: str = ""
+    lines_along: str = ""
+    rings: tuple[str, ...] = ()
+    ring_width_pixels: tuple[tuple[str, int], ...] = ()
+    lead_pixels: tuple[tuple[str, int], ...] = ()
+
+    def record(self) -> dict[str, object]:
+        return {"layers": list(self.layers), "tiling": self.tiling, "weights": self.weights,
+                "lines_along": self.lines_along, "rings": list(self.rings),
+                "ring_width_pixels": dict(self.ring_width_pixels), "lead_pixels": dict(self.lead_pixels)}
+
+
+@dataclass(frozen=True)
+class PhasedInfo(WorkInfo):
+    """A phased execution: phases per layer, firings, and the edge buffers (id k = `buffers[k]`)."""
+
+    phases: tuple[tuple[str, int], ...] = ()
+    firings: int = 0
+    edges: tuple[str, ...] = ()
+
+    def record(self) -> dict[str, object]:
+        return {"phases": dict(self.phases), "firings": self.firings, "buffers": self.buffers,
+                "edges": list(self.edges)}
+
+
+@dataclass(frozen=True)
+class PlannedInfo(WorkInfo):
+    """A layer-by-layer run with its tensors where a memory plan put them (`slots` of them)."""
+
+    slots: int = 0
+
+    def record(self) -> dict[str, object]:
+        return {"slots": self.slots, "buffers": self.buffers}
+
+
+@dataclass(frozen=True)
+class Work:
+    """One unit of the schedule: a layer (or a stack of layers run together) on one core, with the units of
+    work it waits for.
+
+    `blocks()` yields the steps in order as `STEP_DTYPE` arrays; it can be called again and yields the same steps
+    (mappers generate, not store). A step's per-core ends (GLB, line buffer, RF, PE array) are on the core its
+    `src_core`/`dst_core` name: the work's `core`, or another core's for a transfer over a link. `after` lists
+    the indices of the works it waits for (None: the one before it, a chain); a core runs its works one at a time,
+    in schedule order. Its words are `word_bits` wide (None: the accelerator's word).
     """
 
     layer: Layer
-    params: dict[str, Any]
+    info: WorkInfo
     generate: Callable[[], Iterator[np.ndarray]] = field(repr=False)
     stack: tuple[Layer, ...] = ()  # the layers run together (depth-first stack); empty for one layer
     pipelined: bool = True  # False: each group starts once the one before has finished (no overlap)
     dram_regions: tuple[tuple[int, int, int], ...] = ()  # (operand, first word, words) its DRAM accesses stay
     # within, per tensor; empty: not declared
+    core: int = 0
+    after: tuple[int, ...] | None = None
+    word_bits: int | None = None
 
     @property
     def name(self) -> str:
@@ -127,19 +213,44 @@ class LayerSchedule:
         return np.concatenate(parts) if parts else empty_steps(0)
 
 
+def on_core(blocks: Callable[[], Iterator[np.ndarray]], core: int) -> Callable[[], Iterator[np.ndarray]]:
+    """`blocks` with every step's ends on core `core` (a mapper writes steps for one core; this places them)."""
+    if core == 0:
+        return blocks
+
+    def placed() -> Iterator[np.ndarray]:
+        for block in blocks():
+            moved = block.copy()
+            moved["src_core"] = core
+            moved["dst_core"] = core
+            yield moved
+    return placed
+
+
 @dataclass(frozen=True)
 class Schedule:
-    """A whole network mapped onto one accelerator."""
+    """A whole network mapped onto one accelerator: units of work and what each waits for (a graph)."""
 
     network: str
     hardware: str
     mapper: str  # "nest:<dataflow>", "depth_first", "csdf_phases", ...
     batch: int  # images processed per run
-    layers: tuple[LayerSchedule, ...]
+    layers: tuple[Work, ...]
     mapping: NetworkMapping | None = None  # the loop-nest mapping the steps come from, when there is one
 
-    def layer(self, name: str) -> LayerSchedule:
+    def layer(self, name: str) -> Work:
         for ls in self.layers:
             if ls.name == name:
                 return ls
         raise KeyError(name)
+
+    def waits_for(self, index: int) -> tuple[int, ...]:
+        """The works work `index` waits for: its `after`, else the one before it."""
+        after = self.layers[index].after
+        if after is not None:
+            return after
+        return (index - 1,) if index > 0 else ()
+
+    def named_buffers(self) -> tuple[str, ...]:
+        """The names of the buffer ids ALLOC/FREE steps carry, over all works (the longest list)."""
+        return max((w.info.buffers for w in self.layers), key=len, default=())

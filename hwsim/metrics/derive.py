@@ -93,6 +93,7 @@ class _Sums:
     last: np.ndarray  # last record's end
     passes: np.ndarray  # pass records (one per pass: its MACs)
     pass_cycles: np.ndarray  # Σ of their durations
+    link_words: np.ndarray  # [layer, unit] words carried over links
 
 
 def _accumulate(trace: Trace, n_layers: int) -> _Sums:
@@ -104,6 +105,7 @@ def _accumulate(trace: Trace, n_layers: int) -> _Sums:
     pass_cycles = np.zeros(n_layers, dtype=np.int64)
     first = np.full(n_layers, np.iinfo(np.int64).max, dtype=np.int64)
     last = np.full(n_layers, -1, dtype=np.int64)
+    link_words = np.zeros((n_layers, len(trace.unit_names)), dtype=np.int64)
     access = np.full(len(OP_NAMES), -1, dtype=np.int64)
     for op, a in ACCESS_OF_OP.items():
         access[op] = a
@@ -112,7 +114,9 @@ def _accumulate(trace: Trace, n_layers: int) -> _Sums:
             layer = block["layer"]
             np.minimum.at(first, layer, block["start_cycle"])
             np.maximum.at(last, layer, block["end_cycle"])
-            if level == "pe":
+            if level == "link":
+                np.add.at(link_words, (layer, block["unit"]), block["words"])
+            elif level == "pe":
                 np.add.at(pe, (layer, block["op"], block["operand"]), block["words"])
                 mine = (block["op"] == Op.UPDATE) & (block["operand"] == OTHER)
                 np.add.at(passes, layer[mine], 1)
@@ -122,7 +126,7 @@ def _accumulate(trace: Trace, n_layers: int) -> _Sums:
                 keep = a >= 0
                 np.add.at(counts, (layer[keep], LEVEL_NAMES.index(level), block["operand"][keep], a[keep]),
                           block["words"][keep])
-    return _Sums(counts, pe, first, last, passes, pass_cycles)
+    return _Sums(counts, pe, first, last, passes, pass_cycles, link_words)
 
 
 def derive(trace: Trace) -> TraceMetrics:
@@ -130,6 +134,7 @@ def derive(trace: Trace) -> TraceMetrics:
     hw = from_dict(json.loads(trace.attrs["hardware_json"]), where=f"trace {trace.path}: hardware_json")
     views = {int(b): layer_hardware(hw, 8 * int(b)) for b in set(trace.layer_word_bytes.tolist())}
     tables = {b: energy_table(view) for b, view in views.items()}  # each layer priced at its own word
+    link_pj = {b: _link_energy_pj(view, trace.unit_names) for b, view in views.items()}
     dram_stats = _dram_stats(trace)
     names = list(trace.layers)
     sums = _accumulate(trace, len(names))
@@ -146,6 +151,8 @@ def derive(trace: Trace) -> TraceMetrics:
                                 int(p[Op.SKIP, Operand.PSUM]))
         word_bytes = int(trace.layer_word_bytes[i])
         energy, by_level = tables[word_bytes].price(counts[i], compute)
+        if hw.links:
+            energy["link"] = float(sums.link_words[i] @ link_pj[word_bytes])
         start = int(first[i]) if last[i] >= 0 else -1
         end = int(last[i]) if last[i] >= 0 else -1
         span = max(0, end - start)
@@ -154,6 +161,13 @@ def derive(trace: Trace) -> TraceMetrics:
                                    int(sums.pass_cycles[i])))
     return TraceMetrics(str(trace.attrs.get("network", "")), hw, int(trace.attrs.get("batch", 1)),
                         tuple(_priced_by_command(l, hw, dram_stats.get(l.name)) for l in layers))
+
+
+def _link_energy_pj(hw: Accelerator, units: tuple[str, ...]) -> np.ndarray:
+    """Per unit of the trace, the energy of one word over it (a link direction; 0 elsewhere), at `hw`'s word."""
+    energy = {f"{link.name}.{a}>{b}": link.energy_pj for link in hw.links
+              for a, b in (link.between, tuple(reversed(link.between)))}
+    return np.array([energy.get(name, 0.0) for name in units], dtype=np.float64)
 
 
 def _dram_stats(trace: Trace) -> dict[str, dict[str, float]]:

@@ -104,8 +104,8 @@ def _layer_events(trace: Trace, us_per_cycle: float) -> Iterator[dict[str, Any]]
 
 def _access_events(trace: Trace, level: str, block: np.ndarray, us_per_cycle: float, channels: int,
                    burst_words: int) -> Iterator[dict[str, Any]]:
-    ops, operands, layers = trace.ops, trace.operands, trace.layers
-    for start, end, op, operand, layer, step, address, words in block.tolist():
+    ops, operands, layers, units = trace.ops, trace.operands, trace.layers, trace.unit_names
+    for start, end, op, operand, layer, step, address, words, unit in block.tolist():
         if level == "dram":
             tid = CHANNEL_TID0 + (address // burst_words) % channels
         elif level == "noc":
@@ -114,7 +114,8 @@ def _access_events(trace: Trace, level: str, block: np.ndarray, us_per_cycle: fl
             tid = 1 + TRACKS.index(level)
         yield {"ph": "X", "name": f"{ops[op]}:{operands[operand]}", "cat": level, "pid": PID, "tid": tid,
                "ts": start * us_per_cycle, "dur": max(0, end - start) * us_per_cycle,
-               "args": {"layer": layers[layer], "step": step, "address": address, "words": words}}
+               "args": {"layer": layers[layer], "step": step, "address": address, "words": words,
+                        "unit": units[unit]}}
 
 
 def _counter_events(trace: Trace, us_per_cycle: float) -> Iterator[dict[str, Any]]:

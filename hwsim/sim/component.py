@@ -11,9 +11,13 @@ records as one `RECORD_DTYPE` block; the process methods (`read`, `write`,
 `transfer`, `compute`) reserve when they start and wait with one timeout.
 
 `Port` is the base of components that move words in read or write
-transactions at an address (DRAM, SRAM, line buffer, NoC bus): a subclass
+transactions at an address (DRAM, SRAM, line buffer, NoC bus, link): a subclass
 implements `_book` (and `_records` when a transaction has several records,
-like DRAM bursts); the reserve and process methods come from here.
+like DRAM bursts); the reserve and process methods come from here. Every
+transaction says the width of its words (`word_bytes`, the word of the work it
+belongs to; by default the component's own): the same silicon moves words of
+every width, so nothing about a component changes when the next layer runs at
+another precision.
 """
 
 from __future__ import annotations
@@ -96,6 +100,7 @@ class Component:
         self.env = env
         self.name = name
         self.reserved_end_cycle = 0  # cycle the latest reservation ends (its request cycle if empty)
+        self.unit = 0  # the number of its unit in the machine's `UnitTable`, stamped on its records
 
     def request_cycle(self, at: int | None) -> int:
         """The cycle a request is made: `at`, or now."""
@@ -115,18 +120,25 @@ class Component:
 
 class Port(Component, ABC):
     """A component that moves `amount` units (words, or bytes for DRAM) in read or write transactions at an
-    address. Subclasses implement `_check` and `_book` (a transaction of at least one unit), and `_records`
-    if a transaction has several records; they redeclare `read_amount`/`written_amount` with their unit."""
+    address, of words `word_bytes` wide (default: the component's `word_bytes`). Subclasses implement `_check` and
+    `_book` (a transaction of at least one unit), and `_records` if a transaction has several records; they
+    redeclare `read_amount`/`written_amount` with their unit."""
 
     read_requests = Statistic("count", "read transactions requested")
     write_requests = Statistic("count", "write transactions requested")
     read_amount = Statistic("units", "units read")
     written_amount = Statistic("units", "units written")
 
-    def book(self, is_read: bool, address: int, amount: int, request_cycle: int | None = None) -> int:
-        """Reserve a transaction requested at `request_cycle` (default now); its start cycle (it ends at
-        `reserved_end_cycle`). The executor's fast path: no records are built."""
-        self._check(address, amount)
+    def __init__(self, env: simpy.Environment, name: str, word_bytes: int) -> None:
+        super().__init__(env, name)
+        self.word_bytes = word_bytes  # the width of a transaction's words unless it says otherwise
+
+    def book(self, is_read: bool, address: int, amount: int, request_cycle: int | None = None,
+             word_bytes: int | None = None) -> int:
+        """Reserve a transaction of words `word_bytes` wide requested at `request_cycle` (default now); its start
+        cycle (it ends at `reserved_end_cycle`). The executor's fast path: no records are built."""
+        wb = self.word_bytes if word_bytes is None else word_bytes
+        self._check(address, amount, wb)
         now = int(self.env.now) if request_cycle is None else request_cycle
         if is_read:
             self.read_requests += 1
@@ -137,45 +149,50 @@ class Port(Component, ABC):
         if amount == 0:
             self.reserved_end_cycle = now
             return now
-        return self._book(is_read, address, amount, now)
+        return self._book(is_read, address, amount, now, wb)
 
-    def reserve_read(self, address: int, amount: int, request_cycle: int | None = None) -> np.ndarray:
+    def reserve_read(self, address: int, amount: int, request_cycle: int | None = None,
+                     word_bytes: int | None = None) -> np.ndarray:
         """Reserve a read requested now (or at `request_cycle`); its records. Yields no event: the read
         ends at `reserved_end_cycle`."""
-        return self._reserve(True, address, amount, request_cycle)
+        return self._reserve(True, address, amount, request_cycle, word_bytes)
 
-    def reserve_write(self, address: int, amount: int, request_cycle: int | None = None) -> np.ndarray:
+    def reserve_write(self, address: int, amount: int, request_cycle: int | None = None,
+                      word_bytes: int | None = None) -> np.ndarray:
         """Reserve a write requested now (or at `request_cycle`); its records."""
-        return self._reserve(False, address, amount, request_cycle)
+        return self._reserve(False, address, amount, request_cycle, word_bytes)
 
     def read(self, address: int, amount: int) -> Generator[simpy.Event, Any, np.ndarray]:
         """Process: reserve a read when it starts, return its records once it ends."""
-        self._check(address, amount)
+        self._check(address, amount, self.word_bytes)
         return self._process(True, address, amount)
 
     def write(self, address: int, amount: int) -> Generator[simpy.Event, Any, np.ndarray]:
         """Process: reserve a write when it starts, return its records once it ends."""
-        self._check(address, amount)
+        self._check(address, amount, self.word_bytes)
         return self._process(False, address, amount)
 
     def _process(self, is_read: bool, address: int, amount: int) -> Generator[simpy.Event, Any, np.ndarray]:
-        records = self._reserve(is_read, address, amount, None)
+        records = self._reserve(is_read, address, amount, None, None)
         return (yield from self.wait_until_reserved_end(records))
 
-    def _reserve(self, is_read: bool, address: int, amount: int, request_cycle: int | None) -> np.ndarray:
-        start_cycle = self.book(is_read, address, amount, request_cycle)
+    def _reserve(self, is_read: bool, address: int, amount: int, request_cycle: int | None,
+                 word_bytes: int | None) -> np.ndarray:
+        wb = self.word_bytes if word_bytes is None else word_bytes
+        start_cycle = self.book(is_read, address, amount, request_cycle, wb)
         if amount == 0:
             return empty_records()
-        return self._records(start_cycle, address, amount)
+        return self._records(start_cycle, address, amount, wb)
 
-    def _records(self, start_cycle: int, address: int, amount: int) -> np.ndarray:
+    def _records(self, start_cycle: int, address: int, amount: int, word_bytes: int) -> np.ndarray:
         """The records of the transaction just booked: one, spanning it."""
         return one_record(start_cycle, self.reserved_end_cycle, address, amount)
 
-    def _check(self, address: int, amount: int) -> None:
+    def _check(self, address: int, amount: int, word_bytes: int) -> None:
         """Reject an impossible transaction (raise HwsimError)."""
         check_count(amount, "size", self.name)
 
     @abstractmethod
-    def _book(self, is_read: bool, address: int, amount: int, now: int) -> int:
-        """Reserve a checked transaction of at least one unit requested at cycle `now`; its start cycle."""
+    def _book(self, is_read: bool, address: int, amount: int, now: int, word_bytes: int) -> int:
+        """Reserve a checked transaction of at least one unit of words `word_bytes` wide requested at cycle
+        `now`; its start cycle."""

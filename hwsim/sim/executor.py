@@ -1,8 +1,12 @@
-"""The executor: walks a `Schedule` on the simpy components and emits every access as trace records.
+"""The executor: walks a `Schedule`'s units of work on the machine's cores and hands every record to a sink.
 
-Each layer runs after the previous one (tensors pass through DRAM). Inside a
-layer the steps form groups, one processing pass each, with the same anatomy
-under every execution policy:
+A schedule is a graph of works: a work starts once the works it is `after` have ended and its core has ended the
+work before it (a core runs its works one at a time, in schedule order); works on different cores run at the
+same time, contending for what they share (the L2, DRAM channels, links). A chain of works on one core is
+today's layer-by-layer run: tensors pass through DRAM.
+
+Inside a work the steps form groups, one processing pass each, with the same anatomy under every execution
+policy:
 
 - *loads*: the steps before the COMPUTE that fill on-chip buffers (ALLOC,
   DRAM → GLB, L2 → line buffer, FREE), all requested when the group starts;
@@ -17,10 +21,8 @@ under every execution policy:
 - *stores*: the steps after the COMPUTE (psums RF → GLB, ofmaps → DRAM,
   FREE), one after another.
 
-A step is performed by `StepRunner` at the cycle it is requested: every
-component books it at once (`book`, no simpy event) and it ends when its
-source, destination and bus are all done. The two execution policies differ
-only in when groups start and what an ALLOC that does not fit means:
+A step is performed by `hwsim.sim.runner.StepRunner` at the cycle it is requested. The two execution policies
+differ only in when groups start and what an ALLOC that does not fit means:
 
 - `pipelined` (layer-by-layer schedules): three simpy processes share the
   groups in order — the prefetcher issues a group's loads as soon as the
@@ -31,29 +33,19 @@ only in when groups start and what an ALLOC that does not fit means:
   in the order requests are made; an ALLOC waits while its space is full.
 - `sequential` (depth-first stacks, phased and planned schedules: rings and
   buffers reused group by group): one process; a group's loads start when the
-  previous group's stores have ended. Nothing else runs meanwhile, so steps
+  previous group's stores have ended. Nothing else on its core runs meanwhile, so steps
   are booked ahead of the simpy clock (it catches up every
   SEQUENTIAL_CLOCK_GROUPS groups) and an ALLOC that does not fit can never
-  fit: an impossible mapping.
+  fit: an impossible mapping. (Shared units see its requests early: run such works alone.)
 
 ALLOC/FREE steps in the line buffer, the L2 or DRAM carry a buffer id (a
 depth-first ring, a phased edge buffer, a planned buffer); each id's
-occupancy is traced as its own buffer (RING_BUFFER0 + id). An L2 or DRAM
-ALLOC whose `src_addr` is a word address (≥ 0) places its words there (see
+occupancy is traced as its own buffer (after the cores' GLB and line buffers).
+An L2 or DRAM ALLOC whose `src_addr` is a word address (≥ 0) places its words there (see
 `hwsim.sim.machine`).
 
-Records (see `hwsim.trace.schema`; op codes `hwsim.vocab.Op`): DRAM one per
-burst (or one per transaction when asked; a level that keeps tiles coded
-moves and records a transfer's coded words), GLB / L2 / line buffer one per
-transfer, NoC one per bus transfer (op write), RF one per transfer (fill, or
-read for psums going out), and per pass at level `pe`: the MACs (operand
-other, op update, address = active PEs; exactly one per pass, so it also
-times the pass), non-MAC ops (other, write), the MACs' RF reads per operand
-(read), psum RF writes (psum, update), words handed PE to PE (fill; psum:
-spatial reduction, ifmap and filter: systolic forwarding), and what zero ifmap
-words spared when the array gates or skips them (skip: the MACs, operand
-other; their filter RF reads, operand filter; with zero_gating_psums their
-psum RF reads and writes, operand psum).
+What a run measures goes to a *sink* (`hwsim.trace.sinks`): records per level, occupancy events and the
+schedule's groups. The HDF5 trace writer is one sink; a counting sink keeps totals while the run goes.
 """
 
 from __future__ import annotations
@@ -69,48 +61,37 @@ import numpy as np
 import simpy
 
 from hwsim.errors import HwsimError
-from hwsim.hardware.precision import layer_hardware
-from hwsim.hardware.schema import Accelerator
-from hwsim.mapping.schedule import LayerSchedule, Schedule
-from hwsim.sim.component import Port, StatInfo, declared_stats
-from hwsim.sim.machine import NAMED_LEVELS, PLACED_LEVELS, Machine
-from hwsim.sim.policy import Registry
+from hwsim.mapping.schedule import Schedule, Work
+from hwsim.registry import Registry
+from hwsim.sim.component import StatInfo, declared_stats
+from hwsim.sim.machine import Machine
 from hwsim.sim.recorder import Recorder
+from hwsim.sim.runner import Step, StepRunner
 from hwsim.sim.structure import GroupLog
-from hwsim.sparsity.codec import Links
 from hwsim.trace.schema import OCCUPANCY_DTYPE
-from hwsim.vocab import LEVEL_NAMES, NO_ADDRESS, OTHER, TRACE_LEVELS, Level, Op, Operand, StepField, StepKind
+from hwsim.trace.sinks import TraceSink
+from hwsim.vocab import TRACE_LEVELS, Level, Operand, StepField, StepKind
 
-RING_BUFFER0 = 3  # occupancy buffer id of named buffer 0 (0-2: GLB data, GLB filter, line buffer)
 SIM_LEVELS = TRACE_LEVELS
 SEQUENTIAL_CLOCK_GROUPS = 1024  # a sequential layer advances the simpy clock every this many groups
 
-READ, WRITE, FILL, UPDATE, SKIP = int(Op.READ), int(Op.WRITE), int(Op.FILL), int(Op.UPDATE), int(Op.SKIP)
-_DRAM, _L2, _GLB, _LINE_BUFFER, _RF = (int(Level.DRAM), int(Level.L2), int(Level.GLB), int(Level.LINE_BUFFER),
-                                      int(Level.RF))
+_L2, _LINE_BUFFER, _RF = int(Level.L2), int(Level.LINE_BUFFER), int(Level.RF)
 _TRANSFER, _COMPUTE, _ALLOC = int(StepKind.TRANSFER), int(StepKind.COMPUTE), int(StepKind.ALLOC)
-_FILTER, _PSUM, _OFMAP = int(Operand.FILTER), int(Operand.PSUM), int(Operand.OFMAP)
-_BUS_OF_OPERAND = ("ifmap", "filter", "psum", "psum")  # NoC bus of each operand (`hwsim.vocab.BUS_OF_OPERAND`)
+_FILTER, _PSUM = int(Operand.FILTER), int(Operand.PSUM)
 
 # Positions of the fields in a step tuple, from STEP_DTYPE.
 F = StepField
 KIND, OPERAND, SRC, DST, GROUP, WORDS, SRC_ADDR, DST_ADDR = (F.KIND, F.OPERAND, F.SRC, F.DST, F.GROUP, F.WORDS,
                                                              F.SRC_ADDR, F.DST_ADDR)
-CODED_WORDS = F.CODED_WORDS
 
-# A pass's further records at level `pe` (its first is the MACs: other, update, one per pass even without MACs):
-# (step field, op, operand, address = active PEs?) — non-MAC ops (other, write), the MACs' RF reads per operand,
-# psum RF writes, words handed PE to PE per operand.
-PE_RECORDS = ((F.OPS, WRITE, OTHER, True),
-              (F.RF_FILTER_READS, READ, int(Operand.FILTER), False),
-              (F.RF_IFMAP_READS, READ, int(Operand.IFMAP), False),
-              (F.RF_PSUM_READS, READ, int(Operand.PSUM), False),
-              (F.RF_PSUM_WRITES, UPDATE, int(Operand.PSUM), False),
-              (F.INTER_PE_WORDS, FILL, int(Operand.PSUM), False),
-              (F.INTER_PE_IFMAP_WORDS, FILL, int(Operand.IFMAP), False),
-              (F.INTER_PE_FILTER_WORDS, FILL, int(Operand.FILTER), False))
 
-Step = tuple[Any, ...]  # one STEP_DTYPE row as a tuple
+@dataclass(frozen=True)
+class RecordOptions:
+    """Which levels a run records, and which of them one record per transaction rather than per DRAM burst."""
+
+    levels: frozenset[str] = frozenset(SIM_LEVELS)
+    per_transaction: frozenset[str] = frozenset()
+
 
 
 @dataclass(slots=True)
@@ -122,131 +103,6 @@ class Group:
     first: int
     steps: list[Step]
     compute: int
-
-
-class StepRunner:
-    """Performs single steps requested at a given cycle on the machine and records them: the one path
-    every execution policy uses."""
-
-    def __init__(self, m: Machine, rec: Recorder) -> None:
-        self.m, self.rec = m, rec
-        self.want_noc, self.want_rf, self.want_pe = rec.wants("noc"), rec.wants("rf"), rec.wants("pe")
-        self.dram_per_burst = rec.wants("dram") and "dram" not in rec.per_transaction
-        self.buses = [m.noc.bus(name) for name in _BUS_OF_OPERAND]
-        self.coded_levels = frozenset(LEVEL_NAMES.index(level) for level in Links.of(m.hw).levels)
-        self.passes = 0
-        self.compute_cycles = 0
-
-    def transfer(self, index: int, s: Step, at: int) -> int:
-        """Book the source, destination and bus of a transfer requested at `at`, record it; its end cycle. An end
-        that keeps tiles coded (DRAM, L2 with `compression`) moves the step's coded words."""
-        operand, src, dst, words = s[OPERAND], s[SRC], s[DST], s[WORDS]
-        if words == 0:
-            return at
-        end, coded = at, self.coded_levels
-        if src != _RF:
-            moved = s[CODED_WORDS] if src in coded else words
-            end = max(end, self._side(src, True, s[SRC_ADDR], moved, READ, operand, index, at))
-        if dst != _RF:
-            outward = dst < src and operand in (_PSUM, _OFMAP)
-            moved = s[CODED_WORDS] if dst in coded else words
-            end = max(end, self._side(dst, False, s[DST_ADDR], moved, UPDATE if outward else FILL, operand, index,
-                                      at))
-        if src == _RF or dst == _RF:  # the RF end rides the NoC
-            bus = self.buses[operand]
-            start = bus.book(False, NO_ADDRESS, words, at)
-            end = max(end, bus.reserved_end_cycle)
-            if self.want_noc:
-                self.rec.row("noc", start, bus.reserved_end_cycle, WRITE, operand, index, NO_ADDRESS, words)
-            if self.want_rf:
-                filled = dst == _RF
-                self.rec.row("rf", at, end, FILL if filled else READ, operand, index,
-                             s[DST_ADDR] if filled else s[SRC_ADDR], words)
-        return end
-
-    def _side(self, level: int, is_read: bool, address: int, words: int, op: int, operand: int, index: int,
-              at: int) -> int:
-        """Book one end of a transfer (DRAM, L2, GLB or line buffer) and record it; its end cycle."""
-        m, rec = self.m, self.rec
-        if level == _DRAM:
-            wb = m.hw.word_bytes
-            if self.dram_per_burst:
-                burst = (m.dram.reserve_read if is_read else m.dram.reserve_write)(address * wb, words * wb, at)
-                rec.block("dram", burst, op, operand, index)
-                return m.dram.reserved_end_cycle
-            start = m.dram.book(is_read, address * wb, words * wb, at)
-            component: Port = m.dram
-        else:
-            component = self._on_chip(level)
-            if level == _LINE_BUFFER:
-                address = NO_ADDRESS
-            start = component.book(is_read, address, words, at)
-        name = component.name
-        if name in rec.levels:
-            rec.row(name, start, component.reserved_end_cycle, op, operand, index, address, words)
-        return component.reserved_end_cycle
-
-    def _on_chip(self, level: int) -> Port:
-        if level == _GLB:
-            return self.m.glb
-        if level == _LINE_BUFFER:
-            return self.m.require_line_buffer()
-        if level == _L2:
-            return self.m.require_l2()
-        raise HwsimError(f"level {Level(level).name} has no component in this simulator")
-
-    def compute(self, index: int, s: Step, at: int) -> int:
-        """Book the PE array for a pass requested at `at`; record its work at level `pe` (and what zeros spared:
-        op skip, the MACs and their filter RF reads); its end cycle."""
-        active, pe = max(1, s[F.ACTIVE_PES]), self.m.pe
-        start = pe.book(s[F.MACS], s[F.OPS], active, at, s[F.STREAM_LENGTH], s[F.ZERO_MACS])
-        end = pe.reserved_end_cycle
-        self.passes += 1
-        self.compute_cycles += end - start
-        if self.want_pe:
-            row = self.rec.row
-            row("pe", start, end, UPDATE, OTHER, index, s[F.ACTIVE_PES], s[F.MACS])  # the pass's record
-            for field_index, op, operand, has_address in PE_RECORDS:
-                count = s[field_index]
-                if count:
-                    row("pe", start, end, op, operand, index, s[F.ACTIVE_PES] if has_address else -1, count)
-            spared = pe.spared(s[F.ZERO_MACS])
-            if spared:
-                row("pe", start, end, SKIP, OTHER, index, -1, spared)
-                row("pe", start, end, SKIP, _FILTER, index, -1, min(spared, s[F.RF_FILTER_READS]))
-                if pe.cfg.zero_gating_psums:
-                    row("pe", start, end, SKIP, _PSUM, index, -1,
-                        min(spared, s[F.RF_PSUM_READS]) + min(spared, max(0, s[F.RF_PSUM_WRITES])))
-        return end
-
-    def claim(self, s: Step, at: int, may_wait: bool) -> simpy.Event | None:
-        """An ALLOC at `at`: place it (L2/DRAM with an address), claim its space, log its named buffer; None
-        when granted at once, else the event of a claim waiting for space (only if `may_wait`): call
-        `claimed` once it fires."""
-        level = s[DST]
-        if s[SRC_ADDR] >= 0 and level in PLACED_LEVELS:
-            self.m.place(level, s[SRC_ADDR], s[WORDS])
-        space = self.m.space(level, s[OPERAND])
-        waiting = space.claim(s[WORDS], at, may_wait) if space is not None else None
-        if waiting is None:
-            self.claimed(s, at)
-        return waiting
-
-    def claimed(self, s: Step, at: int) -> None:
-        """Log an ALLOC granted at `at` in its named buffer."""
-        if s[DST] in NAMED_LEVELS:
-            self.m.ring_change(s[DST_ADDR], s[WORDS], at)
-
-    def release(self, s: Step, at: int) -> None:
-        """A FREE at `at` (never waits)."""
-        level = s[DST]
-        if s[SRC_ADDR] >= 0 and level in PLACED_LEVELS:
-            self.m.unplace(level, s[SRC_ADDR])
-        space = self.m.space(level, s[OPERAND])
-        if space is not None:
-            space.release(s[WORDS], at)
-        if level in NAMED_LEVELS:
-            self.m.ring_change(s[DST_ADDR], -s[WORDS], at)
 
 
 class Progress:
@@ -293,7 +149,7 @@ class Handoff:
         return self.items.popleft()
 
 
-def _groups(layer: LayerSchedule, log: GroupLog) -> Iterator[Group]:
+def _groups(layer: Work, log: GroupLog) -> Iterator[Group]:
     """The layer's groups in order, each with the index of its first step in the layer; every block is noted in
     `log` for the trace."""
     offset = 0
@@ -341,12 +197,12 @@ EXECUTION_POLICIES: Registry[type[ExecutionPolicy]] = Registry("execution policy
 
 
 class LayerExecutor:
-    """Runs one layer's groups under its execution policy: the group anatomy both policies share."""
+    """Runs one work's groups under its execution policy: the group anatomy both policies share."""
 
-    def __init__(self, m: Machine, layer: LayerSchedule, rec: Recorder) -> None:
+    def __init__(self, m: Machine, layer: Work, rec: Recorder, word_bytes: int) -> None:
         self.m, self.layer = m, layer
         self.group_log = GroupLog(rec.layer)
-        self.runner = StepRunner(m, rec)
+        self.runner = StepRunner(m, rec, word_bytes)
         self.policy = EXECUTION_POLICIES.get("pipelined" if layer.pipelined else "sequential")()
         self.stored = Progress(m.env)  # groups whose stores have finished
         self.psum_stores: deque[tuple[int, int, int, int]] = deque()  # (group, level, first word, end word) of
@@ -585,91 +441,127 @@ class SimResult:
         return self.layers[-1].end_cycle if self.layers else 0
 
 
-def _run_layer(m: Machine, layer: LayerSchedule, rec: Recorder) -> tuple[LayerRun, np.ndarray]:
-    """Run one layer; what it measured and its schedule's groups (for the trace)."""
-    ex = LayerExecutor(m, layer, rec)
-    start = int(m.env.now)
-    before, dram_before = m.stall_cycles(), m.dram.stats()
-    done = m.env.process(ex.run())
-    try:
-        m.env.run(done)
-    except RuntimeError:  # simpy: no event is left, yet the layer has not finished
-        if done.triggered:
-            raise
-        raise HwsimError(_deadlock(m, layer)) from None
-    after, dram_after = m.stall_cycles(), m.dram.stats()
-    dram = {k: dram_after[k].value - dram_before[k].value for k in dram_after}
-    return (LayerRun(layer.name, start, int(m.env.now), ex.steps, ex.runner.passes, ex.runner.compute_cycles,
-                     ex.rf_wait, ex.load_wait, ex.psum_wait, {k: after[k] - before[k] for k in after}, dram),
-            ex.group_log.rows())
+class _Run:
+    """One simulation: a simpy process per work, each waiting for the works it is after and for its core."""
 
+    def __init__(self, schedule: Schedule, m: Machine, sink: TraceSink, options: RecordOptions,
+                 progress: Callable[[int, LayerRun], None] | None) -> None:
+        self.schedule, self.m, self.sink, self.options, self.progress = schedule, m, sink, options, progress
+        env = m.env
+        self.done = [env.event() for _ in schedule.layers]
+        self.runs: list[LayerRun | None] = [None] * len(schedule.layers)
+        self.spaces = m.buffer_spaces()
+        self.emitted = [0] * len(self.spaces)
+        self.ring0 = len(self.spaces)  # occupancy buffer id of named buffer 0
+        self.dram_mark = m.dram.stats()
+        self.previous_on_core: list[int | None] = []
+        last: dict[int, int] = {}
+        for i, work in enumerate(schedule.layers):
+            if not 0 <= work.core < len(m.cores):
+                raise HwsimError(f"work {work.name!r} runs on core {work.core}, but {m.hw.name} has "
+                                 f"{len(m.cores)} cores; map it to one of 0 … {len(m.cores) - 1}")
+            if any(not 0 <= j < i for j in schedule.waits_for(i)):
+                raise HwsimError(f"work {work.name!r} (#{i}) waits for works {list(schedule.waits_for(i))}; a work "
+                                 "waits only for works listed before it")
+            self.previous_on_core.append(last.get(work.core))
+            last[work.core] = i
 
-def _deadlock(m: Machine, layer: LayerSchedule) -> str:
-    """Why a layer stopped making progress: the buffer claims that wait for space nothing will free."""
-    stuck = [f"{space.name} needs {space.waiting_words} words with {space.occupancy_words} of "
-             f"{space.capacity_words} held" for space in (*m.buffer_spaces(), m.l2.spaces["data"] if m.l2 else None)
-             if space is not None and space.waiting_words]
-    why = "; ".join(stuck) if stuck else "a step waits for an event that never comes"
-    return (f"layer {layer.name} cannot make progress at cycle {int(m.env.now)}: {why}, and no later step can free "
-            "it; give the mapping smaller tiles, free the space in an earlier group, or enlarge the buffer")
+    def result(self) -> SimResult:
+        env = self.m.env
+        for i in range(len(self.schedule.layers)):
+            env.process(self._work(i))
+        pending = env.all_of(self.done) if self.done else env.timeout(0)
+        try:
+            env.run(pending)
+        except RuntimeError:  # simpy: no event is left, yet some work has not finished
+            if pending.triggered:
+                raise
+            raise HwsimError(self._deadlock()) from None
+        runs = [run for run in self.runs if run is not None]
+        return SimResult(self.schedule.network, self.schedule.hardware, self.schedule.batch, runs,
+                         declared_stats(type(self.m.dram)))
 
-
-def simulate(schedule: Schedule, hw: Accelerator, sink: Callable[[str, np.ndarray], None],
-             levels: frozenset[str] = frozenset(SIM_LEVELS),
-             progress: Callable[[int, LayerRun], None] | None = None,
-             occupancy_sink: Callable[[np.ndarray], None] | None = None,
-             per_transaction: frozenset[str] = frozenset(),
-             group_sink: Callable[[np.ndarray], None] | None = None) -> SimResult:
-    """Execute `schedule` layer after layer; every record of the chosen `levels` goes to `sink(level, block)`
-    (one per transaction rather than per burst for the levels in `per_transaction`), each layer's groups
-    (`hwsim.trace.schema.GROUP_DTYPE`) to `group_sink` and the buffers'
-    allocate/free events to `occupancy_sink` (buffer 0 = GLB data, 1 = GLB filter, 2 = line buffer,
-    RING_BUFFER0 + k = named buffer k: a depth-first ring, a phased or planned buffer)."""
-    m = Machine.build(hw)
-    runs: list[LayerRun] = []
-    spaces = m.buffer_spaces()
-    emitted = [0] * len(spaces)
-    for index, layer in enumerate(schedule.layers):
-        m.use(layer_hardware(hw, layer.layer.word_bits))  # the layer's word (mixed precision)
-        word_bytes = m.hw.word_bytes
-        rec = Recorder(levels, sink, index, per_transaction)
-        run, groups = _run_layer(m, layer, rec)
+    def _work(self, index: int) -> Generator[simpy.Event, Any, None]:
+        """Wait for the works `index` is after and its core's previous work, run it, hand its records on."""
+        m, work = self.m, self.schedule.layers[index]
+        waits = [self.done[j] for j in self.schedule.waits_for(index)]
+        previous = self.previous_on_core[index]
+        if previous is not None and previous not in self.schedule.waits_for(index):
+            waits.append(self.done[previous])
+        pending = [event for event in waits if not event.processed]
+        if pending:
+            yield m.env.all_of(pending)
+        word_bytes = (work.word_bits or m.hw.precision_bits) // 8
+        rec = Recorder(self.options.levels, self.sink.append, index, self.options.per_transaction)
+        ex = LayerExecutor(m, work, rec, word_bytes)
+        start, before = int(m.env.now), m.stall_cycles(work.core)
+        yield from ex.run()
+        after, dram = m.stall_cycles(work.core), m.dram.stats()
+        counters = {k: dram[k].value - self.dram_mark[k].value for k in dram}  # shared: since the last work ended
+        self.dram_mark = dram
         rec.flush()
-        if group_sink is not None:
-            group_sink(groups)
-        if occupancy_sink is not None:
-            for b, space in enumerate(spaces):
-                if space is None:
-                    continue
-                log = space.occupancy_records()[emitted[b]:]
-                emitted[b] += len(log)
-                if len(log):
-                    occupancy_sink(occupancy_events(b, index, log, word_bytes))
-            if m.ring_log:
-                occupancy_sink(ring_events(m.ring_log, index, word_bytes))
-        m.ring_log.clear()
-        runs.append(run)
-        if progress:
-            progress(index, run)
-    return SimResult(schedule.network, schedule.hardware, schedule.batch, runs, declared_stats(type(m.dram)))
+        self.sink.append_groups(ex.group_log.rows())
+        self._emit_occupancy(index)
+        run = LayerRun(work.name, start, int(m.env.now), ex.steps, ex.runner.passes, ex.runner.compute_cycles,
+                       ex.rf_wait, ex.load_wait, ex.psum_wait, {k: after[k] - before[k] for k in after}, counters)
+        self.runs[index] = run
+        if self.progress:
+            self.progress(index, run)
+        self.done[index].succeed()
+
+    def _emit_occupancy(self, layer: int) -> None:
+        """The buffers' allocate/free events since the last work ended, as work `layer`'s."""
+        for b, space in enumerate(self.spaces):
+            if space is None:
+                continue
+            log = space.occupancy_records()[self.emitted[b]:]
+            self.emitted[b] += len(log)
+            if len(log):
+                self.sink.append_occupancy(occupancy_events(b, layer, log))
+        if self.m.ring_log:
+            self.sink.append_occupancy(ring_events(self.m.ring_log, layer, self.ring0))
+            self.m.ring_log.clear()
+
+    def _deadlock(self) -> str:
+        """Why the run stopped making progress: the works not finished and the buffer claims that wait for space
+        nothing will free."""
+        m = self.m
+        stuck_works = [w.name for w, done in zip(self.schedule.layers, self.done) if not done.triggered]
+        spaces = [*self.spaces, m.l2.spaces["data"] if m.l2 else None]
+        stuck = [f"{space.name} needs {space.waiting_bytes} bytes with {space.occupancy_bytes} of "
+                 f"{space.capacity_bytes} held" for space in spaces if space is not None and space.waiting_bytes]
+        why = "; ".join(stuck) if stuck else "a step waits for an event that never comes (a cycle of works?)"
+        return (f"layer {stuck_works[0] if stuck_works else '?'} cannot make progress at cycle {int(m.env.now)}: "
+                f"{why}, and no later step can free it; give the mapping smaller tiles, free the space in an earlier "
+                "group, or enlarge the buffer")
 
 
-def ring_events(log: list[tuple[int, int, int]], layer: int, word_bytes: int) -> np.ndarray:
-    """Named-buffer changes (cycle, id, words after) as trace occupancy events in bytes."""
+def simulate(schedule: Schedule, machine: Machine, sink: TraceSink, options: RecordOptions = RecordOptions(),
+             progress: Callable[[int, LayerRun], None] | None = None) -> SimResult:
+    """Execute `schedule`'s works on `machine` (built from the accelerator's tree: `Machine.build`), every record of
+    the levels `options` asks for, each work's groups (`hwsim.trace.schema.GROUP_DTYPE`) and the buffers'
+    allocate/free events going to `sink` (occupancy buffers: each core's GLB data, GLB filter and line buffer,
+    then named buffer k: a depth-first ring, a phased or planned buffer); `progress` is told of each work as it
+    ends."""
+    return _Run(schedule, machine, sink, options, progress).result()
+
+
+def ring_events(log: list[tuple[int, int, int]], layer: int, ring0: int) -> np.ndarray:
+    """Named-buffer changes (cycle, id, bytes after) as trace occupancy events of buffer ring0 + id."""
     table = np.array(log, dtype=np.int64)
     out = np.empty(len(table), dtype=OCCUPANCY_DTYPE)
-    out["buffer"] = RING_BUFFER0 + table[:, 1]
+    out["buffer"] = ring0 + table[:, 1]
     out["cycle"] = table[:, 0]
-    out["bytes"] = table[:, 2] * word_bytes
+    out["bytes"] = table[:, 2]
     out["layer"] = layer
     return out
 
 
-def occupancy_events(buffer: int, layer: int, log: np.ndarray, word_bytes: int) -> np.ndarray:
-    """A `Space`'s (cycle, words_after) log as trace occupancy events in bytes."""
+def occupancy_events(buffer: int, layer: int, log: np.ndarray) -> np.ndarray:
+    """A `Space`'s (cycle, bytes_after) log as trace occupancy events."""
     out = np.empty(len(log), dtype=OCCUPANCY_DTYPE)
     out["buffer"] = buffer
     out["cycle"] = log["cycle"]
-    out["bytes"] = log["words_after"] * word_bytes
+    out["bytes"] = log["bytes_after"]
     out["layer"] = layer
     return out

@@ -1,31 +1,80 @@
-"""The components of one accelerator in one simpy environment, built from its config by model name.
+"""The components of one accelerator in one simpy environment, built from its tree of units by model name.
 
-Besides the components, the machine keeps what spans them: the named buffers
-that ALLOC/FREE steps in the line buffer, the L2 or DRAM carry (a depth-first
-ring, a phased edge buffer, a planned buffer), logged as occupancy per id, and
-the live placed allocations of the L2 and DRAM (an ALLOC with a word address
-places its words there; two live allocations that overlap are an impossible
-mapping).
+Per core: its GLB, NoC buses, PE array and optional line buffer; shared: the DRAM and the optional L2; and
+each link's two directions. Every component knows the number of its unit (`hwsim.hardware.tree.UnitTable`),
+which the executor stamps on its records. Components are built once and never re-configured: a transaction
+says the width of its words (the word of the work it belongs to), and an SRAM looks up its rates for that width
+from the config rescaled to it (`hwsim.hardware.precision.at_precision`).
+
+Besides the components, the machine keeps what spans them: the named buffers that ALLOC/FREE steps in the
+line buffer, the L2 or DRAM carry (a depth-first ring, a phased edge buffer, a planned buffer), logged as
+occupancy per id, and the live placed allocations of the L2 and DRAM (an ALLOC with a word address places its
+words there; two live allocations that overlap are an impossible mapping).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import simpy
 
 from hwsim.errors import HwsimError
+from hwsim.hardware.kinds import LINK_MODELS, NOC_MODELS
+from hwsim.hardware.precision import at_precision
 from hwsim.hardware.schema import Accelerator
+from hwsim.hardware.tree import UnitTable, core_hardware
+from hwsim.sim.component import Component
 from hwsim.sim.dram import DramModel, build_dram
 from hwsim.sim.line_buffer import LineBuffer
-from hwsim.sim.noc import NOC_MODELS, Noc
+from hwsim.sim.link import LinkDirection, PointToPointLink
+from hwsim.sim.noc import Noc
 from hwsim.sim.pe_array import PeArray
 from hwsim.sim.space import Space
-from hwsim.sim.sram import Sram
+from hwsim.sim.sram import Sram, SramConfig
 from hwsim.vocab import LEVEL_NAMES, Level, Operand
 
 NAMED_LEVELS = (int(Level.DRAM), int(Level.L2), int(Level.LINE_BUFFER))  # their ALLOC/FREE steps carry a buffer id
 PLACED_LEVELS = (int(Level.DRAM), int(Level.L2))  # their ALLOC steps may place words at an address
+CORE_BUFFERS = ("glb.data", "glb.filter", "line_buffer")  # occupancy buffers of each core, in id order
+
+
+@dataclass
+class CoreUnits:
+    """One core's components, and the core as a one-core accelerator (what its work was mapped onto)."""
+
+    index: int
+    name: str
+    hw: Accelerator
+    glb: Sram
+    noc: Noc
+    pe: PeArray
+    line_buffer: LineBuffer | None
+    rf_unit: int  # the unit number of its register files (no component: RF transfers ride the NoC)
+
+    def require_line_buffer(self) -> LineBuffer:
+        if self.line_buffer is None:
+            raise HwsimError(f"{self.hw.name}: the schedule uses line buffers but the config has no "
+                             "line_buffer section; add one")
+        return self.line_buffer
+
+    def spaces(self) -> list[Space | None]:
+        """Its occupancy buffers: GLB data, GLB filter, line buffer (None without one)."""
+        return [self.glb.spaces["data"], self.glb.spaces["filter"],
+                self.line_buffer.space if self.line_buffer else None]
+
+
+def _at_word(hw: Accelerator, pick: Callable[[Accelerator], SramConfig | None]) -> Callable[[int], SramConfig]:
+    """An SRAM's config at words of `wb` bytes: `hw` rescaled by the precision rules, then the SRAM's section."""
+    def config(wb: int) -> SramConfig:
+        chosen = pick(at_precision(hw, 8 * wb))
+        assert chosen is not None, "the rescaled config keeps its sections"
+        return chosen
+    return config
+
+
+def _stamp(component: Component, unit: int) -> None:
+    component.unit = unit
 
 
 @dataclass
@@ -34,43 +83,55 @@ class Machine:
 
     env: simpy.Environment
     hw: Accelerator
+    units: UnitTable
+    cores: tuple[CoreUnits, ...]
     dram: DramModel
-    glb: Sram
-    noc: Noc
-    pe: PeArray
-    line_buffer: LineBuffer | None = None
-    l2: Sram | None = None
-    ring_words: dict[int, int] = field(default_factory=dict)  # named buffer id -> words held
-    ring_log: list[tuple[int, int, int]] = field(default_factory=list)  # (cycle, id, words after a change)
+    l2: Sram | None
+    links: dict[tuple[str, str], LinkDirection]  # (from unit, to unit) -> that direction of their link
+    ring_words: dict[int, int] = field(default_factory=dict)  # named buffer id -> bytes held
+    ring_log: list[tuple[int, int, int]] = field(default_factory=list)  # (cycle, id, bytes after a change)
     placed: dict[int, dict[int, int]] = field(default_factory=dict)  # level -> live allocations: address -> words
 
     @classmethod
     def build(cls, hw: Accelerator) -> Machine:
-        env = simpy.Environment()
-        wb = hw.word_bytes
-        line_buffer = LineBuffer(env, hw.line_buffer, wb) if hw.line_buffer else None
-        l2 = Sram(env, hw.l2, wb, "l2") if hw.l2 else None
-        noc = NOC_MODELS.get(hw.noc.model)(env, hw.noc, wb)
-        return cls(env, hw, build_dram(env, hw.dram, wb, clock_hz=hw.clock_hz), Sram(env, hw.glb, wb, "glb"), noc,
-                   PeArray(env, hw.pe_array, wb), line_buffer, l2)
+        env, units, wb = simpy.Environment(), UnitTable.of(hw), hw.word_bytes
+        several = len(hw.all_cores) > 1
+        cores = tuple(_build_core(env, hw, k, units, several) for k in range(len(hw.all_cores)))
+        dram = build_dram(env, hw.dram, wb, clock_hz=hw.clock_hz)
+        _stamp(dram, units.id("dram"))
+        l2 = None
+        if hw.l2 is not None:
+            l2 = Sram(env, hw.l2, wb, "l2", _at_word(hw, lambda h: h.l2))
+            _stamp(l2, units.id("l2"))
+        links: dict[tuple[str, str], LinkDirection] = {}
+        for cfg in hw.links:
+            link: PointToPointLink = LINK_MODELS.get(cfg.model).component_class()(env, cfg, wb)
+            for ends, direction in link.directions.items():
+                _stamp(direction, units.id(direction.name))
+                links[ends] = direction
+        return cls(env, hw, units, cores, dram, l2, links)
 
-    def use(self, hw: Accelerator) -> None:
-        """Run what follows on `hw`, this machine's config at another word (mixed precision: the next layer runs
-        at its own word): the same silicon, every word-counted size and rate at that word."""
-        if hw.precision_bits != self.hw.precision_bits:
-            wb = hw.word_bytes
-            self.glb.use_word(hw.glb, wb)
-            for sram, cfg in ((self.l2, hw.l2), (self.line_buffer, hw.line_buffer)):
-                if sram is not None and cfg is not None:
-                    sram.use_word(cfg, wb)
-            self.noc.use_word(wb)
-            self.dram.use_word(wb)
-            self.pe.word_bytes = wb
-        self.hw = hw
+    @property
+    def glb(self) -> Sram:
+        """The first core's GLB (a single-core accelerator's)."""
+        return self.cores[0].glb
 
-    def ring_change(self, ring: int, words: int, cycle: int) -> None:
-        """Log a named buffer's occupancy after an ALLOC (+words) or FREE (−words) at `cycle`."""
-        held = self.ring_words[ring] = self.ring_words.get(ring, 0) + words
+    def link(self, source: str, target: str) -> LinkDirection | None:
+        """The direction of the link from unit `source` to unit `target` (core names, l2, dram); None: no link."""
+        return self.links.get((source, target))
+
+    def buffer_names(self) -> tuple[str, ...]:
+        """The occupancy buffers of the cores, in id order (a single core's unprefixed: glb.data, ...)."""
+        several = len(self.cores) > 1
+        return tuple(f"{c.name}.{b}" if several else b for c in self.cores for b in CORE_BUFFERS)
+
+    def buffer_spaces(self) -> list[Space | None]:
+        """The spaces of `buffer_names`, in the same order."""
+        return [space for c in self.cores for space in c.spaces()]
+
+    def ring_change(self, ring: int, nbytes: int, cycle: int) -> None:
+        """Log a named buffer's occupancy after an ALLOC (+bytes) or FREE (−bytes) at `cycle`."""
+        held = self.ring_words[ring] = self.ring_words.get(ring, 0) + nbytes
         self.ring_log.append((cycle, ring, held))
 
     def place(self, level: int, address: int, words: int) -> None:
@@ -86,43 +147,61 @@ class Machine:
     def unplace(self, level: int, address: int) -> None:
         self.placed.get(level, {}).pop(address, None)
 
-    def stall_cycles(self) -> dict[str, int]:
-        """Cycles transactions have queued so far, by cause: DRAM channels (incl. read/write turnaround),
-        GLB ports and bank conflicts, NoC buses, GLB space (claims waiting for frees)."""
+    def stall_cycles(self, core: int) -> dict[str, int]:
+        """Cycles transactions have queued so far, by cause: DRAM channels (incl. read/write turnaround), the
+        core's GLB ports and bank conflicts, NoC buses and GLB space (claims waiting for frees), its line buffer,
+        the L2 port."""
+        c = self.cores[core]
         return {
             "dram": self.dram.stall_cycles(),
-            "glb_port": int(self.glb.port_stall_cycles),
-            "glb_bank": int(self.glb.bank_conflict_stall_cycles),
-            "noc": int(sum(bus.queue_stall_cycles for bus in self.noc.buses.values())),
-            "glb_space": int(sum(space.allocate_stall_cycles for space in self.glb.spaces.values())),
-            "line_buffer_port": int(self.line_buffer.port_stall_cycles) if self.line_buffer else 0,
+            "glb_port": int(c.glb.port_stall_cycles),
+            "glb_bank": int(c.glb.bank_conflict_stall_cycles),
+            "noc": int(sum(bus.queue_stall_cycles for bus in c.noc.buses.values())),
+            "glb_space": int(sum(space.allocate_stall_cycles for space in c.glb.spaces.values())),
+            "line_buffer_port": int(c.line_buffer.port_stall_cycles) if c.line_buffer else 0,
             "l2_port": int(self.l2.port_stall_cycles) if self.l2 else 0,
         }
-
-    def require_line_buffer(self) -> LineBuffer:
-        if self.line_buffer is None:
-            raise HwsimError(f"{self.hw.name}: the schedule uses line buffers but the config has no "
-                             "line_buffer section; add one")
-        return self.line_buffer
 
     def require_l2(self) -> Sram:
         if self.l2 is None:
             raise HwsimError(f"{self.hw.name}: the schedule uses an L2 but the config has no l2 section; add one")
         return self.l2
 
-    def space(self, level: int, operand: int) -> Space | None:
-        """The buffer space an ALLOC/FREE step claims: a GLB partition (filters in the filter partition when the
-        GLB has one), the line buffer, the L2, or none (DRAM is not bounded)."""
+    def space(self, level: int, operand: int, core: int) -> Space | None:
+        """The buffer space an ALLOC/FREE step claims: a GLB partition of core `core` (filters in the filter
+        partition when the GLB has one), its line buffer, the L2, or none (DRAM is not bounded)."""
         if level == Level.LINE_BUFFER:
-            return self.require_line_buffer().space
+            return self.cores[core].require_line_buffer().space
         if level == Level.L2:
             return self.require_l2().spaces["data"]
         if level == Level.DRAM:
             return None
-        filters = self.glb.spaces["filter"]
-        return filters if operand == Operand.FILTER and filters.capacity_words else self.glb.spaces["data"]
+        spaces = self.cores[core].glb.spaces
+        filters = spaces["filter"]
+        return filters if operand == Operand.FILTER and filters.capacity_bytes else spaces["data"]
 
-    def buffer_spaces(self) -> list[Space | None]:
-        """The spaces traced as occupancy buffers 0, 1, 2: GLB data, GLB filter, line buffer."""
-        return [self.glb.spaces["data"], self.glb.spaces["filter"],
-                self.line_buffer.space if self.line_buffer else None]
+
+def _build_core(env: simpy.Environment, hw: Accelerator, k: int, units: UnitTable, several: bool) -> CoreUnits:
+    """Core `k`'s components, named by their level (a single core's) or their unit (several cores')."""
+    view, name = core_hardware(hw, k), hw.all_cores[k].name
+    wb = hw.word_bytes
+
+    def label(unit: str) -> str:
+        return f"{name}.{unit}" if several else unit
+
+    glb = Sram(env, view.glb, wb, label("glb"), _at_word(view, lambda h: h.glb))
+    _stamp(glb, units.core_unit(k, "glb"))
+    noc: Noc = NOC_MODELS.get(view.noc.model).component_class()(env, view.noc, wb, label("noc"))
+    for bus_name, bus in noc.buses.items():
+        _stamp(bus, units.core_unit(k, f"noc.{bus_name}"))
+    pe = PeArray(env, view.pe_array, label("pe_array"))
+    _stamp(pe, units.core_unit(k, "pe"))
+    line_buffer = None
+    if view.line_buffer is not None:
+        line_buffer = LineBuffer(env, view.line_buffer, wb, label("line_buffer"),
+                                 _at_word(view, lambda h: h.line_buffer))
+        _stamp(line_buffer, units.core_unit(k, "line_buffer"))
+    return CoreUnits(k, name, view, glb, noc, pe, line_buffer, units.core_unit(k, "rf"))
+
+
+__all__ = ["CORE_BUFFERS", "NAMED_LEVELS", "PLACED_LEVELS", "CoreUnits", "Machine"]

@@ -1,8 +1,8 @@
 """The on-chip network (`noc.model: buses`): the ifmap, filter and psum multicast buses between the GLB and
 the PEs.
 
-Moving W words of word_bits on a bus of bus_bits takes ⌈W·word_bits / bus_bits⌉
-cycles. A multicast delivers one word to every PE that wants it for the cost
+Moving W words of word_bits (the width of the transfer's words) on a bus of
+bus_bits takes ⌈W·word_bits / bus_bits⌉ cycles. A multicast delivers one word to every PE that wants it for the cost
 of one, so W counts unique words, not deliveries.
 
 Each bus carries one transfer at a time and keeps the cycle it is next free;
@@ -21,7 +21,7 @@ import simpy
 from hwsim.errors import HwsimError
 from hwsim.hardware import schema
 from hwsim.sim.component import Port, Stat, Statistic
-from hwsim.sim.policy import Registry, Scheduler, scheduler
+from hwsim.sim.policy import Scheduler, scheduler
 from hwsim.vocab import NO_ADDRESS, NOC_BUSES, ceil_div
 
 BUSES = NOC_BUSES
@@ -35,31 +35,26 @@ class Bus(Port):
     busy_cycles = Statistic("cycles", "cycles the bus was carrying data")
     queue_stall_cycles = Statistic("cycles", "cycles transfers waited for the bus")
 
-    def __init__(self, env: simpy.Environment, bus_bits: int, word_bits: int, policy: Scheduler,
+    def __init__(self, env: simpy.Environment, bus_bits: int, word_bytes: int, policy: Scheduler,
                  name: str) -> None:
-        super().__init__(env, name)
+        super().__init__(env, name, word_bytes)
         self.bus_bits = bus_bits
-        self.word_bits = word_bits
         self._scheduler = policy
         self.free_at_cycle = 0
 
-    def transfer_cycles(self, words: int) -> int:
+    def transfer_cycles(self, words: int, word_bytes: int | None = None) -> int:
         """Cycles to move `words` unique words: ⌈W·word_bits / bus_bits⌉."""
-        return ceil_div(words * self.word_bits, self.bus_bits)
+        return ceil_div(words * 8 * (self.word_bytes if word_bytes is None else word_bytes), self.bus_bits)
 
-    def _book(self, is_read: bool, address: int, amount: int, now: int) -> int:
+    def _book(self, is_read: bool, address: int, amount: int, now: int, word_bytes: int) -> int:
         start_cycle = self._scheduler.start_cycle(now, self.free_at_cycle)
-        duration_cycles = self.transfer_cycles(amount)
+        duration_cycles = self.transfer_cycles(amount, word_bytes)
         self.free_at_cycle = self.reserved_end_cycle = start_cycle + duration_cycles
         self.busy_cycles += duration_cycles
         self.queue_stall_cycles += start_cycle - now
         return start_cycle
 
 
-NOC_MODELS: Registry[type[Noc]] = Registry("noc.model")
-
-
-@NOC_MODELS.register("buses")
 class Noc:
     """The three buses of the NoC, by name: `book`/`reserve` a transfer on one, or run it as a process
     (`transfer`)."""
@@ -69,14 +64,9 @@ class Noc:
         self.cfg = cfg
         self.name = name
         widths = {"ifmap": cfg.ifmap_bus_bits, "filter": cfg.filter_bus_bits, "psum": cfg.psum_bus_bits}
-        self.buses = {bus: Bus(env, widths[bus], 8 * word_bytes, scheduler(cfg.scheduler), f"{name}.{bus}")
+        self.buses = {bus: Bus(env, widths[bus], word_bytes, scheduler(cfg.scheduler), f"{name}.{bus}")
                       for bus in BUSES}
         self.reserved_end_cycle = 0  # cycle the latest reservation on any bus ends
-
-    def use_word(self, word_bytes: int) -> None:
-        """Carry words of `word_bytes` from now on (mixed precision: the next layer runs at another word)."""
-        for bus in self.buses.values():
-            bus.word_bits = 8 * word_bytes
 
     def bus(self, bus: str) -> Bus:
         found = self.buses.get(bus)
@@ -84,14 +74,14 @@ class Noc:
             raise HwsimError(f"{self.name}: unknown bus {bus!r}; use one of {', '.join(BUSES)}")
         return found
 
-    def transfer_cycles(self, bus: str, words: int) -> int:
-        return self.bus(bus).transfer_cycles(words)
+    def transfer_cycles(self, bus: str, words: int, word_bytes: int | None = None) -> int:
+        return self.bus(bus).transfer_cycles(words, word_bytes)
 
-    def book(self, bus: str, words: int, request_cycle: int | None = None) -> int:
+    def book(self, bus: str, words: int, request_cycle: int | None = None, word_bytes: int | None = None) -> int:
         """Reserve `bus` for `words` unique words requested at `request_cycle` (default now); its start cycle
         (it ends at `reserved_end_cycle`)."""
         chosen = self.bus(bus)
-        start = chosen.book(False, NO_ADDRESS, words, request_cycle)
+        start = chosen.book(False, NO_ADDRESS, words, request_cycle, word_bytes)
         self.reserved_end_cycle = chosen.reserved_end_cycle
         return start
 

@@ -60,11 +60,9 @@ class PeArray(Component):
         StatInfo("utilization", "fraction", "MACs / (busy cycles · PEs · MACs per PE-cycle)"),
     )
 
-    def __init__(self, env: simpy.Environment, cfg: schema.PeArray, word_bytes: int,
-                 name: str = "pe_array") -> None:
+    def __init__(self, env: simpy.Environment, cfg: schema.PeArray, name: str = "pe_array") -> None:
         super().__init__(env, name)
         self.cfg = cfg
-        self.word_bytes = word_bytes
         self._scheduler = scheduler("fcfs")  # one pass at a time, in the order they are requested
         self._fill_rows = SYSTOLIC_FILL_ROWS.get(cfg.dataflow, 0)
         self.free_at_cycle = 0  # end of the last pass reserved

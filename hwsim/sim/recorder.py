@@ -10,7 +10,7 @@ import numpy as np
 from hwsim.trace.schema import RECORD_DTYPE
 from hwsim.vocab import TRACE_LEVELS
 
-COLUMNS = ("start_cycle", "end_cycle", "op", "operand", "layer", "step", "address", "words")
+COLUMNS = ("start_cycle", "end_cycle", "op", "operand", "layer", "step", "address", "words", "unit")
 SMALL_BLOCK = 4  # component blocks up to this many records are kept as Python tuples
 FLUSH_RECORDS = 1 << 20  # records held before they are handed to the sink
 
@@ -20,34 +20,34 @@ class Recorder:
     """Collects records per level for one layer; `flush` hands them to the sink as numpy blocks.
 
     Single-record transactions (most of them) are kept flattened in int lists and multi-burst ones as int64
-    [n, 8] arrays, so building a layer's records costs one conversion, not one per transaction.
+    [n, 9] arrays, so building a layer's records costs one conversion, not one per transaction.
     Every FLUSH_RECORDS records they go to the sink, sorted by start cycle within the slab, so
     memory stays bounded on layers with tens of millions of records.
     """
 
     levels: frozenset[str]
-    sink: Callable[[str, np.ndarray], None]
+    sink: Callable[[str, np.ndarray], None]  # a trace sink's `append`
     layer: int = 0
     per_transaction: frozenset[str] = frozenset()  # levels recorded once per transaction, not per burst
-    rows: dict[str, list[int]] = field(default_factory=dict)  # per level, records flattened (8 ints each)
+    rows: dict[str, list[int]] = field(default_factory=dict)  # per level, records flattened (9 ints each)
     arrays: dict[str, list[np.ndarray]] = field(default_factory=dict)
     held: int = 0  # records (tuples + array rows) waiting for the next flush
 
     def wants(self, level: str) -> bool:
         return level in self.levels
 
-    def block(self, level: str, comp: np.ndarray, op: int, operand: int, step: int) -> None:
-        """Component records (start, end, address, words) as trace records of one step."""
+    def block(self, level: str, comp: np.ndarray, op: int, operand: int, step: int, unit: int) -> None:
+        """Component records (start, end, address, words) of unit `unit` as trace records of one step."""
         layer = self.layer
         if len(comp) > 1 and level in self.per_transaction:
             self.row(level, int(comp["start_cycle"].min()), int(comp["end_cycle"].max()), op, operand, step,
-                     int(comp["address"][0]), int(comp["words"].sum()))
+                     int(comp["address"][0]), int(comp["words"].sum()), unit)
             return
         self._count(len(comp))
         if len(comp) <= SMALL_BLOCK:
             rows = self.rows.setdefault(level, [])
             for start, end, address, words in comp.tolist():
-                rows.extend((start, end, op, operand, layer, step, address, words))
+                rows.extend((start, end, op, operand, layer, step, address, words, unit))
             return
         out = np.empty((len(comp), len(COLUMNS)), dtype=np.int64)
         out[:, 0] = comp["start_cycle"]
@@ -55,14 +55,15 @@ class Recorder:
         out[:, 2:6] = (op, operand, layer, step)
         out[:, 6] = comp["address"]
         out[:, 7] = comp["words"]
+        out[:, 8] = unit
         self.arrays.setdefault(level, []).append(out)
 
     def row(self, level: str, start: int, end: int, op: int, operand: int, step: int, address: int,
-            words: int) -> None:
+            words: int, unit: int) -> None:
         rows = self.rows.get(level)
         if rows is None:
             rows = self.rows[level] = []
-        rows.extend((start, end, op, operand, self.layer, step, address, words))
+        rows.extend((start, end, op, operand, self.layer, step, address, words, unit))
         self.held += 1
         if self.held >= FLUSH_RECORDS:
             self.flush()

@@ -9,16 +9,14 @@ from pathlib import Path
 import hwsim
 from hwsim.errors import HwsimError
 from hwsim.hardware.loader import to_dict
-from hwsim.hardware.precision import layer_hardware
 from hwsim.hardware.schema import Accelerator
 from hwsim.mapping.nest.format import LoopNest, mapping_data
 from hwsim.mapping.schedule import Schedule
-from hwsim.sim.executor import SIM_LEVELS, LayerRun, SimResult, simulate
+from hwsim.sim.executor import SIM_LEVELS, LayerRun, RecordOptions, SimResult, simulate
+from hwsim.sim.machine import Machine
 from hwsim.sparsity.profile import DENSE, SparsityProfile
 from hwsim.trace.writer import TraceWriter, attrs_json
 from hwsim.workload.ir import LayerKind
-
-BUFFERS = ("glb.data", "glb.filter", "line_buffer")
 
 
 def trace_attrs(schedule: Schedule, hw: Accelerator, sparsity: SparsityProfile) -> dict[str, str | int | float]:
@@ -29,14 +27,16 @@ def trace_attrs(schedule: Schedule, hw: Accelerator, sparsity: SparsityProfile) 
         "hardware_json": json.dumps(to_dict(hw)),
         "mapper": schedule.mapper,
         "batch": schedule.batch,
-        "schedule_json": json.dumps({ls.name: ls.params for ls in schedule.layers}, default=str),
+        "schedule_json": json.dumps({ls.name: ls.info.record() for ls in schedule.layers}, default=str),
         "sparsity_json": json.dumps(sparsity.record()),  # where the layers' zeros came from, and their fractions
         "hwsim_version": hwsim.__version__,
         "clock_hz": hw.clock_hz,
         "word_bits": hw.precision_bits,
         # the word each layer ran at, by layer index (mixed precision: not all the config's)
-        "layer_word_bits_json": json.dumps([layer_hardware(hw, ls.layer.word_bits).precision_bits
-                                            for ls in schedule.layers]),
+        "layer_word_bits_json": json.dumps([ls.word_bits or hw.precision_bits for ls in schedule.layers]),
+        # the core each layer (unit of work) ran on, by layer index, and the works it waited for
+        "layer_cores_json": json.dumps([ls.core for ls in schedule.layers]),
+        "layer_after_json": json.dumps([list(schedule.waits_for(i)) for i in range(len(schedule.layers))]),
         # (operand, first word, words) of the DRAM regions each layer's accesses stay within, where declared
         "dram_regions_json": json.dumps({ls.name: ls.dram_regions for ls in schedule.layers if ls.dram_regions}),
     }
@@ -57,16 +57,6 @@ def import_record(schedule: Schedule) -> dict[str, object]:
             "passthrough_layers": sum(len(names) for names in by_op.values()), "passthrough_ops": by_op}
 
 
-def named_buffers(schedule: Schedule) -> tuple[str, ...]:
-    """Names of the buffer ids ALLOC/FREE steps carry: a schedule's `buffers` parameter (phased edge buffers,
-    planned buffers), else depth-first line-buffer rings."""
-    named = max((tuple(ls.params.get("buffers", ())) for ls in schedule.layers), key=len, default=())
-    if named:
-        return named
-    rings = max((len(ls.params.get("rings", ())) for ls in schedule.layers), default=0)
-    return tuple(f"line_buffer.ring{k}" for k in range(rings))
-
-
 def simulate_to_trace(schedule: Schedule, hw: Accelerator, path: str | Path,
                       levels: frozenset[str] = frozenset(SIM_LEVELS), sparsity: SparsityProfile | None = None,
                       progress: Callable[[int, LayerRun], None] | None = None,
@@ -77,10 +67,12 @@ def simulate_to_trace(schedule: Schedule, hw: Accelerator, path: str | Path,
     names = [ls.name for ls in schedule.layers]
     attrs = trace_attrs(schedule, hw, sparsity or DENSE)
     attrs["dram_records"] = "transaction" if "dram" in per_transaction else "burst"
-    buffers = BUFFERS + named_buffers(schedule)  # ids RING_BUFFER0 + k
-    with TraceWriter(path, [l for l in SIM_LEVELS if l in levels], names, buffers, attrs) as writer:
-        result = simulate(schedule, hw, writer.append, levels, progress, writer.append_occupancy, per_transaction,
-                          writer.append_groups)
+    machine = Machine.build(hw)
+    buffers = machine.buffer_names() + schedule.named_buffers()  # named buffer k after the cores' buffers
+    attrs["named_buffers_from"] = len(machine.buffer_names())
+    with TraceWriter(path, [l for l in SIM_LEVELS if l in levels], names, buffers, attrs,
+                     units=machine.units.names) as writer:
+        result = simulate(schedule, machine, writer, RecordOptions(levels, per_transaction), progress)
         writer.add_attrs({DRAM_STATS_ATTR: attrs_json(dram_stats_document(result))})
     return result
 

@@ -22,13 +22,18 @@ Timing of one transfer of W words at word address A:
   port. Stalls split the wait S − r, banks first: bank-conflict stall =
   banks_ready − r, port stall = S − banks_ready.
 
-Space is accounted separately from addresses (`hwsim.sim.space.Space`): the
-GLB has a data partition (`data_bytes`, ifmaps and psums) and a filter
-partition (`filter_bytes`); the L2 and line buffers have only data.
+Space is accounted separately from addresses, in bytes (`hwsim.sim.space.Space`):
+the GLB has a data partition (`data_bytes`, ifmaps and psums) and a filter
+partition (`filter_bytes`); the L2 and line buffers have only data. A
+transaction names the width of its words; the rates, bank sizes and word
+addresses above are those of that width (a GLB port of 4 16-bit words moves 8
+8-bit ones: `hwsim.hardware.precision`).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
 from fractions import Fraction
 
 import simpy
@@ -44,6 +49,7 @@ from hwsim.vocab import NO_ADDRESS
 PARTITIONS = ("data", "filter")
 
 SramConfig = schema.Glb | schema.L2 | schema.LineBuffer
+ConfigAtWord = Callable[[int], SramConfig]  # the SRAM's config as a run at words of that many bytes sees it
 
 
 def _port_timing(cfg: SramConfig, word_bytes: int, name: str) -> tuple[int, Fraction, int]:
@@ -55,9 +61,20 @@ def _port_timing(cfg: SramConfig, word_bytes: int, name: str) -> tuple[int, Frac
     return 1, exact_rate(cfg.bandwidth_bytes_per_cycle, f"{name}.bandwidth") / word_bytes, cfg.latency_cycles
 
 
+@dataclass(frozen=True)
+class WordTiming:
+    """How an SRAM moves and locates words of one width."""
+
+    words_per_cycle: Fraction
+    latency_cycles: int
+    bank_words: int  # words of that width per bank
+    size_words: int
+
+
 class Sram(Port):
     """A banked, multi-port SRAM built from a `Glb`, `L2` or `LineBuffer` config; addresses and sizes in
-    words. `book`/`reserve_read`/`reserve_write`/`read`/`write` come from `Port`."""
+    words of each transaction's width, space in bytes. `book`/`reserve_read`/`reserve_write`/`read`/`write` come
+    from `Port`."""
 
     read_amount = Statistic("words", "words read")
     written_amount = Statistic("words", "words written")
@@ -65,63 +82,61 @@ class Sram(Port):
     bank_conflict_stall_cycles = Statistic("cycles", "cycles transfers waited for a bank in use")
     port_stall_cycles = Statistic("cycles", "cycles transfers waited for a free port")
 
-    def __init__(self, env: simpy.Environment, cfg: SramConfig, word_bytes: int, name: str = "glb") -> None:
-        super().__init__(env, name)
-        banks = 1 if isinstance(cfg, schema.LineBuffer) else cfg.banks
-        if cfg.size_bytes % (banks * word_bytes):
-            raise HwsimError(f"{name}.size: {cfg.size_bytes} B does not split into {banks} banks of whole "
-                             f"{word_bytes}-byte words; make size a multiple of {banks * word_bytes} B")
+    def __init__(self, env: simpy.Environment, cfg: SramConfig, word_bytes: int, name: str = "glb",
+                 cfg_at_word: ConfigAtWord | None = None) -> None:
+        """`cfg_at_word` gives the config at another word width (its words per port follow the precision rules);
+        without it a transaction of another width sees `cfg` as it is."""
+        super().__init__(env, name, word_bytes)
         self.cfg = cfg
-        self.word_bytes = word_bytes
-        self.bank_words = cfg.size_bytes // banks // word_bytes
-        self.size_words = self.bank_words * banks
-        ports, self.words_per_cycle, self.latency_cycles = _port_timing(cfg, word_bytes, name)
+        self._banks = 1 if isinstance(cfg, schema.LineBuffer) else cfg.banks
+        self._cfg_at_word = cfg_at_word
+        self._timings: dict[int, WordTiming] = {}
+        ports = _port_timing(cfg, word_bytes, name)[0]
+        default = self.timing(word_bytes)
+        self.words_per_cycle, self.latency_cycles = default.words_per_cycle, default.latency_cycles
+        self.bank_words, self.size_words = default.bank_words, default.size_words
         self._scheduler = scheduler(cfg.scheduler)
         self._port_free_at = [0] * ports  # cycle each port is next free
-        self._bank_free_at = [0] * banks  # cycle each bank is next free
+        self._bank_free_at = [0] * self._banks  # cycle each bank is next free
         filter_bytes = cfg.filter_bytes if isinstance(cfg, schema.Glb) else 0
-        self.spaces = {"data": Space(env, (cfg.size_bytes - filter_bytes) // word_bytes, f"{name} data partition"),
-                       "filter": Space(env, filter_bytes // word_bytes, f"{name} filter partition")}
+        self.spaces = {"data": Space(env, cfg.size_bytes - filter_bytes, f"{name} data partition"),
+                       "filter": Space(env, filter_bytes, f"{name} filter partition")}
 
-    def use_word(self, cfg: SramConfig, word_bytes: int) -> None:
-        """Hold and move words of `word_bytes` from now on, `cfg` being this SRAM at that word (mixed precision:
-        the next layer runs at another word). Only an empty SRAM changes its word: nothing left in it is
-        reinterpreted."""
-        held = [space.name for space in self.spaces.values() if space.occupancy_words or space.waiting_words]
-        if held:
-            raise HwsimError(f"{held[0]} still holds words when the next layer changes the word width; mixed "
-                             "precision runs layer-by-layer schedules, which leave no data on chip between layers")
-        banks = len(self._bank_free_at)
+    def timing(self, word_bytes: int) -> WordTiming:
+        """How this SRAM moves words of `word_bytes` (computed once per width)."""
+        found = self._timings.get(word_bytes)
+        if found is not None:
+            return found
+        cfg = self._cfg_at_word(word_bytes) if self._cfg_at_word is not None else self.cfg
+        banks = self._banks
         if cfg.size_bytes % (banks * word_bytes):
             raise HwsimError(f"{self.name}.size: {cfg.size_bytes} B does not split into {banks} banks of whole "
                              f"{word_bytes}-byte words; make size a multiple of {banks * word_bytes} B")
-        self.cfg, self.word_bytes = cfg, word_bytes
-        self.bank_words = cfg.size_bytes // banks // word_bytes
-        self.size_words = self.bank_words * banks
-        _, self.words_per_cycle, self.latency_cycles = _port_timing(cfg, word_bytes, self.name)
-        filter_bytes = cfg.filter_bytes if isinstance(cfg, schema.Glb) else 0
-        self.spaces["data"].capacity_words = (cfg.size_bytes - filter_bytes) // word_bytes
-        self.spaces["filter"].capacity_words = filter_bytes // word_bytes
+        _, rate, latency = _port_timing(cfg, word_bytes, self.name)
+        bank_words = cfg.size_bytes // banks // word_bytes
+        timing = self._timings[word_bytes] = WordTiming(rate, latency, bank_words, bank_words * banks)
+        return timing
 
-    def transfer_cycles(self, words: int) -> int:
+    def transfer_cycles(self, words: int, word_bytes: int | None = None) -> int:
         """Cycles a transfer of `words` holds its port and banks: ⌈W / words_per_cycle⌉ + latency."""
-        return cycles_at_rate(words, self.words_per_cycle) + self.latency_cycles
+        t = self.timing(self.word_bytes if word_bytes is None else word_bytes)
+        return cycles_at_rate(words, t.words_per_cycle) + t.latency_cycles
 
     def partition(self, partition: str = "data") -> Space:
-        """The partition's space (data: ifmaps and psums; filter: the GLB's filter partition)."""
+        """The partition's space in bytes (data: ifmaps and psums; filter: the GLB's filter partition)."""
         found = self.spaces.get(partition)
         if found is None:
             raise HwsimError(f"{self.name}: unknown partition {partition!r}; use one of {', '.join(PARTITIONS)}")
         return found
 
     def allocate(self, words: int, partition: str = "data") -> simpy.Event:
-        """Process-style claim: an event firing once `words` of the partition are claimed."""
-        granted = self.partition(partition).claim(words)
+        """Process-style claim of `words` of the SRAM's own width: an event firing once they are claimed."""
+        granted = self.partition(partition).claim(words * self.word_bytes)
         return granted if granted is not None else self.env.event().succeed()
 
     def free(self, words: int, partition: str = "data") -> simpy.Event:
-        """Process-style release of `words` of the partition (never waits)."""
-        self.partition(partition).release(words)
+        """Process-style release of `words` of the SRAM's own width (never waits)."""
+        self.partition(partition).release(words * self.word_bytes)
         return self.env.event().succeed()
 
     def stats(self, prefix: str = "") -> dict[str, Stat]:
@@ -131,24 +146,26 @@ class Sram(Port):
             out.update(space.stats(f"{prefix}{partition}."))
         return out
 
-    def _check(self, address: int, amount: int) -> None:
+    def _check(self, address: int, amount: int, word_bytes: int) -> None:
         check_count(amount, "size", self.name)
         if address == NO_ADDRESS:  # not located (line-buffer rows)
             return
         check_count(address, "address", self.name)
-        if address + amount > self.size_words:
+        size_words = self.timing(word_bytes).size_words
+        if address + amount > size_words:
             raise HwsimError(f"{self.name}: access of {amount} words at word {address} runs past the end "
-                             f"of the {self.size_words}-word buffer")
+                             f"of the {size_words}-word buffer")
 
-    def _book(self, is_read: bool, address: int, amount: int, now: int) -> int:
+    def _book(self, is_read: bool, address: int, amount: int, now: int, word_bytes: int) -> int:
+        t = self._timings.get(word_bytes) or self.timing(word_bytes)
         located = max(address, 0)  # NO_ADDRESS (line buffers: rows are not located) is bank 0
-        first_bank = located // self.bank_words
-        last_bank = (located + amount - 1) // self.bank_words
+        first_bank = located // t.bank_words
+        last_bank = (located + amount - 1) // t.bank_words
         bank_free_at = self._bank_free_at
         banks_ready = max(now, bank_free_at[first_bank] if first_bank == last_bank
                           else max(bank_free_at[first_bank:last_bank + 1]))
         port, start_cycle = self._scheduler.pick_server(banks_ready, self._port_free_at)
-        duration_cycles = self.transfer_cycles(amount)
+        duration_cycles = cycles_at_rate(amount, t.words_per_cycle) + t.latency_cycles
         end_cycle = start_cycle + duration_cycles
         self._port_free_at[port] = end_cycle
         bank_free_at[first_bank:last_bank + 1] = [end_cycle] * (last_bank + 1 - first_bank)

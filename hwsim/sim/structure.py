@@ -15,19 +15,24 @@ from hwsim.trace.schema import GROUP_DTYPE, NO_STEP
 from hwsim.vocab import LEVEL_NAMES, NO_LEVEL, TRACE_LEVELS, Level, StepKind
 
 _BIT = np.zeros(NO_LEVEL + 1, dtype=np.uint16)  # step src/dst level -> its bit in GROUP_DTYPE.levels
+BUFFER_LEVELS = (int(Level.GLB), int(Level.LINE_BUFFER))  # per-core levels a transfer between cores joins
 for _level, _name in enumerate(LEVEL_NAMES):
     _BIT[_level] = 1 << TRACE_LEVELS.index(_name)
 NOC_BIT = 1 << TRACE_LEVELS.index("noc")  # an RF end rides the NoC
 PE_BIT = 1 << TRACE_LEVELS.index("pe")  # a pass
+LINK_BIT = 1 << TRACE_LEVELS.index("link")  # a transfer between two cores' buffers
 
 
 def step_level_bits(block: np.ndarray) -> np.ndarray:
     """The levels each step of `block` leaves records at, as bit masks: a transfer of words at both ends (and
-    the NoC for an RF end), a COMPUTE at pe; ALLOC and FREE at none (they change occupancy only)."""
+    the NoC for an RF end, a link between two cores' buffers), a COMPUTE at pe; ALLOC and FREE at none (they change
+    occupancy only)."""
     kind, src, dst = block["kind"], block["src"], block["dst"]
     moving = (kind == StepKind.TRANSFER) & (block["words"] > 0)
     near = (src == Level.RF) | (dst == Level.RF)
-    bits = np.where(moving, _BIT[src] | _BIT[dst] | np.where(near, NOC_BIT, 0), 0).astype(np.uint16)
+    buffers = np.isin(src, BUFFER_LEVELS) & np.isin(dst, BUFFER_LEVELS)
+    across = np.where(buffers & (block["src_core"] != block["dst_core"]), LINK_BIT, 0)
+    bits = np.where(moving, _BIT[src] | _BIT[dst] | np.where(near, NOC_BIT, 0) | across, 0).astype(np.uint16)
     bits[kind == StepKind.COMPUTE] = PE_BIT
     return bits
 

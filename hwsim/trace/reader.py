@@ -21,11 +21,10 @@ import h5py
 import numpy as np
 
 from hwsim.errors import os_reason
-from hwsim.hardware.precision import WORD_BITS, WORD_BITS_TEXT
 from hwsim.trace._codec import decode_chunk, decode_chunk_columns, is_shuffle_deflate, opaque, worker_threads
 from hwsim.trace.schema import GROUP_DTYPE, OCCUPANCY_DTYPE, OPERANDS, OPS, RECORD_DTYPE, TRACE_VERSION, TraceError
 from hwsim.trace.seal import is_sealed_layout, seal_problem
-from hwsim.vocab import TRACE_LEVELS, ceil_div
+from hwsim.vocab import TRACE_LEVELS, WORD_BITS, WORD_BITS_TEXT, ceil_div
 
 Code = str | int  # a name from a trace's table, or its index
 Window = tuple[int, int]  # cycles [start, end)
@@ -91,8 +90,17 @@ class Trace:
         self.units: dict[str, str] = json.loads(self.attrs["units"])
         self.layers: tuple[str, ...] = tuple(_python_value(file["names/layers"][()]))
         self.buffers: tuple[str, ...] = tuple(_python_value(file["names/buffers"][()]))
+        if "names/units" not in file:
+            raise TraceError(f"trace {path} is damaged: it has no unit table (names/units); re-run the simulation")
+        self.unit_names: tuple[str, ...] = tuple(_python_value(file["names/units"][()]))
         _check_header(path, self.attrs, self.levels, self.ops, self.operands, self.layers)
         self.layer_word_bytes: np.ndarray = _layer_word_bytes(path, self.attrs, len(self.layers))
+        self.layer_cores: np.ndarray = _layer_cores(path, self.attrs, len(self.layers))
+        first = self.attrs.get("named_buffers_from", min(3, len(self.buffers)))
+        if not isinstance(first, int) or isinstance(first, bool) or not 0 <= first <= len(self.buffers):
+            raise TraceError(f"trace {path} is damaged: attribute named_buffers_from is {first!r}; re-run the "
+                             "simulation that wrote it")
+        self.first_named_buffer: int = first  # buffers from here on are named ones (rings, edge or plan buffers)
         self._direct: dict[str, bool] = {}  # dataset name -> decoded by worker threads
         self._dtypes = {f"/levels/{level}": RECORD_DTYPE for level in self.levels} | {
             "/occupancy": OCCUPANCY_DTYPE, "/groups": GROUP_DTYPE}
@@ -325,7 +333,7 @@ class Trace:
             if len(rows) and (rows["buffer"].max() >= len(self.buffers) or rows["bytes"].min() < 0):
                 return f"a buffer id past {len(self.buffers) - 1} or a negative occupancy"
             return ""
-        for column, names in (("op", self.ops), ("operand", self.operands)):
+        for column, names in (("op", self.ops), ("operand", self.operands), ("unit", self.unit_names)):
             if len(rows) and rows[column].max() >= len(names):
                 return f"an {column} code past {len(names) - 1}"
         if len(rows) and (rows["start_cycle"].min() < 0 or np.any(rows["end_cycle"] < rows["start_cycle"])):
@@ -389,6 +397,16 @@ def _layer_word_bytes(path: str, attrs: dict[str, Any], layers: int) -> np.ndarr
         raise TraceError(f"trace {path} is damaged: attribute layer_word_bits_json is not one word width "
                          f"({WORD_BITS_TEXT} bit) per layer; re-run the simulation that wrote it")
     return np.asarray(given, dtype=np.int64) // 8
+
+
+def _layer_cores(path: str, attrs: dict[str, Any], layers: int) -> np.ndarray:
+    """The core each layer (unit of work) ran on, by layer index (all 0 when the trace does not say)."""
+    given = json.loads(attrs["layer_cores_json"]) if "layer_cores_json" in attrs else [0] * layers
+    if not (isinstance(given, list) and len(given) == layers
+            and all(isinstance(c, int) and not isinstance(c, bool) and 0 <= c < 256 for c in given)):
+        raise TraceError(f"trace {path} is damaged: attribute layer_cores_json is not one core index per layer; "
+                         "re-run the simulation that wrote it")
+    return np.asarray(given, dtype=np.int64)
 
 
 def _joined(blocks: Iterator[np.ndarray], dtype: np.dtype) -> np.ndarray:

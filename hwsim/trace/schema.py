@@ -14,8 +14,8 @@ import numpy as np
 from hwsim.errors import HwsimError
 from hwsim.vocab import OP_NAMES, TRACE_OPERAND_NAMES
 
-TRACE_VERSION = 4  # bumped when a reader of the old layout would misread the new one (2: 16-bit buffer ids; 3: op skip;
-# 4: the schedule's groups)
+TRACE_VERSION = 5  # bumped when a reader of the old layout would misread the new one (2: 16-bit buffer ids; 3: op skip;
+# 4: the schedule's groups; 5: every record names its unit, the trace its units and each layer's core)
 
 OPS = OP_NAMES  # record `op` code = index (hwsim.vocab.Op)
 OPERANDS = TRACE_OPERAND_NAMES  # record `operand` code = index (hwsim.vocab.Operand, then "other")
@@ -29,6 +29,7 @@ RECORD_DTYPE = np.dtype([
     ("step", np.int64),  # schedule step within the layer
     ("address", np.int64),  # first word address
     ("words", np.int64),  # words moved; noc/rf per-pass records: access count
+    ("unit", np.uint16),  # index into the file's unit table: where in the tree it happened (core1.glb, dram, ...)
 ])
 
 OCCUPANCY_DTYPE = np.dtype([
@@ -56,6 +57,7 @@ UNITS = {
     "step": "schedule step index within the layer",
     "address": "words",
     "words": "words (noc and rf per-pass records: accesses)",
+    "unit": "index into names/units",
     "buffer": "index into names/buffers",
     "cycle": "cycles",
     "bytes": "bytes",
@@ -66,6 +68,7 @@ UNITS = {
 
 
 MAX_BUFFERS = 1 << 16  # distinct buffer names a trace can hold (the width of `buffer`)
+MAX_UNITS = 1 << 16  # distinct units a trace can hold (the width of `unit`)
 
 
 class TraceError(HwsimError):

@@ -17,6 +17,7 @@ Layout (see `schema` for the record fields):
                       each layer's records in /levels/<level> ((0, 0) if none)
     /names/layers     str[n_layers]: layer id -> name
     /names/buffers    str[n_buffers]: buffer id -> name
+    /names/units      str[n_units]: unit id -> name (dram, l2, core0.glb, ..., link.a>b)
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ from hwsim.trace._codec import DEFLATE_LEVEL, deflate, opaque, shuffle_chunk, wo
 from hwsim.trace.schema import (
     GROUP_DTYPE,
     MAX_BUFFERS,
+    MAX_UNITS,
     OCCUPANCY_DTYPE,
     OPERANDS,
     OPS,
@@ -97,12 +99,14 @@ class TraceWriter:
 
     def __init__(self, path: str | os.PathLike[str], levels: Sequence[str], layers: Sequence[str],
                  buffers: Sequence[str], attrs: Mapping[str, AttrValue], compression: str = "gzip",
-                 chunk_records: int = 1 << 16) -> None:
+                 chunk_records: int = 1 << 16, units: Sequence[str] = ("unit",)) -> None:
         self.path = os.fspath(path)
         self.temporary_path = temporary_path(self.path)
         _check_setup(self.path, levels, layers, buffers, attrs, compression, chunk_records)
+        _check_names(f"trace {self.path}", "units", units, MAX_UNITS)
         self.layers = tuple(layers)
         self.buffers = tuple(buffers)
+        self.units_table = tuple(units)
         self.chunk_records = chunk_records
         self._closed = False
         self._aborted = False
@@ -212,7 +216,7 @@ class TraceWriter:
         for key, names in (("ops", OPS), ("operands", OPERANDS), ("levels", levels),
                            ("group_level_bits", TRACE_LEVELS)):
             root[key] = np.array(names, dtype=h5py.string_dtype())
-        for name, values in (("layers", self.layers), ("buffers", self.buffers)):
+        for name, values in (("layers", self.layers), ("buffers", self.buffers), ("units", self.units_table)):
             self._file.create_dataset(f"names/{name}", data=np.array(values, dtype=h5py.string_dtype()),
                                       track_times=False)
 
@@ -294,6 +298,7 @@ class TraceWriter:
         _check_range(where, "layer id", layer, len(self.layers), "pass every layer to TraceWriter(layers=...)")
         _check_range(where, "op code", slab["op"], len(OPS), f"use indices into OPS {OPS}")
         _check_range(where, "operand code", slab["operand"], len(OPERANDS), f"use indices into OPERANDS {OPERANDS}")
+        _check_range(where, "unit id", slab["unit"], len(self.units_table), "pass every unit to TraceWriter(units=...)")
         cuts = np.flatnonzero(layer[1:] != layer[:-1]) + 1
         run_starts = np.concatenate(([0], cuts))
         run_ends = np.concatenate((cuts, [len(layer)]))
@@ -327,6 +332,12 @@ def _check_range(where: str, what: str, values: np.ndarray, count: int, fix: str
                          f"the trace was abandoned, {fix}")
 
 
+def _check_names(where: str, what: str, names: Sequence[str], limit: int) -> None:
+    if not all(isinstance(n, str) and n for n in names) or len(set(names)) != len(names) or len(names) > limit:
+        raise TraceError(f"{where}: {what} must be at most {limit} distinct non-empty names, got {len(names)} "
+                         f"({len(set(names))} distinct); give each a unique, non-empty name")
+
+
 def _check_attrs(where: str, attrs: Mapping[str, AttrValue]) -> None:
     for key, value in attrs.items():
         if not isinstance(key, str) or not key or key in RESERVED_ATTRS:
@@ -348,9 +359,7 @@ def _check_setup(path: str, levels: Sequence[str], layers: Sequence[str], buffer
     if unknown or len(set(levels)) != len(levels) or not levels:
         raise TraceError(f"{where}: levels {list(levels)} must be distinct names from {', '.join(TRACE_LEVELS)}")
     for what, names, limit in (("layers", layers, 1 << 31), ("buffers", buffers, MAX_BUFFERS)):
-        if not all(isinstance(n, str) and n for n in names) or len(set(names)) != len(names) or len(names) > limit:
-            raise TraceError(f"{where}: {what} must be at most {limit} distinct non-empty names, got {len(names)} "
-                             f"({len(set(names))} distinct); give each a unique, non-empty name")
+        _check_names(where, what, names, limit)
     _check_attrs(where, attrs)
     if compression not in COMPRESSIONS:
         raise TraceError(f"{where}: compression {compression!r} is not one of {', '.join(COMPRESSIONS)}")

@@ -17,7 +17,7 @@ Mapping decisions (shared with the closed-form model in
   offloaded to DRAM when computed and fetched back (Eq. 3), never
   recomputed. A ring row is as wide as the FM's widest tile.
 
-The schedule (`depth_first_schedule`): one `LayerSchedule` per stack whose
+The schedule (`depth_first_schedule`): one `Work` per stack whose
 steps walk its tiles. Within a tile, each *event* is one layer computing one
 output line (depth-to-space: its f lines at once), in depth-first order: the
 deepest layer that can proceed goes first, and a new line of a stack input

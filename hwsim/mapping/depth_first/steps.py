@@ -18,7 +18,7 @@ from hwsim.mapping.depth_first.stacks import (
     long_skips,
     split_stacks,
 )
-from hwsim.mapping.schedule import LayerSchedule, Schedule
+from hwsim.mapping.schedule import Schedule, StackInfo, Work
 from hwsim.vocab import NO_LEVEL, STEP_DTYPE, Level, Operand, StepKind, ceil_div
 from hwsim.workload.ir import Graph, Layer
 
@@ -26,7 +26,7 @@ DRAM_ALIGN_BYTES = 4096
 
 
 def depth_first_schedule(graph: Graph, hw: Accelerator, mapping: DepthFirstMapping) -> Schedule:
-    """One `LayerSchedule` per stack; its steps run the stack's tiles one after another."""
+    """One `Work` per stack; its steps run the stack's tiles one after another."""
     if hw.line_buffer is None:
         raise DepthFirstError(f"{hw.name}: has no line_buffer section; depth-first schedules need one "
                               "(see configs/depthfirst-edge.yaml)")
@@ -42,13 +42,14 @@ def depth_first_schedule(graph: Graph, hw: Accelerator, mapping: DepthFirstMappi
             raise DepthFirstError(f"{graph.name}: stack ending at layer {stack[-1].name!r} has tiling factor "
                                   f"{tf!r}; use an integer ≥ 1 (1 = no tiling)")
         plan = plan_stack(graph, stack, tf, edges)
-        params = {"layers": [l.name for l in stack], "tiling": tf, "weights": str(mapping.weights),
-                  "lines_along": "width" if plan.scan_rows else "height",
-                  "rings": list(plan.consumers),
-                  "ring_width_pixels": {t: plan.ring_width(t) for t in plan.consumers},
-                  "lead_pixels": dict(plan.leads)}
-        units.append(LayerSchedule(stack[-1], params, _generator(plan, hw, mapping.weights, layout),
-                                   stack=tuple(stack), pipelined=False))  # rings are reused line by line
+        rings = tuple(plan.consumers)
+        info = StackInfo(buffers=tuple(f"line_buffer.ring{k}" for k in range(len(rings))),
+                         layers=tuple(l.name for l in stack), tiling=tf, weights=str(mapping.weights),
+                         lines_along="width" if plan.scan_rows else "height", rings=rings,
+                         ring_width_pixels=tuple((t, plan.ring_width(t)) for t in rings),
+                         lead_pixels=tuple(plan.leads.items()))
+        units.append(Work(stack[-1], info, _generator(plan, hw, mapping.weights, layout), stack=tuple(stack),
+                          pipelined=False, word_bits=hw.precision_bits))  # rings are reused line by line
     return Schedule(graph.name, hw.name, "depth_first", 1, tuple(units))
 
 

@@ -42,41 +42,9 @@ from typing import NamedTuple, Protocol
 
 import numpy as np
 
-from hwsim.hardware import schema
+from hwsim.hardware.jedec import Timing
 
 NEVER = -(1 << 40)  # a command that never happened: every constraint from it is already met
-
-
-@dataclass(frozen=True)
-class Timing:
-    """The JEDEC timing of a device in DRAM clock cycles (`schema.DramTiming` without its source)."""
-
-    cl: int
-    cwl: int
-    rcd: int
-    rp: int
-    ras: int
-    rc: int
-    ccd_s: int
-    ccd_l: int
-    rrd_s: int
-    rrd_l: int
-    faw: int
-    wtr_s: int
-    wtr_l: int
-    rtw: int
-    rtp: int
-    wr: int
-    bl: int
-    rfc: int
-    refi: int
-
-    @classmethod
-    def of(cls, t: schema.DramTiming) -> Timing:
-        return cls(cl=t.tcl_nck, cwl=t.tcwl_nck, rcd=t.trcd_nck, rp=t.trp_nck, ras=t.tras_nck, rc=t.trc_nck,
-                   ccd_s=t.tccd_s_nck, ccd_l=t.tccd_l_nck, rrd_s=t.trrd_s_nck, rrd_l=t.trrd_l_nck, faw=t.tfaw_nck,
-                   wtr_s=t.twtr_s_nck, wtr_l=t.twtr_l_nck, rtw=t.trtw_nck, rtp=t.trtp_nck, wr=t.twr_nck,
-                   bl=t.tbl_nck, rfc=t.trfc_nck, refi=t.trefi_nck)
 
 
 class Tally(Protocol):
@@ -397,4 +365,4 @@ def segment_starts(bank: np.ndarray, row: np.ndarray) -> list[int]:
     return cuts
 
 
-__all__ = ["NEVER", "ChannelBanks", "Segment", "Tally", "Timing", "segment_starts", "segments"]
+__all__ = ["NEVER", "ChannelBanks", "Segment", "Tally", "segment_starts", "segments"]

@@ -32,31 +32,21 @@ class DramModel(Port):
                  clock_hz: float | None = None) -> None:
         """`clock_hz` is the core clock the simulation counts cycles of (a model whose timing is in its own
         clock converts; None: the model's own clock, or the config's cycles)."""
-        super().__init__(env, name)
-        if cfg.burst_bytes % word_bytes:
-            raise HwsimError(f"{name}.burst: {cfg.burst_bytes} B is not a whole number of "
-                             f"{word_bytes}-byte words; use a multiple of {word_bytes} B")
+        super().__init__(env, name, word_bytes)
         self.cfg = cfg
-        self.word_bytes = word_bytes
         self.burst_bytes = cfg.burst_bytes
         self.period_bytes = 0  # transfers whose addresses differ by a multiple of this place alike (0: none do)
-        self._templates: dict[tuple[int, int], np.ndarray] = {}
+        self._templates: dict[tuple[int, int, int], np.ndarray] = {}
 
-    def use_word(self, word_bytes: int) -> None:
-        """Count words of `word_bytes` from now on (the next layer runs at another word: mixed precision)."""
+    def _check(self, address: int, amount: int, word_bytes: int) -> None:
+        check_count(address, "address", self.name)
+        check_count(amount, "size", self.name)
         if self.burst_bytes % word_bytes:
             raise HwsimError(f"{self.name}.burst: {self.burst_bytes} B is not a whole number of "
                              f"{word_bytes}-byte words; use a multiple of {word_bytes} B")
-        if word_bytes != self.word_bytes:
-            self.word_bytes = word_bytes
-            self._templates.clear()  # their word addresses and counts are in the old word
-
-    def _check(self, address: int, amount: int) -> None:
-        check_count(address, "address", self.name)
-        check_count(amount, "size", self.name)
-        if address % self.word_bytes or amount % self.word_bytes:
+        if address % word_bytes or amount % word_bytes:
             raise HwsimError(f"{self.name}: access of {amount} B at byte {address} is not aligned to "
-                             f"{self.word_bytes}-byte words")
+                             f"{word_bytes}-byte words")
 
     def burst_range(self, address: int, amount: int) -> np.ndarray:
         """The indices of the bursts a transaction of `amount` bytes at byte `address` covers."""
@@ -64,27 +54,28 @@ class DramModel(Port):
         return np.arange(address // b, (address + amount - 1) // b + 1, dtype=np.int64)
 
     def burst_records(self, start_cycles: np.ndarray, end_cycles: np.ndarray, address: int,
-                      amount: int) -> np.ndarray:
-        """One record per burst of a transaction: the cycles its data takes and the words of the transaction it
-        carries (a partial first or last burst carries fewer)."""
+                      amount: int, word_bytes: int) -> np.ndarray:
+        """One record per burst of a transaction: the cycles its data takes and the words (of `word_bytes`) of the
+        transaction it carries (a partial first or last burst carries fewer)."""
         period = self.period_bytes
         offset = address % period if period else address
-        template = self._templates.get((offset, amount))
+        key = (offset, amount, word_bytes)
+        template = self._templates.get(key)
         if template is None:
             if len(self._templates) >= TEMPLATE_CACHE_ENTRIES:
                 self._templates.clear()
-            template = self._templates[(offset, amount)] = self._words_template(offset, amount)
+            template = self._templates[key] = self._words_template(offset, amount, word_bytes)
         out = np.empty((len(template), 4), dtype=np.int64)
         out[:, 0] = start_cycles
         out[:, 1] = end_cycles
         out[:, 2:] = template
         if address != offset:
-            out[:, 2] += (address - offset) // self.word_bytes
+            out[:, 2] += (address - offset) // word_bytes
         return out.view(RECORD_DTYPE).reshape(-1)
 
-    def _words_template(self, address: int, amount: int) -> np.ndarray:
-        """(first word address, words) of each burst of a transaction."""
-        bursts, b, wb = self.burst_range(address, amount), self.burst_bytes, self.word_bytes
+    def _words_template(self, address: int, amount: int, wb: int) -> np.ndarray:
+        """(first word address, words) of each burst of a transaction of words `wb` bytes wide."""
+        bursts, b = self.burst_range(address, amount), self.burst_bytes
         lo = np.maximum(bursts * b, address)
         hi = np.minimum((bursts + 1) * b, address + amount)
         template = np.stack((lo // wb, (hi - lo) // wb), axis=1)

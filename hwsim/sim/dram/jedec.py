@@ -22,10 +22,11 @@ import numpy as np
 import simpy
 
 from hwsim.hardware import schema
+from hwsim.hardware.jedec import Coordinates, Timing
+from hwsim.hardware.kinds import DRAM_ADDRESS_MAPS, DRAM_SCHEDULERS, PAGE_POLICIES
 from hwsim.sim.component import Statistic
-from hwsim.sim.dram.banks import ChannelBanks, Segment, Timing, segments
+from hwsim.sim.dram.banks import ChannelBanks, Segment, segments
 from hwsim.sim.dram.base import DramModel
-from hwsim.sim.dram.policies import BURST_ORDERS, JEDEC_ADDRESS_MAPS, PAGE_POLICIES, Coordinates
 from hwsim.sim.timing import MAX_RATE_DENOMINATOR
 
 _PLAN_CACHE_ENTRIES = 4096
@@ -70,8 +71,8 @@ class JedecDram(DramModel):
         assert device is not None and timing is not None, "the loader checks that a jedec DRAM has both"
         self.timing = t = Timing.of(timing)
         self.device = device
-        self._map = JEDEC_ADDRESS_MAPS.get(cfg.address_map)(cfg)
-        self._order = BURST_ORDERS.get(cfg.scheduler)()
+        self._map = DRAM_ADDRESS_MAPS.get(cfg.address_map)(cfg)
+        self._order = DRAM_SCHEDULERS.get(cfg.scheduler)()
         keeps_open = PAGE_POLICIES.get(cfg.page_policy).keeps_rows_open
         self.channels = [ChannelBanks(t, cfg.ranks, device.banks, device.bank_groups, cfg.in_flight, keeps_open)
                          for _ in range(cfg.channels)]
@@ -90,7 +91,7 @@ class JedecDram(DramModel):
         """The first DRAM cycle at or after core cycle `core_cycle`."""
         return -(-core_cycle * self._dram_num // self._dram_den)
 
-    def _book(self, is_read: bool, address: int, amount: int, now: int) -> int:
+    def _book(self, is_read: bool, address: int, amount: int, now: int, word_bytes: int) -> int:
         t, b = self.timing, self.burst_bytes
         first_burst = address // b
         n = (address + amount - 1) // b - first_burst + 1
@@ -160,10 +161,10 @@ class JedecDram(DramModel):
             parts.append(_Part(ch, mine, batch, w))
         return tuple(parts)
 
-    def _records(self, start_cycle: int, address: int, amount: int) -> np.ndarray:
+    def _records(self, start_cycle: int, address: int, amount: int, word_bytes: int) -> np.ndarray:
         assert self._booked is not None
         start, end = self._booked
-        return self.burst_records(start, end, address, amount)
+        return self.burst_records(start, end, address, amount, word_bytes)
 
 
 __all__ = ["JedecDram"]

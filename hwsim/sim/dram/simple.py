@@ -131,7 +131,7 @@ class SimpleDram(DramModel):
     def stall_cycles(self) -> int:
         return int(self.queue_stall_cycles + self.turnaround_stall_cycles)
 
-    def _book(self, is_read: bool, address: int, amount: int, now: int) -> int:
+    def _book(self, is_read: bool, address: int, amount: int, now: int, word_bytes: int) -> int:
         """Book every channel's share; the cycle the first burst starts. Keeps the bursts' ticks for `_records`."""
         direction = READ if is_read else WRITE
         base, offset = divmod(address, self._period_bytes)
@@ -274,10 +274,10 @@ class SimpleDram(DramModel):
         channel.done_ticks = done[len(starts):] + [s + slot for s in starts]
         return starts
 
-    def _records(self, start_cycle: int, address: int, amount: int) -> np.ndarray:
+    def _records(self, start_cycle: int, address: int, amount: int, word_bytes: int) -> np.ndarray:
         assert self._booked is not None
         start, end = self._booked
-        return self.burst_records(start, end, address, amount)
+        return self.burst_records(start, end, address, amount, word_bytes)
 
     def _plan(self, offset_bytes: int, nbytes: int) -> _Plan:
         """The cached channel parts of a transfer of `nbytes` at `offset_bytes` into the address period."""

@@ -1,0 +1,157 @@
+"""Where a simulation's records go: the `TraceSink` protocol and the sinks besides the HDF5 writer.
+
+The simulator hands a sink numpy blocks as it runs: access records per level (`RECORD_DTYPE`), buffer
+occupancy events (`OCCUPANCY_DTYPE`) and the schedule's groups (`GROUP_DTYPE`). `hwsim.trace.TraceWriter`
+keeps them all in an HDF5 file; `CountingSink` keeps totals only (words per layer, level, unit, op and operand,
+each layer's span and passes, each buffer's peak), in memory bounded by the layers and units, not the records;
+`NullSink` keeps nothing (a run timed for its cycles alone); `Tee` hands every block to several sinks.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol
+
+import numpy as np
+
+from hwsim.trace.schema import OPERANDS, OPS
+from hwsim.vocab import OTHER, Op
+
+_CODES = len(OPS) * len(OPERANDS)  # (op, operand) pairs
+
+
+def exact_bincount(keys: np.ndarray, values: np.ndarray, size: int) -> np.ndarray:
+    """Σ values per key as int64, exactly: `np.bincount` sums in float64, exact below 2⁵³, so the values are summed
+    as their low and high 31-bit halves (a block of up to 2²² values keeps each half's sum exact)."""
+    low = np.bincount(keys, weights=values & 0x7FFF_FFFF, minlength=size)
+    high = np.bincount(keys, weights=values >> 31, minlength=size)
+    return (high.astype(np.int64) << 31) + low.astype(np.int64)
+
+
+class TraceSink(Protocol):
+    """What the simulator writes to: records of a level, occupancy events and group rows, as numpy blocks."""
+
+    def append(self, level: str, block: np.ndarray) -> None:
+        """A block of `RECORD_DTYPE` records of `level`."""
+
+    def append_occupancy(self, block: np.ndarray) -> None:
+        """A block of `OCCUPANCY_DTYPE` events."""
+
+    def append_groups(self, block: np.ndarray) -> None:
+        """A block of `GROUP_DTYPE` rows."""
+
+
+class NullSink:
+    """Keeps nothing."""
+
+    def append(self, level: str, block: np.ndarray) -> None:
+        return None
+
+    def append_occupancy(self, block: np.ndarray) -> None:
+        return None
+
+    def append_groups(self, block: np.ndarray) -> None:
+        return None
+
+
+class Tee:
+    """Hands every block to each of `sinks`, in order."""
+
+    def __init__(self, *sinks: TraceSink) -> None:
+        self.sinks = sinks
+
+    def append(self, level: str, block: np.ndarray) -> None:
+        for sink in self.sinks:
+            sink.append(level, block)
+
+    def append_occupancy(self, block: np.ndarray) -> None:
+        for sink in self.sinks:
+            sink.append_occupancy(block)
+
+    def append_groups(self, block: np.ndarray) -> None:
+        for sink in self.sinks:
+            sink.append_groups(block)
+
+
+class CountingSink:
+    """Totals kept while a simulation runs, for `layers` layers and `units` units:
+
+    - `words(level, layer)`: words per [unit, op, operand] (an int64 array; records' `words` summed);
+    - `records(level, layer)`: records per [unit, op, operand];
+    - `span(layer)`: its first record's start and last record's end (−1, −1: none);
+    - `passes(layer)`, `pass_cycles(layer)`: its passes (pe records of op update, operand other) and their cycles;
+    - `peak_bytes(buffer)`: the most bytes a buffer held; `groups(layer)`: its schedule groups.
+    """
+
+    def __init__(self, layers: int, units: int, buffers: int) -> None:
+        self.units = units
+        self._words: dict[tuple[str, int], np.ndarray] = {}
+        self._records: dict[tuple[str, int], np.ndarray] = {}
+        self._first = np.full(layers, np.iinfo(np.int64).max, dtype=np.int64)
+        self._last = np.full(layers, -1, dtype=np.int64)
+        self._passes = np.zeros(layers, dtype=np.int64)
+        self._pass_cycles = np.zeros(layers, dtype=np.int64)
+        self._peaks = np.zeros(buffers, dtype=np.int64)
+        self._groups = np.zeros(layers, dtype=np.int64)
+
+    def append(self, level: str, block: np.ndarray) -> None:
+        if not len(block):
+            return
+        layer = block["layer"]
+        np.minimum.at(self._first, layer, block["start_cycle"])
+        np.maximum.at(self._last, layer, block["end_cycle"])
+        code = (block["unit"].astype(np.int64) * len(OPS) + block["op"]) * len(OPERANDS) + block["operand"]
+        size = self.units * _CODES
+        for one in np.unique(layer).tolist():
+            mine = layer == one
+            key = (level, one)
+            words = exact_bincount(code[mine], block["words"][mine], size)
+            records = np.bincount(code[mine], minlength=size).astype(np.int64)
+            self._words[key] = self._words.get(key, 0) + words
+            self._records[key] = self._records.get(key, 0) + records
+        if level == "pe":
+            passes = (block["op"] == Op.UPDATE) & (block["operand"] == OTHER)
+            np.add.at(self._passes, layer[passes], 1)
+            np.add.at(self._pass_cycles, layer[passes], (block["end_cycle"] - block["start_cycle"])[passes])
+
+    def append_occupancy(self, block: np.ndarray) -> None:
+        if len(block):
+            np.maximum.at(self._peaks, block["buffer"], block["bytes"])
+
+    def append_groups(self, block: np.ndarray) -> None:
+        if len(block):
+            np.add.at(self._groups, block["layer"], 1)
+
+    def words(self, level: str, layer: int) -> np.ndarray:
+        """Words of `level` in `layer`, per [unit, op, operand]."""
+        return self._table(self._words, level, layer)
+
+    def records(self, level: str, layer: int) -> np.ndarray:
+        """Records of `level` in `layer`, per [unit, op, operand]."""
+        return self._table(self._records, level, layer)
+
+    def _table(self, tables: dict[tuple[str, int], np.ndarray], level: str, layer: int) -> np.ndarray:
+        found = tables.get((level, layer))
+        flat = found if found is not None else np.zeros(self.units * _CODES, dtype=np.int64)
+        return flat.reshape(self.units, len(OPS), len(OPERANDS))
+
+    def span(self, layer: int) -> tuple[int, int]:
+        if self._last[layer] < 0:
+            return -1, -1
+        return int(self._first[layer]), int(self._last[layer])
+
+    def passes(self, layer: int) -> int:
+        return int(self._passes[layer])
+
+    def pass_cycles(self, layer: int) -> int:
+        return int(self._pass_cycles[layer])
+
+    def groups(self, layer: int) -> int:
+        return int(self._groups[layer])
+
+    def peak_bytes(self) -> Sequence[int]:
+        """The most bytes each buffer held, by buffer id."""
+        return self._peaks.tolist()
+
+
+__all__ = ["CountingSink", "NullSink", "Tee", "TraceSink"]
