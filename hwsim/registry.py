@@ -9,16 +9,19 @@ dataclass of `hwsim.hardware.schema.param` fields, as gem5 components declare
 theirs); the config loader then accepts those keys in the section that chose
 it and checks them by their units.
 
-A registry may name its *home*: the module holding the built-in
-implementations, imported the first time a name is looked up. So the
-hardware schema can check a config's names without importing the simulator
-(whose modules fill the registry), and a plug-in registers more names just
-by being imported. This module imports nothing of hwsim but the error type.
+A registry may name its *homes*: the modules holding the built-in
+implementations, imported the first time a name is looked up; a home that is
+a package has every module in it imported, so a new implementation is one new
+file in that folder. The hardware schema can thus check a config's names
+without importing the simulator (whose modules fill the registry), and a
+plug-in registers more names just by being imported. This module imports
+nothing of hwsim but the error type.
 """
 
 from __future__ import annotations
 
 import importlib
+import pkgutil
 from collections.abc import Callable
 from typing import Generic, TypeVar
 
@@ -28,14 +31,15 @@ T = TypeVar("T")
 
 
 class Registry(Generic[T]):
-    """Named implementations of one kind (`what`, e.g. "dram.model"), the built-in ones in module `home`."""
+    """Named implementations of one kind (`what`, e.g. "dram.model"), the built-in ones in the modules or packages
+    `home`."""
 
-    def __init__(self, what: str, home: str | None = None) -> None:
+    def __init__(self, what: str, home: str | tuple[str, ...] = ()) -> None:
         self.what = what
-        self.home = home
+        self.homes = (home,) if isinstance(home, str) else home
         self._entries: dict[str, T] = {}
         self._params: dict[str, type] = {}
-        self._loaded = home is None
+        self._loaded = not self.homes
 
     def register(self, name: str, params: type | None = None) -> Callable[[T], T]:
         """Decorator: make `name` choose the decorated class (with its own config parameters `params`, a dataclass
@@ -68,11 +72,15 @@ class Registry(Generic[T]):
         return self._params.get(name)
 
     def _load(self) -> None:
-        """Import the home module once, so the built-in implementations have registered themselves."""
-        if not self._loaded:
-            self._loaded = True
-            assert self.home is not None
-            importlib.import_module(self.home)
+        """Import the homes once (a package with every module in it), so the built-in implementations have
+        registered themselves."""
+        if self._loaded:
+            return
+        self._loaded = True
+        for home in self.homes:
+            module = importlib.import_module(home)
+            for found in pkgutil.iter_modules(getattr(module, "__path__", [])):
+                importlib.import_module(f"{home}.{found.name}")
 
 
 __all__ = ["Registry"]

@@ -12,12 +12,12 @@ from hwsim.analytic.depth_first import (
     DepthFirstError,
     WeightPolicy,
     boundary_pixels,
-    depth_first_cost,
     layer_by_layer_dram_bytes,
     layer_by_layer_on_chip_bytes,
     line_buffer_pixels,
 )
 from hwsim.errors import HwsimError
+from hwsim.search.depth_first import point_cost
 from hwsim.workload import Graph, GraphBuilder
 
 
@@ -44,7 +44,7 @@ def test_equations_as_written():
 
 
 def test_two_3x3_convs_untiled_one_stack():
-    cost = depth_first_cost(two_convs())
+    cost = point_cost(two_convs())
     # Eq. 1 per FM: (3−1)·16 + (3−1) = 34 pixels; x has 3 channels, c1 has 8.
     assert buffer(cost, "x").line_buffer_pixels == 34
     assert buffer(cost, "c1").line_buffer_pixels == 34
@@ -54,19 +54,19 @@ def test_two_3x3_convs_untiled_one_stack():
     assert cost.on_chip_bytes == 374 + 808
     # DRAM: input 3·32·16 read once, output 8·32·16 written once; nothing else.
     assert cost.dram_bytes == 3 * 512 + 8 * 512
-    per_stack = depth_first_cost(two_convs(), weights=WeightPolicy.PER_STACK)
+    per_stack = point_cost(two_convs(), weights=WeightPolicy.PER_STACK)
     assert per_stack.on_chip_bytes == 374 + 808
     assert per_stack.dram_bytes == 3 * 512 + 8 * 512 + 808  # weights refetched every inference
 
 
 def test_cut_sends_the_feature_map_through_dram():
-    cost = depth_first_cost(two_convs(), cuts=["c1"])
+    cost = point_cost(two_convs(), cuts=["c1"])
     # Stack 1 buffers x (34·3 = 102 B), stack 2 buffers c1 (34·8 = 272 B): the max counts, plus the model.
     assert [s.line_buffer_bytes for s in cost.stacks] == [102, 272]
     assert cost.on_chip_bytes == 272 + 808
     # Stack 1: read x 1536, write c1 4096; stack 2: read c1 4096, write c2 4096.
     assert [s.dram_bytes for s in cost.stacks] == [1536 + 4096, 4096 + 4096]
-    assert cost.dram_bytes == depth_first_cost(two_convs(), cuts=[1]).dram_bytes  # index 1 is c1
+    assert cost.dram_bytes == point_cost(two_convs(), cuts=[1]).dram_bytes  # index 1 is c1
 
 
 def test_strided_conv_and_pool():
@@ -76,7 +76,7 @@ def test_strided_conv_and_pool():
     y = b.conv("c", y, 8, 3, padding=1)  # 8×16×8
     y = b.max_pool("pool", y, 2)  # 8×8×4
     b.output("out", y)
-    cost = depth_first_cost(b.build())
+    cost = point_cost(b.build())
     # x: Eq. 1 on the 16-wide input, the stride does not change it: 2·16 + 2 = 34 px × 4 ch.
     assert buffer(cost, "x").line_buffer_pixels == 34
     # s2's output is 8 wide: 2·8 + 2 = 18 px × 8 ch.
@@ -85,7 +85,7 @@ def test_strided_conv_and_pool():
     assert buffer(cost, "c").line_buffer_pixels == 9
     assert cost.stacks[0].line_buffer_bytes == 34 * 4 + 18 * 8 + 9 * 8
     # Tiling 2: Eq. 3 per FM, boundary length = the scanned side (H), overlap k − S along the line.
-    tiled = depth_first_cost(b.build(), tiling=2)
+    tiled = point_cost(b.build(), tiling=2)
     assert buffer(tiled, "x").boundary_pixels == 1 * 32 * (3 - 2)  # stride-2 3×3: one column
     assert buffer(tiled, "s2").boundary_pixels == 1 * 16 * (3 - 1)
     assert buffer(tiled, "c").boundary_pixels == 0  # 2×2 stride 2 pool: tiles do not overlap
@@ -95,7 +95,7 @@ def test_strided_conv_and_pool():
 
 def test_tiling_shrinks_lines_and_adds_overhead():
     g = two_convs(convs=3)
-    cost = depth_first_cost(g, tiling=2)
+    cost = point_cost(g, tiling=2)
     # Line 16 → 16/2 = 8 output columns per tile. The leftmost tile reaches (k−1)/2 = 1 pixel
     # further per layer downstream (Eq. 2's O): c2 computes columns 0..8 (9), c1 0..9 (10),
     # x is read 0..10 (11). The second tile computes the rest and fetches back the k − S = 2
@@ -109,7 +109,7 @@ def test_tiling_shrinks_lines_and_adds_overhead():
     assert buffer(cost, "c2").line_buffer_pixels == 2 * 9 + 2
     assert cost.stacks[0].line_buffer_bytes == 24 * 3 + 22 * 8 + 20 * 8
     # Four tiles of 4: a middle tile computes 4 columns and fetches back 2, so 4 + max(O, 2) as Eq. 2.
-    four = depth_first_cost(g, tiling=4)
+    four = point_cost(g, tiling=4)
     assert [buffer(four, t).line_pixels for t in ("x", "c1", "c2")] == [4 + 3, 4 + 2, 4 + 2]
     # Eq. 3: (2−1)·32·(3−1) = 64 boundary pixels per FM; x only refetched, c1 and c2 offloaded + refetched.
     assert all(b.boundary_pixels == 64 for b in cost.stacks[0].buffers)
@@ -123,7 +123,7 @@ def test_one_by_one_layer_needs_one_pixel():
     y = b.conv("pw", x, 6, 1)
     y = b.conv("c", y, 6, 3, padding=1)
     b.output("out", y)
-    cost = depth_first_cost(b.build())
+    cost = point_cost(b.build())
     assert buffer(cost, "x").line_buffer_pixels == 1  # 1×1 conv: one pixel of 4 channels
     assert buffer(cost, "pw").line_buffer_pixels == 2 * 8 + 2
     assert cost.stacks[0].line_buffer_bytes == 1 * 4 + 18 * 6
@@ -136,7 +136,7 @@ def test_upsample_and_pixel_shuffle():
     y = b.upsample("up", y, 2)  # 2×64×32
     y = b.conv("c", y, 2, 3, padding=1)
     b.output("out", y)
-    cost = depth_first_cost(b.build())
+    cost = point_cost(b.build())
     # Pixel shuffle: one 8-wide input line becomes two 16-wide output lines; one output line
     # (16 px × 2 ch = 32 B) waits while the other is consumed = half an input line: 4 px × 8 ch.
     assert buffer(cost, "x").line_buffer_pixels == 4
@@ -164,15 +164,15 @@ def residual(convs: tuple[int, ...]) -> Graph:
 def test_short_skips_stay_on_chip_sized_by_their_delay():
     # Two 3×3 convs delay the add by 2 lines + 2 pixels = 2·(16 + 1) = 34 px: exactly the line
     # buffer the first conv keeps of `pre` (2·16 + 2), so the skip costs nothing extra.
-    two = depth_first_cost(residual((3, 3)))
+    two = point_cost(residual((3, 3)))
     assert buffer(two, "pre").line_buffer_pixels == 34
     assert buffer(two, "pre").skip_buffer_pixels == 0
     # Three 3×3 convs: 3·17 = 51 px delay, 51 − 34 = 17 px more of 4 channels.
-    three = depth_first_cost(residual((3, 3, 3)))
+    three = point_cost(residual((3, 3, 3)))
     assert buffer(three, "pre").skip_buffer_pixels == 17
     assert three.stacks[0].skip_buffer_bytes == 17 * 4
     # Inverted-residual shape 1×1, 3×3, 1×1: 1 line + 1 px = 17 px delay, the 1×1 holds 1 px → 16 more.
-    mobile = depth_first_cost(residual((1, 3, 1)))
+    mobile = point_cost(residual((1, 3, 1)))
     assert buffer(mobile, "pre").line_buffer_pixels == 1
     assert buffer(mobile, "pre").skip_buffer_pixels == 16
     # No extra DRAM traffic for a short skip: input read, output written.
@@ -181,7 +181,7 @@ def test_short_skips_stay_on_chip_sized_by_their_delay():
 
 def test_cut_before_a_residual_block_keeps_its_skip_on_chip():
     # Cut after `pre`: stack 2 reads pre once (2048 B) and feeds both r0 and the add from chip.
-    cut = depth_first_cost(residual((3, 3, 3)), cuts=["pre"])
+    cut = point_cost(residual((3, 3, 3)), cuts=["pre"])
     assert cut.stacks[1].buffers[0].tensor == "pre"
     assert cut.stacks[1].skip_buffer_bytes == 17 * 4
     assert [s.dram_bytes for s in cut.stacks] == [2048 + 2048, 2048 + 2048]
@@ -189,31 +189,31 @@ def test_cut_before_a_residual_block_keeps_its_skip_on_chip():
 
 def test_long_skip_goes_through_dram():
     g = residual((3, 3))
-    short = depth_first_cost(g)
-    long = depth_first_cost(g, max_short_skip_layers=2)  # pre → add spans 3 layers
+    short = point_cost(g)
+    long = point_cost(g, max_short_skip_layers=2)  # pre → add spans 3 layers
     # `pre` (4·32·16 = 2048 B) is written once and read back at the add; no skip buffer.
     assert long.dram_bytes - short.dram_bytes == 2 * 2048
     assert buffer(long, "pre").skip_buffer_pixels == 0
     # Cutting inside a long skip is allowed. Stacks (pre, r0) and (r1, add, post); every FM 2048 B.
     # Stack 1 reads x, writes pre (long skip) and r0 (cut); stack 2 reads r0 and pre, writes post.
-    cut = depth_first_cost(g, cuts=["r0"], max_short_skip_layers=2)
+    cut = point_cost(g, cuts=["r0"], max_short_skip_layers=2)
     assert [s.dram_bytes for s in cut.stacks] == [3 * 2048, 3 * 2048]
 
 
 def test_bad_input_is_reported():
     with pytest.raises(DepthFirstError, match=r"after layer 'r0' splits the short skip from 'pre' to 'add'"
                                               r".*cut before 'r0' or after 'add'"):
-        depth_first_cost(residual((3, 3)), cuts=["r0"])
+        point_cost(residual((3, 3)), cuts=["r0"])
     with pytest.raises(DepthFirstError, match="tiling factor 0"):
-        depth_first_cost(two_convs(), tiling=0)
+        point_cost(two_convs(), tiling=0)
     with pytest.raises(DepthFirstError, match="2 tiling factors for 1 stacks"):
-        depth_first_cost(two_convs(), tiling=[1, 2])
+        point_cost(two_convs(), tiling=[1, 2])
     with pytest.raises(DepthFirstError, match="'nope' is not a compute layer"):
-        depth_first_cost(two_convs(), cuts=["nope"])
+        point_cost(two_convs(), cuts=["nope"])
     with pytest.raises(DepthFirstError, match="empty stack"):
-        depth_first_cost(two_convs(), cuts=["c2"])
+        point_cost(two_convs(), cuts=["c2"])
     with pytest.raises(HwsimError, match="precision 12 bit"):
-        depth_first_cost(two_convs(), bits=12)
+        point_cost(two_convs(), bits=12)
 
 
 def test_layer_by_layer_bound_limits():

@@ -10,13 +10,14 @@ from pathlib import Path
 import pytest
 from conftest import assert_one_line_error
 
-from hwsim.analytic.depth_first import WeightPolicy, depth_first_cost
-from hwsim.analytic.depth_first_pareto import (
+from hwsim.analytic.depth_first import WeightPolicy
+from hwsim.search.depth_first import (
     TILING_FACTORS,
     candidate_cuts,
     depth_first_pareto,
     front_from_table,
     paper_greedy_points,
+    point_cost,
     stack_table,
 )
 from hwsim.workload import Graph, GraphBuilder
@@ -68,7 +69,7 @@ def test_chain3_front_equals_brute_force_by_hand():
     for cuts in ([], ["c1"], ["c2"], ["c1", "c2"]):  # every cut subset
         for tiling in product(TILING_FACTORS, repeat=len(cuts) + 1):  # every factor per stack
             for weights in WeightPolicy:
-                c = depth_first_cost(g, cuts, list(tiling), weights)
+                c = point_cost(g, cuts, list(tiling), weights)
                 all_points.append((c.on_chip_bytes, c.dram_bytes))
     expected = non_dominated(all_points)
     result = depth_first_pareto(g)
@@ -76,7 +77,7 @@ def test_chain3_front_equals_brute_force_by_hand():
     assert values(result.front) == expected
     # The untiled front: the same by hand with every factor 1.
     untiled = non_dominated([(c.on_chip_bytes, c.dram_bytes) for cuts in ([], ["c1"], ["c2"], ["c1", "c2"])
-                             for w in WeightPolicy for c in (depth_first_cost(g, cuts, 1, w),)])
+                             for w in WeightPolicy for c in (point_cost(g, cuts, 1, w),)])
     assert values(result.untiled_front) == untiled
 
 
@@ -109,7 +110,7 @@ def test_front_points_are_non_dominated_and_reproducible(graph):
     assert set(pts) == non_dominated(pts) and len(set(pts)) == len(pts)
     assert pts == sorted(pts) and [d for _, d in pts] == sorted((d for _, d in pts), reverse=True)
     for p in chain(result.front, result.untiled_front):
-        c = depth_first_cost(graph, p.cuts, list(p.tiling), p.weights)
+        c = point_cost(graph, p.cuts, list(p.tiling), p.weights)
         assert (c.on_chip_bytes, c.dram_bytes) == (p.on_chip_bytes, p.dram_bytes)
         assert set(p.cuts) <= set(result.candidate_cuts)
     assert all(t == 1 for p in result.untiled_front for t in p.tiling)

@@ -14,14 +14,15 @@ import numpy as np
 import pytest
 from conftest import assert_one_line_error
 
-from hwsim.analytic.depth_first_pareto import candidate_cuts, depth_first_pareto
-from hwsim.check.depth_first import DepthFirstCheck, check_point
+from hwsim.check.depth_first import DepthFirstCheck
+from hwsim.flows.depth_first import check_point
 from hwsim.hardware import load_config
 from hwsim.mapping.depth_first import (
     DepthFirstMapping,
     WeightPolicy,
     depth_first_schedule,
 )
+from hwsim.search.depth_first import candidate_cuts, depth_first_pareto
 from hwsim.vocab import StepKind
 from hwsim.workload import Graph, GraphBuilder
 from hwsim.workload.network import load_network

@@ -139,7 +139,8 @@ def test_check_passes_and_can_fail(example, eyeriss, tmp_path: Path) -> None:
     two = simulate_network(example, eyeriss, batch=2, trace_path=tmp_path / "two.h5")
     assert check_simulation(two).ok
     # The trace of two images against the estimate of the mapping of one: every data count differs.
-    wrong = check_simulation(dataclasses.replace(two, batch=1, mapping=default_mapping(example, eyeriss, 1)))
+    wrong = check_simulation(dataclasses.replace(two, spec=dataclasses.replace(
+        two.spec, batch=1, plan=default_mapping(example, eyeriss, 1))))
     assert not wrong.ok
     macs = [r for r in wrong.mismatches if r.level == "pe" and r.operand == "macs"]
     assert [(r.analytic, r.simulated) for r in macs] == [(N2_MACS, 2 * N2_MACS), (N3_MACS, 2 * N3_MACS),

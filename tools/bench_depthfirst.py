@@ -17,11 +17,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from hwsim.analytic.depth_first_pareto import depth_first_pareto
-from hwsim.check.depth_first import check_point
-from hwsim.flows.depth_first import NAMED_POINTS
+from hwsim.flows.depth_first import NAMED_POINTS, check_point
 from hwsim.hardware import load_config
 from hwsim.mapping.depth_first import DepthFirstMapping
+from hwsim.search.depth_first import depth_first_pareto
 from hwsim.trace import open as open_trace
 from hwsim.workload.network import load_network
 

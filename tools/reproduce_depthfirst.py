@@ -12,17 +12,17 @@ import time
 
 from hwsim.analytic.depth_first import (
     WeightPolicy,
-    depth_first_cost,
     layer_by_layer_dram_bytes,
     layer_by_layer_on_chip_bytes,
 )
-from hwsim.analytic.depth_first_pareto import (
+from hwsim.search.depth_first import (
     DepthFirstPareto,
     Gain,
     ParetoPoint,
     depth_first_pareto,
     memory_gain,
     min_bandwidth_gain,
+    point_cost,
     tiling_gain,
 )
 from hwsim.workload.ir import Graph
@@ -39,7 +39,7 @@ PAPER = {  # what the paper states, by (network, resolution)
 
 def features_on_chip(graph: Graph, p: ParetoPoint) -> int:
     """On-chip bytes of the point without the weights (feature buffers only)."""
-    cost = depth_first_cost(graph, p.cuts, list(p.tiling), p.weights)
+    cost = point_cost(graph, p.cuts, list(p.tiling), p.weights)
     return max(s.line_buffer_bytes + s.skip_buffer_bytes for s in cost.stacks)
 
 
@@ -100,7 +100,7 @@ def main() -> None:
         r = depth_first_pareto(graph, bits=bits)
         best = min(r.front, key=lambda p: (p.dram_bytes, p.on_chip_bytes))
         lbl0 = layer_by_layer_dram_bytes(graph, 0, bits)
-        feats = depth_first_cost(graph, best.cuts, list(best.tiling), best.weights, bits)
+        feats = point_cost(graph, best.cuts, list(best.tiling), best.weights, bits)
         fmb = max(s.line_buffer_bytes + s.skip_buffer_bytes for s in feats.stacks)
         print(f"  {bits:2}-bit: layer-by-layer with no on-chip memory {lbl0 / 2**20:.1f} MiB -> depth-first "
               f"{best.dram_bytes / 2**20:.2f} MiB; feature buffers {fmb / 1024:.0f} KiB "

@@ -43,7 +43,7 @@ import numpy as np
 
 from hwsim.errors import HwsimError
 from hwsim.hardware.schema import Accelerator
-from hwsim.mapping.phases import PhasedGraph
+from hwsim.mapping.phased import PhasedGraph
 from hwsim.vocab import ceil_div
 from hwsim.workload.ir import LayerKind
 

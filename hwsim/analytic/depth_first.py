@@ -58,21 +58,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from hwsim.mapping.depth_first import (
-    Cut,
-    DepthFirstError,
-    StackPlan,
-    WeightPolicy,
-    axis_maps,
-    long_skips,
-    plan_stack,
-    split_stacks,
-)
+from hwsim.mapping.depth_first.plan import DepthFirstError, DepthFirstLayout, StackPlan, WeightPolicy
 from hwsim.vocab import ceil_div
 from hwsim.workload.ir import SUPPORTED_BITS, Graph, Layer, LayerKind, Shape
 
 __all__ = [
-    "Cut",
     "DepthFirstError",
     "WeightPolicy",
     "boundary_pixels",
@@ -80,7 +70,6 @@ __all__ = [
     "layer_by_layer_dram_bytes",
     "layer_by_layer_on_chip_bytes",
     "line_buffer_pixels",
-    "split_stacks",
 ]
 
 _WINDOW_KINDS = frozenset({LayerKind.CONV, LayerKind.MAX_POOL, LayerKind.AVG_POOL})
@@ -223,26 +212,13 @@ class _Window:
     line_share: float = 1.0  # fraction of a line each held line is (depth-to-space: (f − 1)/f)
 
 
-def depth_first_cost(graph: Graph, cuts: Sequence[Cut] = (), tiling: int | Sequence[int] = 1,
-                     weights: WeightPolicy = WeightPolicy.ON_CHIP, bits: int = 8,
-                     max_short_skip_layers: int = 8) -> DepthFirstCost:
-    """On-chip and DRAM bytes of `graph` cut after the layers `cuts` (names or graph indices).
-
-    `tiling` is one factor for every stack or one per stack. See the module
-    docstring for the model; errors name the layer and the fix.
-    """
+def depth_first_cost(graph: Graph, layout: DepthFirstLayout, weights: WeightPolicy = WeightPolicy.ON_CHIP,
+                     bits: int = 8) -> DepthFirstCost:
+    """On-chip and DRAM bytes of `graph` run depth-first in the stacks of `layout` (a plan's data: its stacks,
+    each stack's geometry and the skips through DRAM, as the mapper laid them out). See the module docstring for
+    the model; errors name the layer and the fix."""
     _check_bits(graph, bits)
-    stacks = split_stacks(graph, cuts)
-    factors = [tiling] * len(stacks) if isinstance(tiling, int) else list(tiling)
-    if len(factors) != len(stacks):
-        raise DepthFirstError(f"{graph.name}: {len(factors)} tiling factors for {len(stacks)} stacks; "
-                              "give one per stack")
-    for stack, factor in zip(stacks, factors):
-        if not isinstance(factor, int) or factor < 1:
-            raise DepthFirstError(f"{graph.name}: stack ending at layer {stack[-1].name!r} has tiling factor "
-                                  f"{factor!r}; use an integer ≥ 1 (1 = no tiling)")
-    long = long_skips(graph, stacks, max_short_skip_layers)
-    costs = tuple(_stack_cost(graph, s, f, weights, bits, long) for s, f in zip(stacks, factors))
+    costs = tuple(_stack_cost(graph, plan, weights, bits, layout.long_skips) for plan in layout.stacks)
     model_bytes = sum(l.param_bytes(bits) for l in graph)
     on_chip = max(c.on_chip_bytes for c in costs) + (model_bytes if weights is WeightPolicy.ON_CHIP else 0)
     return DepthFirstCost(costs, weights, model_bytes, on_chip, sum(c.dram_bytes for c in costs))
@@ -292,20 +268,20 @@ class _StackView:
         return [t for t in dict.fromkeys(layer.inputs) if (t, layer.name) not in self.long_skips]
 
 
-def _stack_view(graph: Graph, stack: Sequence[Layer], tiling: int,
-                long_skips: frozenset[tuple[str, str]]) -> _StackView:
+def _stack_view(graph: Graph, plan: StackPlan, long_skips: frozenset[tuple[str, str]]) -> _StackView:
+    stack = plan.layers
     ref = stack[0].in_shape
     scan_rows = ref.w <= ref.h
     shapes = {t: s for l in stack for t, s in zip(l.inputs, l.in_shapes)} | {l.output: l.out_shape for l in stack}
     return _StackView(graph, stack, long_skips, frozenset(l.name for l in stack), ref, scan_rows, shapes,
-                      {l.name: _window(l, scan_rows) for l in stack},
-                      plan_stack(graph, stack, tiling, long_skips))  # each FM's widest tile: Eq. 2's line length
+                      {l.name: _window(l, scan_rows) for l in stack}, plan)  # each FM's widest tile: Eq. 2's line
 
 
-def _stack_cost(graph: Graph, stack: Sequence[Layer], tiling: int, weights: WeightPolicy, bits: int,
+def _stack_cost(graph: Graph, plan: StackPlan, weights: WeightPolicy, bits: int,
                 long_skips: frozenset[tuple[str, str]]) -> StackCost:
     """Buffers (Eqs. 1–2 and skip delays), DRAM traffic (stack I/O, long skips, Eq. 3) and weights of one stack."""
-    view = _stack_view(graph, stack, tiling, long_skips)
+    stack, tiling = plan.layers, plan.tiling
+    view = _stack_view(graph, plan, long_skips)
     ready = _first_lines(view)
     buffers = [_fm_buffer(view, t, ready, bits)
                for t in dict.fromkeys(t for l in stack for t in view.on_chip_inputs(l))]
@@ -402,7 +378,7 @@ def _short_map_lines(plan: StackPlan, consumer: Layer, scan_in: int, scan_out: i
     (input lines held besides the new one's lead, whether it streams over a released line), from the
     window's line ranges: it holds lines first(y) … end(y + 1) − 1; it releases a line when first(y + 1) >
     first(y), and then the new line overwrites it and only its lead is extra."""
-    m = axis_maps(consumer, plan.scan_rows)[0]
+    m = plan.maps[consumer.name][0]
     y = np.arange(scan_out + 1, dtype=np.int64)
     first = np.append(m.first_array(y[:-1], scan_in), scan_in)
     end = m.end_array(y, scan_in)

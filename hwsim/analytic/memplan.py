@@ -35,7 +35,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from hwsim.errors import HwsimError
-from hwsim.mapping.planned import TensorSlot
+from hwsim.mapping.plans import TensorSlot
 from hwsim.vocab import Level, ceil_div
 from hwsim.workload.ir import Graph
 

@@ -20,8 +20,8 @@ import numpy as np
 
 from hwsim.analytic.estimate import NetworkEstimate
 from hwsim.check.validate import Validation
+from hwsim.hardware.dram import dram_kind
 from hwsim.hardware.energy import COMPONENTS, ComputeCounts
-from hwsim.hardware.kinds import DRAM_MODELS
 from hwsim.metrics.derive import TraceMetrics
 from hwsim.vocab import ACCESS_NAMES, LEVEL_NAMES, OPERAND_NAMES
 
@@ -142,7 +142,7 @@ def compare(estimate: NetworkEstimate, metrics: TraceMetrics, measured: bool = F
     from measured values, so the counts they change agree within MEASURED_RTOL."""
     tolerance = MEASURED_RTOL if measured else 0.0
     by_name = {l.name: l for l in metrics.layers}
-    by_command = DRAM_MODELS.get(metrics.hardware.dram.model).prices_commands
+    by_command = dram_kind(metrics.hardware.dram.model).prices_commands
     compared = [c for c in COMPONENTS if not (c == "dram" and by_command)]
     checks = []
     for e in estimate.layers:

@@ -1,4 +1,4 @@
-"""Cross-check a depth-first point: the closed-form model against a simulation of its schedule.
+"""Cross-check a depth-first point: the closed-form model against the trace of a simulation of its schedule.
 
 The analytic side (`hwsim.analytic.depth_first.depth_first_cost`) sums Eqs. 1–3
 over a stack's feature maps (each FM's line buffer sized for its own need) and
@@ -13,23 +13,19 @@ lag exceeds the scan length).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-from hwsim.analytic.depth_first import DepthFirstCost, depth_first_cost
+from hwsim.analytic.depth_first import DepthFirstCost
 from hwsim.check.validate import Validation, validate_trace
-from hwsim.hardware.schema import Accelerator
-from hwsim.mapping.depth_first import DepthFirstMapping, depth_first_schedule
-from hwsim.mapping.schedule import Work
-from hwsim.sim.executor import LayerRun, SimResult
-from hwsim.sim.run import simulate_to_trace
+from hwsim.mapping.depth_first.plan import DepthFirstMapping, WeightPolicy
+from hwsim.mapping.plans import DepthFirstPlan
 from hwsim.trace import open as open_trace
-from hwsim.workload.ir import Graph
 
-DEFAULT_LEVELS = frozenset({"dram", "line_buffer", "pe"})
+DEFAULT_LEVELS = frozenset({"dram", "line_buffer", "pe"})  # what a depth-first point's simulation records
 
 
 @dataclass(frozen=True)
@@ -89,22 +85,20 @@ class DepthFirstCheck:
         return sum(s.cycles for s in self.stacks)
 
 
-def check_point(graph: Graph, hw: Accelerator, mapping: DepthFirstMapping, trace_path: str | Path,
-                levels: frozenset[str] = DEFAULT_LEVELS,
-                progress: Callable[[int, LayerRun], None] | None = None) -> DepthFirstCheck:
-    """Simulate the point into `trace_path` (DRAM recorded per transaction), compare it with the model and
-    validate the trace's physics."""
-    bits = hw.precision_bits
-    cost = depth_first_cost(graph, mapping.cuts, list(mapping.tiling), mapping.weights, bits,
-                            mapping.max_short_skip_layers)
-    schedule = depth_first_schedule(graph, hw, mapping)
-    result = simulate_to_trace(schedule, hw, trace_path, levels | {"dram", "line_buffer"}, progress=progress,
-                               per_transaction=frozenset({"dram"}))
-    rings, peaks, dram_words = _trace_totals(trace_path, len(schedule.layers))
+def compare_point(plan: DepthFirstPlan, cost: DepthFirstCost, trace_path: str | Path, stack_cycles: Sequence[int],
+                  word_bytes: int) -> DepthFirstCheck:
+    """A simulated point's trace (one unit of work per stack, DRAM recorded per transaction) against the model's
+    `cost` of it, and the trace's physics; `stack_cycles` are the simulated cycles of each stack."""
+    stacks = len(cost.stacks)
+    rings, peaks, dram_words = _trace_totals(trace_path, stacks)
     with open_trace(trace_path) as trace:
         physics = validate_trace(trace)
-    return DepthFirstCheck(mapping, _stacks(cost, schedule.layers, result, rings, peaks, dram_words, hw.word_bytes),
-                           str(trace_path), physics)
+        names = trace.layers
+    checks = tuple(StackCheck(names[i], stack.tiling, stack.line_buffer_bytes + stack.skip_buffer_bytes,
+                              int(rings[i]), int(peaks[i]), stack.dram_bytes, int(dram_words[i]) * word_bytes,
+                              stack_cycles[i]) for i, stack in enumerate(cost.stacks))
+    mapping = DepthFirstMapping(plan.cuts, plan.tiling, WeightPolicy(plan.weights), plan.max_short_skip_layers)
+    return DepthFirstCheck(mapping, checks, str(trace_path), physics)
 
 
 def _trace_totals(path: str | Path, stacks: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -123,13 +117,3 @@ def _trace_totals(path: str | Path, stacks: int) -> tuple[np.ndarray, np.ndarray
         for block in trace.records("dram"):
             np.add.at(words, block["layer"], block["words"])
     return ring_peaks.sum(axis=1), peaks, words
-
-
-def _stacks(cost: DepthFirstCost, units: Sequence[Work], result: SimResult, rings: np.ndarray,
-            peaks: np.ndarray, dram_words: np.ndarray, word_bytes: int) -> tuple[StackCheck, ...]:
-    return tuple(
-        StackCheck(unit.name, stack.tiling, stack.line_buffer_bytes + stack.skip_buffer_bytes, int(rings[i]),
-                   int(peaks[i]), stack.dram_bytes, int(dram_words[i]) * word_bytes, run.cycles)
-        for i, (unit, stack, run) in enumerate(zip(units, cost.stacks, result.layers)))
-
-

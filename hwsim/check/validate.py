@@ -44,7 +44,7 @@ from typing import overload
 
 import numpy as np
 
-from hwsim.hardware.kinds import DRAM_MODELS
+from hwsim.hardware.dram import dram_kind
 from hwsim.hardware.loader import from_dict
 from hwsim.hardware.precision import layer_hardware
 from hwsim.hardware.schema import Accelerator, Link
@@ -703,7 +703,7 @@ def _latency_rule(tally: _Tally, steps: _Steps, g: np.ndarray, far_load: np.ndar
 def min_dram_latency_cycles(hw: Accelerator) -> int:
     """The least time, in core cycles, from a DRAM request to its first data: the configured latency (a row
     hit's with a row buffer); for a JEDEC device the CAS latency (read CL, write CWL) of a hit."""
-    return DRAM_MODELS.get(hw.dram.model).first_data_cycles(hw)
+    return dram_kind(hw.dram.model).first_data_cycles(hw)
 
 
 def _levels_rule(tally: _Tally, steps: _Steps, g: np.ndarray, groups: np.ndarray, trace: Trace,

@@ -18,7 +18,9 @@ from hwsim.workload.network import parse_input_size
 
 if TYPE_CHECKING:  # the flows are loaded by the command that runs, not by every command's parser
     from hwsim.flows.inputs import MappingLike, SparsityLike
+    from hwsim.flows.run import RunSpec
     from hwsim.hardware.schema import Accelerator
+    from hwsim.search.network import Progress as SearchProgress
     from hwsim.search.network import SearchSettings
     from hwsim.workload.ir import Graph
 
@@ -80,6 +82,27 @@ def run_config(args: argparse.Namespace, graph: Graph) -> tuple[Graph, Accelerat
     try:
         return *run_precision(graph, hw, args.bits), precision_notes(graph, hw, args.bits)
     except ConfigError as exc:  # a rescaled config breaks a rule: name the file it came from
+        raise ConfigError(f"{args.hw}: {exc}") from None
+
+
+def run_spec(args: argparse.Namespace, graph: Graph, sparsity_default: str = "none",
+             clock_power_w: float | None = None, throughput_gmacs: float | None = None,
+             search_progress: SearchProgress | None = None) -> RunSpec:
+    """The run the arguments ask for, resolved once (`hwsim.flows.run.resolve_run`): `graph` at the words --bits
+    (else the graph's declared widths, else the config's) gives, the config --hw names as the run prices it, the
+    batch, the plan (--mapping, --mapper search, else the rules), the zeros (--sparsity or --activations-from, else
+    `sparsity_default`) and the clock overrides."""
+    from hwsim.flows.run import resolve_run
+    from hwsim.hardware import load_config
+
+    hw = load_config(args.hw)
+    mapping, zeros = mapping_request(args), sparsity_request(args, graph, sparsity_default)
+    try:
+        return resolve_run(graph, hw, args.batch, mapping, zeros, args.bits, clock_power_w, throughput_gmacs,
+                           search_progress)
+    except ConfigError as exc:  # a rescaled config breaks a rule: name the file it came from
+        if str(exc).startswith(f"{args.hw}:"):
+            raise
         raise ConfigError(f"{args.hw}: {exc}") from None
 
 
@@ -238,6 +261,7 @@ __all__ = [
     "positive_float",
     "positive_int",
     "run_config",
+    "run_spec",
     "search_settings",
     "sparsity_request",
     "table_config",

@@ -13,13 +13,14 @@ from typing import Any
 
 from hwsim.check import CheckReport
 from hwsim.check.compare import ENERGY_RTOL
-from hwsim.cli.args import add_run_arguments, mapping_request, run_config, sparsity_request
+from hwsim.check.depth_first import DepthFirstCheck
+from hwsim.cli.args import add_run_arguments, run_config, run_spec
 from hwsim.cli.depthfirst_checks import check_record, print_checks
 from hwsim.cli.output import console, emit_json, format_count, layer_progress, print_notices, table
 from hwsim.cli.validation import print_validation, validation_document
 from hwsim.errors import HwsimError
-from hwsim.flows.check import check_network
-from hwsim.flows.depth_first import DEFAULT_MAX_SHORT_SKIP, check_depth_first
+from hwsim.flows.check import check_run
+from hwsim.flows.depth_first import DEFAULT_MAX_SHORT_SKIP, PointCheck, check_depth_first
 from hwsim.flows.precision import is_mixed
 from hwsim.workload.network import load_network
 
@@ -114,11 +115,17 @@ def run(args: argparse.Namespace) -> int:
     if args.depthfirst is not None:
         return run_depthfirst(args)
     loaded = load_network(args.network, args.input, args.allow_unknown)
-    graph, hw, notes = run_config(args, loaded.graph)
-    print_notices(loaded.warnings, notes, args.json)
-    with layer_progress(f"simulating {graph.name}", len(graph), args.json) as progress:
-        report = check_network(graph, hw, args.batch, args.trace, progress, mapping_request(args),
-                               sparsity_request(args, graph, "none"))
+    spec = run_spec(args, loaded.graph)
+    print_notices(loaded.warnings, spec.notes, args.json)
+    with layer_progress(f"simulating {spec.graph.name}", len(spec.graph), args.json) as progress:
+        report = check_run(spec, args.trace, progress)
+    if isinstance(report, DepthFirstCheck):  # a depth-first plan: its model against the trace
+        point = PointCheck(0, report)
+        if args.json:
+            emit_json({"network": spec.graph.name, "hardware": spec.hardware.name, "points": [check_record(point)]})
+        else:
+            print_checks((point,), spec.hardware.clock_hz)
+        return 0 if report.ok else 1
     if args.json:
         emit_json(document(report))
     else:

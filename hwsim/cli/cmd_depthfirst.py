@@ -1,6 +1,6 @@
 """`hwsim depthfirst NETWORK`: the Pareto front of depth-first schedules against the layer-by-layer bound.
 
-Runs `hwsim.analytic.depth_first_pareto` (cuts, tiling factors 1…64, both
+Runs `hwsim.search.depth_first` (cuts, tiling factors 1…64, both
 weight options) and prints the front, the layer-by-layer bound at the front's
 memory sizes and the headline ratios of Goetschalckx & Verhelst (2019).
 `--pareto` writes the three curves as CSV, `--plot` draws them (matplotlib).
@@ -14,7 +14,6 @@ import importlib.util
 from pathlib import Path
 from typing import Any
 
-from hwsim.analytic.depth_first_pareto import METHODS, DepthFirstPareto, Gain
 from hwsim.cli.args import add_network_arguments
 from hwsim.cli.depthfirst_checks import check_record, print_checks
 from hwsim.cli.output import console, emit_json, format_bytes, table, write_atomically
@@ -29,8 +28,12 @@ from hwsim.flows.depth_first import (
     PointCheck,
     check_front_points,
     depth_first_front,
+    depth_first_plan,
 )
 from hwsim.hardware import load_config
+from hwsim.mapping.depth_first import DepthFirstMapping
+from hwsim.mapping.plans import save_plan
+from hwsim.search.depth_first import METHODS, DepthFirstPareto, Gain
 from hwsim.workload.ir import Graph
 from hwsim.workload.network import load_network
 
@@ -57,6 +60,9 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
                         "min-dram) on the --hw config (default depthfirst-edge) and check it against the model")
     p.add_argument("--trace", metavar="FILE.h5", default=None,
                    help="trace of --simulate (default traces/NETWORK-CONFIG-dfPOINT.h5)")
+    p.add_argument("--out", metavar="FILE.yaml", default=None,
+                   help="write the plan of the --simulate point (without it: min-memory) for the --hw config "
+                        "(default depthfirst-edge): simulate, check and estimate replay it with --mapping FILE")
     p.add_argument("--json", action="store_true", help="print one JSON document instead of tables")
     p.set_defaults(run=run)
 
@@ -215,6 +221,18 @@ def _simulate(args: argparse.Namespace, study: DepthFirstStudy, graph: Graph) ->
                               args.max_short_skip, args.trace)
 
 
+def _write_plan(args: argparse.Namespace, study: DepthFirstStudy, graph: Graph) -> None:
+    """--out: the plan of the --simulate point (else the min-memory one) on --hw (default depthfirst-edge)."""
+    front = study.pareto.front
+    index = args.simulate if args.simulate is not None else NAMED_POINTS["min-memory"]
+    if not -len(front) <= index < len(front):
+        raise HwsimError(f"--simulate {index}: the front has {len(front)} points; give 0 … {len(front) - 1}")
+    p = front[index]
+    hw = load_config(args.hw or SIMULATE_HW)
+    save_plan(depth_first_plan(graph, hw, DepthFirstMapping(p.cuts, p.tiling, p.weights, args.max_short_skip)),
+              args.out)
+
+
 def run(args: argparse.Namespace) -> int:
     if args.plot:
         _require_matplotlib()  # fail before the search, not after
@@ -228,6 +246,8 @@ def run(args: argparse.Namespace) -> int:
     if args.plot:
         write_plot(args.plot, study.pareto)
     checks = _simulate(args, study, loaded.graph)
+    if args.out:
+        _write_plan(args, study, loaded.graph)
     code = 0 if all(c.check.ok for c in checks) else 1
     if args.json:
         doc = {**document(study), "warnings": list(loaded.warnings)}

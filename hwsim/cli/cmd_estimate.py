@@ -24,9 +24,9 @@ from hwsim.cli.args import (
     add_network_arguments,
     add_sparsity_arguments,
     batch_arg,
-    mapping_request,
     positive_float,
     run_config,
+    run_spec,
     sparsity_request,
     table_config,
 )
@@ -40,7 +40,7 @@ from hwsim.flows.estimate import (
     MappingEstimate,
     cnnergy_sparsity,
     estimate_cnnergy,
-    estimate_mapping,
+    estimate_run,
     glb_sizes,
     sweep_glb_size,
 )
@@ -274,8 +274,22 @@ def _sparsity(args: argparse.Namespace, source: Graph | LayerTable) -> SparsityL
     return cnnergy_sparsity(chosen) if args.model == "cnnergy" else chosen
 
 
+def _estimate_mapping(args: argparse.Namespace, graph: Graph, warnings: tuple[str, ...]) -> int:
+    """The mapping model: the run resolved once, its mapping priced in closed form."""
+    spec = run_spec(args, graph, NONE, args.clock_power, args.throughput_gmacs)
+    print_notices(warnings, spec.notes, args.json)
+    r = estimate_run(spec)
+    if args.json:
+        emit_json({**mapping_document(r), "warnings": list(warnings), "notes": list(spec.notes)})
+    else:
+        print_mapping_estimate(r)
+    return 0
+
+
 def run(args: argparse.Namespace) -> int:
     source, warnings = _source(args)
+    if isinstance(source, Graph) and args.model != "cnnergy" and not args.sweep:
+        return _estimate_mapping(args, source, warnings)
     notes: tuple[str, ...] = ()
     if isinstance(source, Graph):
         source, hw, notes = run_config(args, source)
@@ -293,18 +307,10 @@ def run(args: argparse.Namespace) -> int:
             emit_json(sweep_document(swept, args.sweep.key))
         else:
             print_sweep(swept)
-    elif args.model == "cnnergy":
+    else:
         c = estimate_cnnergy(source, hw, cnnergy_sparsity(settings.sparsity), args.clock_power, args.throughput_gmacs)
         if args.json:
             emit_json(cnnergy_document(c))
         else:
             print_cnnergy(c)
-    else:
-        assert not isinstance(source, LayerTable)  # _source allows a table with cnnergy only
-        r = estimate_mapping(source, hw, args.batch, settings.sparsity, args.clock_power, args.throughput_gmacs,
-                             mapping_request(args))
-        if args.json:
-            emit_json({**mapping_document(r), "warnings": list(warnings), "notes": list(notes)})
-        else:
-            print_mapping_estimate(r)
     return 0

@@ -12,15 +12,17 @@ from hwsim.cli.args import (
     add_search_arguments,
     batch_arg,
     positive_int,
-    run_config,
     search_settings,
 )
 from hwsim.cli.output import console, emit_json, format_count, layer_progress, print_notices, table
-from hwsim.errors import HwsimError
-from hwsim.flows.mapping import MAPPERS, OBJECTIVE_UNITS, MappedNetwork, map_network, shapes_to_search
+from hwsim.errors import ConfigError, HwsimError
+from hwsim.flows.mapping import MAPPERS, OBJECTIVE_UNITS, MappedNetwork, mapped_network
+from hwsim.flows.run import RunSpec, resolve_run
+from hwsim.hardware import load_config
 from hwsim.mapping.nest.format import LoopNest, Storage, mapping_data
 from hwsim.search.cost import rank
-from hwsim.search.network import SearchedMapping
+from hwsim.search.network import Progress, SearchedMapping, SearchSettings
+from hwsim.workload.ir import Graph
 from hwsim.workload.network import load_network
 
 
@@ -108,18 +110,27 @@ def document(m: MappedNetwork, out: str | None) -> dict[str, Any]:
                        for e in m.mapping.layers]}
 
 
+def resolved_run(args: argparse.Namespace, graph: Graph, search: SearchSettings | None,
+                 progress: Progress) -> RunSpec:
+    """The run `map` resolves: the rules, or `search`'s mapping, at the words --bits (else the graph's) gives."""
+    hw = load_config(args.hw)
+    try:
+        return resolve_run(graph, hw, args.batch, search, None, args.bits, search_progress=progress)
+    except ConfigError as exc:  # a rescaled config breaks a rule: name the file it came from
+        raise ConfigError(f"{args.hw}: {exc}") from None
+
+
 def run(args: argparse.Namespace) -> int:
     loaded = load_network(args.network, args.input, args.allow_unknown)
-    graph, hw, notes = run_config(args, loaded.graph)
-    print_notices(loaded.warnings, notes, args.json)
     mapper = args.mapper or ("search" if args.objective or args.budget else "rules")
     if mapper == "rules" and (args.objective or args.budget):
         raise HwsimError("--objective and --budget set a search; drop --mapper rules")
     settings = search_settings(args, args.jobs) if mapper == "search" else None
-    shapes = shapes_to_search(graph, hw, args.batch) if settings else 0
-    with layer_progress(f"searching {graph.name}", shapes, args.json or not settings) as advance:
-        mapped = map_network(graph, hw, args.batch, args.out, settings,
-                             lambda done, total, name: advance(done, SimpleNamespace(name=name)))
+    with layer_progress(f"searching {loaded.graph.name}", None, args.json or not settings) as advance:
+        spec = resolved_run(args, loaded.graph, settings,
+                            lambda done, total, name: advance(done, SimpleNamespace(name=name), total))
+    print_notices(loaded.warnings, spec.notes, args.json)
+    mapped = mapped_network(spec, args.out)
     if args.json:
         emit_json(document(mapped, args.out))
         return 0

@@ -21,16 +21,20 @@ from rich.console import JustifyMethod
 from hwsim.analytic.memplan import GRANULE_BYTES
 from hwsim.cli.args import add_network_arguments, bytes_arg
 from hwsim.cli.output import console, emit_json, format_bytes, table, write_atomically
-from hwsim.errors import ConfigError
+from hwsim.errors import ConfigError, HwsimError
 from hwsim.flows.memplan import (
     ALL_STRATEGIES,
+    BOUND,
+    PHASES,
     MemoryStudy,
     StrategyMemory,
+    slot_plan,
     study_memory,
 )
 from hwsim.flows.phases import (
     BufferSimulation,
     PhasesStudy,
+    phase_plan,
     phases_sdf3_xml,
     study_phases,
 )
@@ -38,6 +42,7 @@ from hwsim.hardware import load_config
 from hwsim.hardware.precision import at_precision
 from hwsim.hardware.schema import Accelerator
 from hwsim.mapping.phases import PHASE_RULES
+from hwsim.mapping.plans import save_plan
 from hwsim.workload.ir import Graph
 from hwsim.workload.network import load_network
 
@@ -67,6 +72,9 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--simulate", action="store_true",
                    help="also run the schedules on --hw and compare the trace's buffer peaks with the analysis")
     p.add_argument("--trace-dir", metavar="DIR", default="traces", help="where --simulate writes traces")
+    p.add_argument("--out", metavar="FILE.yaml", default=None,
+                   help="write the plan (memplan: of the one --strategy given; phases: the phased execution) for "
+                        "--hw: simulate replays it with --mapping FILE")
     p.add_argument("--json", action="store_true", help="print one JSON document instead of tables")
 
 
@@ -130,10 +138,23 @@ def strategy_record(s: StrategyMemory) -> dict[str, Any]:
     return row
 
 
+def _write_memory_plan(args: argparse.Namespace, study: MemoryStudy, graph: Graph) -> None:
+    """--out: the plan of the one memory planner --strategy names, as slots placed for the study's L2."""
+    planned = [s for s in study.strategies if s.plan is not None and s.strategy != BOUND]
+    if len(args.strategy) != 1 or len(planned) != 1:
+        raise HwsimError(f"--out writes one memory plan; give --strategy with one of "
+                         f"{', '.join(s for s in ALL_STRATEGIES if s not in (PHASES, BOUND))}")
+    chosen = planned[0]
+    assert chosen.plan is not None
+    save_plan(slot_plan(graph, study.hardware, chosen.plan, chosen.placement), args.out)
+
+
 def run_memplan(args: argparse.Namespace) -> int:
     graph, hw, bits = _inputs(args)
     study = study_memory(graph, hw, args.strategy, bits, args.rule, args.l2, args.granularity,
                          args.trace_dir if args.simulate else None)
+    if args.out:
+        _write_memory_plan(args, study, graph)
     rows = [strategy_record(s) for s in study.strategies]
     if args.json:
         emit_json({"network": study.network, "hardware": study.hardware.name, "bits": study.bits,
@@ -197,6 +218,9 @@ def run_phases(args: argparse.Namespace) -> int:
     graph, hw, bits = _inputs(args)
     study = study_phases(graph, hw, bits, args.rule, args.trace_dir if args.simulate else None)
     doc = phases_document(study)
+    if args.out:
+        save_plan(phase_plan(study.phased, study.hardware, study.rule, study.bits), args.out)
+        doc["plan"] = args.out
     if args.sdf3_xml:
         text = phases_sdf3_xml(study)
 

@@ -9,7 +9,7 @@ from typing import Any
 
 from rich.console import JustifyMethod as Justify
 
-from hwsim.cli.args import add_run_arguments, mapping_request, run_config, sparsity_request
+from hwsim.cli.args import add_run_arguments, run_spec
 from hwsim.cli.output import (
     console,
     emit_json,
@@ -19,7 +19,7 @@ from hwsim.cli.output import (
     print_notices,
     table,
 )
-from hwsim.flows.simulate import Simulation, simulate_network
+from hwsim.flows.simulate import Simulation, simulate_run
 from hwsim.metrics.dram_stats import dram_report
 from hwsim.vocab import TRACE_LEVELS
 from hwsim.workload.network import load_network
@@ -122,14 +122,14 @@ def print_report(doc: dict[str, Any]) -> None:
 
 def run(args: argparse.Namespace) -> int:
     loaded = load_network(args.network, args.input, args.allow_unknown)
-    graph, hw, notes = run_config(args, loaded.graph)
+    spec = run_spec(args, loaded.graph)
+    hw, notes = spec.hardware, spec.notes
     width = f"@{hw.precision_bits}b" if hw.name.endswith(f"@{hw.precision_bits}b") else ""  # a rescaled config
     path = Path(args.out) if args.out else Path("traces") / f"{Path(args.network).stem}-{Path(args.hw).stem}{width}.h5"
     warnings = loaded.warnings
     print_notices(warnings, notes, args.json)
-    with layer_progress(f"simulating {graph.name}", len(graph), args.json) as progress:
-        sim = simulate_network(graph, hw, args.batch, path, args.trace_levels, progress, mapping_request(args),
-                               sparsity_request(args, graph, "none"))
+    with layer_progress(f"simulating {spec.graph.name}", len(spec.graph), args.json) as progress:
+        sim = simulate_run(spec, path, args.trace_levels, progress)
     if args.json:
         emit_json({**document(sim), "warnings": list(warnings), "notes": list(notes)})
     else:

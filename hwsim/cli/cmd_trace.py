@@ -29,7 +29,7 @@ from hwsim.cli.output import (
 from hwsim.cli.validation import print_validation, validation_document
 from hwsim.errors import HwsimError
 from hwsim.flows.trace_stats import TraceQuery, query_trace, summarize_trace
-from hwsim.hardware.kinds import DRAM_MODELS
+from hwsim.hardware.dram import dram_kind
 from hwsim.metrics.dram_export import dram_requests, write_drampower, write_dramsim3, write_ramulator
 from hwsim.metrics.perfetto import write_perfetto
 from hwsim.metrics.plots import PLOT_KINDS, plot, require_matplotlib
@@ -103,7 +103,7 @@ def export_dram(args: argparse.Namespace) -> None:
     with hwsim.trace.open(args.file) as trace:
         requests = dram_requests(trace)
     out = console()
-    clock = "DRAM" if DRAM_MODELS.get(requests.hardware.dram.model).prices_commands else "core"
+    clock = "DRAM" if dram_kind(requests.hardware.dram.model).prices_commands else "core"
     if args.ramulator:
         n = write_ramulator(requests, args.ramulator)
         out.print(f"{format_count(n)} requests written to {args.ramulator} (Ramulator 2 LoadStoreTrace)")

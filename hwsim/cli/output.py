@@ -70,16 +70,17 @@ def table(title: str, columns: list[tuple[str, JustifyMethod]]) -> Table:
 
 
 @contextmanager
-def layer_progress(what: str, layers: int, quiet: bool) -> Iterator[Callable[[int, Any], None]]:
+def layer_progress(what: str, layers: int | None, quiet: bool) -> Iterator[Callable[..., None]]:
     """A transient progress bar over a run's layers (none when `quiet` or not on a terminal); yields the
-    callback the simulator calls after each layer with its index and its run (which has a `name`)."""
+    callback the simulator calls after each layer with its index and its run (which has a `name`), and a total
+    when it knows one the bar did not (a search)."""
     out = console()
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                   console=out, transient=True, disable=quiet or not out.is_terminal) as bar:
         task = bar.add_task(what, total=layers)
 
-        def advance(index: int, run: Any) -> None:
-            bar.update(task, advance=1, description=f"{what}: {run.name}")
+        def advance(index: int, run: Any, total: int | None = None) -> None:
+            bar.update(task, advance=1, description=f"{what}: {run.name}", total=total or bar.tasks[0].total)
         yield advance
 
 

@@ -8,7 +8,7 @@ or `Accelerator`; a batch, ...) and returns a frozen dataclass; none prints.
     report = check_simulation(sim)
 """
 
-from hwsim.flows.check import TraceCheck, check_network, check_simulation, check_trace
+from hwsim.flows.check import TraceCheck, check_network, check_run, check_simulation, check_trace
 from hwsim.flows.depth_first import (
     DepthFirstGains,
     DepthFirstStudy,
@@ -28,10 +28,11 @@ from hwsim.flows.estimate import (
     MappingEstimate,
     estimate_cnnergy,
     estimate_mapping,
+    estimate_run,
     glb_sizes,
     sweep_glb_size,
 )
-from hwsim.flows.inputs import as_graph, as_hardware, as_mapping, choose_sparsity
+from hwsim.flows.inputs import as_graph, as_hardware, choose_sparsity
 from hwsim.flows.mapping import MappedNetwork, map_network
 from hwsim.flows.memplan import MemoryStudy, StrategyMemory, study_memory
 from hwsim.flows.partition import Partition, partition_network
@@ -42,7 +43,8 @@ from hwsim.flows.phases import (
     phases_sdf3_xml,
     study_phases,
 )
-from hwsim.flows.simulate import Simulation, simulate_network
+from hwsim.flows.run import RunSpec, resolve_run
+from hwsim.flows.simulate import Simulation, simulate_network, simulate_run
 from hwsim.flows.totals import RunTotals
 from hwsim.flows.trace_stats import (
     TraceQuery,
@@ -68,6 +70,7 @@ __all__ = [
     "PhasedResult",
     "PhasesStudy",
     "PointCheck",
+    "RunSpec",
     "RunTotals",
     "Simulation",
     "StrategyMemory",
@@ -76,23 +79,26 @@ __all__ = [
     "TraceSummary",
     "as_graph",
     "as_hardware",
-    "as_mapping",
     "check_depth_first",
     "check_front_points",
     "check_network",
+    "check_run",
     "check_simulation",
     "check_trace",
     "choose_sparsity",
     "depth_first_front",
     "estimate_cnnergy",
     "estimate_mapping",
+    "estimate_run",
     "glb_sizes",
     "map_network",
     "partition_network",
     "phases_sdf3_xml",
     "pick_points",
     "query_trace",
+    "resolve_run",
     "simulate_network",
+    "simulate_run",
     "study_memory",
     "study_phases",
     "summarize_trace",

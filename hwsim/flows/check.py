@@ -20,11 +20,15 @@ from pathlib import Path
 import hwsim.trace
 from hwsim.analytic.estimate import estimate_network
 from hwsim.check import CheckReport, compare
+from hwsim.check.depth_first import DepthFirstCheck
 from hwsim.check.validate import validate_trace
 from hwsim.errors import HwsimError
+from hwsim.flows.depth_first import check_point
 from hwsim.flows.inputs import HardwareLike, MappingLike, NetworkLike, SparsityLike
-from hwsim.flows.simulate import ALL_LEVELS, Progress, Simulation, simulate_network
-from hwsim.mapping.nest.format import mapping_from_data
+from hwsim.flows.run import RunSpec, resolve_run
+from hwsim.flows.simulate import ALL_LEVELS, Progress, Simulation, simulate_run
+from hwsim.mapping.nest.format import NetworkMapping, mapping_from_data
+from hwsim.mapping.plans import DepthFirstPlan
 from hwsim.metrics import TraceMetrics
 from hwsim.sparsity.profile import profile_from_record
 from hwsim.trace import Trace
@@ -45,21 +49,38 @@ def check_simulation(sim: Simulation) -> CheckReport:
         return dataclasses.replace(report, validation=validate_trace(trace))
 
 
+def check_run(spec: RunSpec, trace_path: str | Path | None = None,
+              progress: Progress | None = None) -> CheckReport | DepthFirstCheck:
+    """Simulate `spec` (the trace kept at `trace_path`, else in a temporary file) and check it against the closed
+    form of its plan: a loop nest's counts (`check_simulation`), a depth-first point's line buffers and DRAM bytes
+    (`hwsim.flows.depth_first.check_point`); and the trace's physics."""
+    if isinstance(spec.plan, DepthFirstPlan):
+        if trace_path is not None:
+            return check_point(spec.graph, spec.hardware, spec.plan, trace_path, progress=progress)
+        with tempfile.TemporaryDirectory(prefix="hwsim-check-") as tmp:
+            return check_point(spec.graph, spec.hardware, spec.plan, Path(tmp) / "check.h5", progress=progress)
+    if not isinstance(spec.plan, NetworkMapping):
+        raise HwsimError(f"{spec.graph.name}: a {spec.mapper.name} plan is checked by `hwsim phases --simulate` or "
+                         "`hwsim memplan --simulate`, which compare its buffers with the trace")
+    if trace_path is not None:
+        return check_simulation(simulate_run(spec, trace_path, progress=progress))
+    with tempfile.TemporaryDirectory(prefix="hwsim-check-") as tmp:
+        report = check_simulation(simulate_run(spec, Path(tmp) / "check.h5", progress=progress))
+    if report.validation is None:
+        return report
+    unkept = dataclasses.replace(report.validation, path="the check's trace (not kept: pass --trace FILE to keep it)")
+    return dataclasses.replace(report, validation=unkept)
+
+
 def check_network(network: NetworkLike, hw: HardwareLike, batch: int = 1, trace_path: str | Path | None = None,
                   progress: Progress | None = None, mapping: MappingLike = None,
                   sparsity: SparsityLike = None, bits: int | None = None) -> CheckReport:
     """Simulate `mapping` (default: hwsim's for `batch` images) with the zeros of `sparsity` and `bits`-bit words
     (default: the graph's, else the config's; trace kept at `trace_path`, else in a temporary file) and check it."""
-    if trace_path is not None:
-        return check_simulation(simulate_network(network, hw, batch, trace_path, progress=progress,
-                                                 mapping=mapping, sparsity=sparsity, bits=bits))
-    with tempfile.TemporaryDirectory(prefix="hwsim-check-") as tmp:
-        report = check_simulation(simulate_network(network, hw, batch, Path(tmp) / "check.h5", progress=progress,
-                                                   mapping=mapping, sparsity=sparsity, bits=bits))
-    if report.validation is None:
-        return report
-    unkept = dataclasses.replace(report.validation, path="the check's trace (not kept: pass --trace FILE to keep it)")
-    return dataclasses.replace(report, validation=unkept)
+    report = check_run(resolve_run(network, hw, batch, mapping, sparsity, bits), trace_path, progress)
+    if not isinstance(report, CheckReport):
+        raise HwsimError("check_network checks loop-nest mappings; check a depth-first plan with check_run")
+    return report
 
 
 @dataclass(frozen=True)
@@ -101,4 +122,5 @@ def check_trace(trace: Trace, metrics: TraceMetrics) -> TraceCheck:
     return TraceCheck(FAIL, detail)
 
 
-__all__ = ["FAIL", "NOT_AVAILABLE", "PASS", "TraceCheck", "check_network", "check_simulation", "check_trace"]
+__all__ = ["FAIL", "NOT_AVAILABLE", "PASS", "TraceCheck", "check_network", "check_run", "check_simulation",
+           "check_trace"]

@@ -8,8 +8,16 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from hwsim.analytic.depth_first import layer_by_layer_dram_bytes
-from hwsim.analytic.depth_first_pareto import (
+from hwsim.analytic.depth_first import depth_first_cost, layer_by_layer_dram_bytes
+from hwsim.check.depth_first import DEFAULT_LEVELS, DepthFirstCheck, compare_point
+from hwsim.errors import HwsimError
+from hwsim.flows.inputs import HardwareLike, NetworkLike, as_graph, as_hardware
+from hwsim.flows.run import RunSpec
+from hwsim.flows.simulate import Progress, run_to_trace
+from hwsim.hardware.schema import Accelerator
+from hwsim.mapping.depth_first import DepthFirstMapping, WeightPolicy, depth_first_layout
+from hwsim.mapping.plans import DepthFirstPlan
+from hwsim.search.depth_first import (
     DepthFirstPareto,
     Gain,
     ParetoPoint,
@@ -19,11 +27,6 @@ from hwsim.analytic.depth_first_pareto import (
     min_bandwidth_gain,
     tiling_gain,
 )
-from hwsim.check.depth_first import DepthFirstCheck, check_point
-from hwsim.errors import HwsimError
-from hwsim.flows.inputs import HardwareLike, NetworkLike, as_graph, as_hardware
-from hwsim.hardware.schema import Accelerator
-from hwsim.mapping.depth_first import DepthFirstMapping
 from hwsim.workload.ir import Graph
 
 DEFAULT_BITS = 8  # the paper counts features: one byte each
@@ -101,6 +104,28 @@ def pick_points(front: tuple[ParetoPoint, ...], count: int) -> list[int]:
     return sorted({round(i * (len(front) - 1) / max(1, count - 1)) for i in range(count)})
 
 
+def depth_first_plan(graph: Graph, hw: Accelerator, mapping: DepthFirstMapping) -> DepthFirstPlan:
+    """A depth-first mapping of `graph` on `hw` as a plan (data a file holds and a run replays)."""
+    s = graph.layers[0].out_shape
+    cuts = tuple(graph.layers[c].name if isinstance(c, int) and 0 <= c < len(graph) else str(c)
+                 for c in mapping.cuts)  # a cut named by its graph index, by its name
+    return DepthFirstPlan(graph.name, hw.name, (s.c, s.h, s.w), cuts,
+                          tuple(mapping.tiling), str(mapping.weights), mapping.max_short_skip_layers)
+
+
+def check_point(graph: Graph, hw: Accelerator, mapping: DepthFirstMapping | DepthFirstPlan, trace_path: str | Path,
+                levels: frozenset[str] = DEFAULT_LEVELS, progress: Progress | None = None) -> DepthFirstCheck:
+    """Simulate a depth-first point of `graph` on `hw` into `trace_path` (DRAM recorded per transaction), compare
+    its trace with the closed-form model of the plan and validate the trace's physics."""
+    plan = mapping if isinstance(mapping, DepthFirstPlan) else depth_first_plan(graph, hw, mapping)
+    spec = RunSpec(graph, hw, 1, plan)
+    spec.mapper.check(plan, graph, hw)
+    result = run_to_trace(spec, Path(trace_path), levels | {"dram", "line_buffer"}, progress)
+    layout = depth_first_layout(graph, plan.cuts, list(plan.tiling), plan.max_short_skip_layers)
+    cost = depth_first_cost(graph, layout, WeightPolicy(plan.weights), hw.precision_bits)
+    return compare_point(plan, cost, trace_path, [run.cycles for run in result.layers], hw.word_bytes)
+
+
 @dataclass(frozen=True)
 class PointCheck:
     """A simulated front point: its position on the front and the model-against-trace comparison."""
@@ -144,5 +169,5 @@ def check_depth_first(network: NetworkLike, hw: HardwareLike, points: int,
 
 
 __all__ = ["DEFAULT_BITS", "NAMED_POINTS", "SIMULATE_HW", "DepthFirstGains", "DepthFirstStudy", "FrontPoint",
-           "PointCheck", "check_depth_first", "check_front_points", "depth_first_bits", "depth_first_front",
-           "pick_points"]
+           "PointCheck", "check_depth_first", "check_front_points", "check_point", "depth_first_bits",
+           "depth_first_front", "depth_first_plan", "pick_points"]

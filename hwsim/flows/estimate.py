@@ -22,17 +22,8 @@ from hwsim.analytic.cnnergy import (
 from hwsim.analytic.estimate import NetworkEstimate, estimate_network
 from hwsim.analytic.graph_adapter import SparsityModel, adapt_graph
 from hwsim.errors import ConfigError, HwsimError, NetworkError
-from hwsim.flows.inputs import (
-    HardwareLike,
-    MappingLike,
-    NetworkLike,
-    SparsityLike,
-    as_graph,
-    as_hardware,
-    as_mapping,
-    as_profile,
-)
-from hwsim.flows.precision import run_precision
+from hwsim.flows.inputs import HardwareLike, MappingLike, NetworkLike, SparsityLike, as_graph, as_hardware
+from hwsim.flows.run import RunSpec, resolve_run, with_control
 from hwsim.flows.totals import RunTotals
 from hwsim.hardware.energy import COMPONENTS, with_glb_data_size
 from hwsim.hardware.schema import Accelerator
@@ -58,34 +49,25 @@ class MappingEstimate:
     mapping: NetworkMapping
 
 
-def with_control(hw: Accelerator, clock_power_w: float | None, throughput_gmacs: float | None) -> Accelerator:
-    """`hw` with its clock power (W) and the reference throughput (GMAC/s) it is quoted at replaced."""
-    control = hw.control
-    if clock_power_w is not None:
-        control = replace(control, clock_power_w=clock_power_w)
-    if throughput_gmacs is not None:
-        control = replace(control, reference_throughput_gmacs=throughput_gmacs)
-    return replace(hw, control=control)
-
-
 def estimate_totals(e: NetworkEstimate) -> RunTotals:
     """Energy by component, the latency bound, DRAM bytes and MACs of an estimate."""
     return RunTotals({c: e.total_pj(c) for c in COMPONENTS}, e.cycles, sum(l.dram_bytes for l in e.layers),
                      sum(l.counts.macs for l in e.layers))
 
 
+def estimate_run(spec: RunSpec) -> MappingEstimate:
+    """Price the spec's loop-nest mapping from its closed-form counts (with its layers' zeros, at its words)."""
+    e = estimate_network(spec.graph, spec.hardware, spec.mapping, spec.sparsity)
+    return MappingEstimate(e, spec.hardware, estimate_totals(e), spec.mapping)
+
+
 def estimate_mapping(network: NetworkLike, hw: HardwareLike, batch: int = 1, sparsity: SparsityLike = None,
                      clock_power_w: float | None = None, throughput_gmacs: float | None = None,
                      mapping: MappingLike = None, bits: int | None = None) -> MappingEstimate:
-    """Price `mapping` (default: hwsim's for `batch` images) from its closed-form counts with the zeros of
-    `sparsity` (a model of defaults, a profile; None: dense) and `bits`-bit words (default: the graph's declared
-    width, else the config's)."""
-    graph, run_hw = run_precision(as_graph(network), as_hardware(hw), bits)
-    priced = with_control(run_hw, clock_power_w, throughput_gmacs)
-    profile = as_profile(sparsity, graph)
-    chosen = as_mapping(mapping, graph, priced, batch, profile)
-    e = estimate_network(graph, priced, chosen, profile)
-    return MappingEstimate(e, priced, estimate_totals(e), chosen)
+    """`estimate_run` of the run these inputs resolve to (`resolve_run`): `mapping` (default: hwsim's for `batch`
+    images) with the zeros of `sparsity` (a model of defaults, a profile; None: dense) and `bits`-bit words
+    (default: the graph's declared width, else the config's)."""
+    return estimate_run(resolve_run(network, hw, batch, mapping, sparsity, bits, clock_power_w, throughput_gmacs))
 
 
 # ----- faithful CNNergy -------------------------------------------------------------------------------

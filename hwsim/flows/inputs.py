@@ -14,17 +14,17 @@ from hwsim.analytic.graph_adapter import SPARSITY_PRESETS, SparsityModel, preset
 from hwsim.errors import HwsimError
 from hwsim.hardware import load_config
 from hwsim.hardware.schema import Accelerator
-from hwsim.mapping.mapper import check_mapping, default_mapping
-from hwsim.mapping.nest.format import MappingError, NetworkMapping, load_mapping
-from hwsim.search.network import SearchSettings, search_network
+from hwsim.mapping.plans import Plan
+from hwsim.search.network import SearchSettings
 from hwsim.sparsity.profile import SparsityError, SparsityProfile, read_profile
 from hwsim.workload.ir import Graph
 from hwsim.workload.network import is_onnx_path, load_network
 
 NetworkLike = Graph | str | Path
 HardwareLike = Accelerator | str | Path
-# a mapping, a file written by `hwsim map`, a search to run (`--mapper search`), or None: the dataflow's rules
-MappingLike = NetworkMapping | SearchSettings | str | Path | None
+# a mapping or another mapper's plan, a file written with --out, a search to run (`--mapper search`), or None: the
+# dataflow's rules
+MappingLike = Plan | SearchSettings | str | Path | None
 
 SparsityLike = SparsityModel | SparsityProfile | None  # defaults or a preset, a profile (file, measured), or dense
 
@@ -49,24 +49,6 @@ def check_batch(batch: int) -> int:
     if not isinstance(batch, int) or batch < 1:
         raise HwsimError(f"batch {batch!r}: give a number of images ≥ 1")
     return batch
-
-
-def as_mapping(mapping: MappingLike, graph: Graph, hw: Accelerator, batch: int,
-               sparsity: SparsityProfile | None = None) -> NetworkMapping:
-    """The mapping to run: hwsim's default for `batch` images, the one a search finds (pricing the zeros of
-    `sparsity` unless its settings name others), or the given one (a file is read), checked against the network
-    and the hardware; a given mapping fixes the batch, so a different `batch` is an error."""
-    if mapping is None:
-        return default_mapping(graph, hw, check_batch(batch))
-    if isinstance(mapping, SearchSettings):
-        settings = mapping if mapping.sparsity is not None else replace(mapping, sparsity=sparsity)
-        return search_network(graph, hw, check_batch(batch), settings).mapping
-    given = mapping if isinstance(mapping, NetworkMapping) else load_mapping(mapping)
-    if batch not in (1, given.batch):
-        raise MappingError(f"mapping of {given.network!r}: made for batch {given.batch}, asked for {batch}; map the "
-                           "network again with --batch, or drop --batch")
-    check_mapping(given, graph, hw)
-    return given
 
 
 def choose_sparsity(choice: str, relu_sparsity: float, graph: Graph) -> SparsityModel:
@@ -130,7 +112,6 @@ __all__ = [
     "SparsityLike",
     "as_graph",
     "as_hardware",
-    "as_mapping",
     "as_profile",
     "check_batch",
     "choose_sparsity",

@@ -7,14 +7,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from hwsim.analytic.estimate import NetworkEstimate, estimate_network
-from hwsim.flows.inputs import HardwareLike, NetworkLike, as_graph, as_hardware, as_mapping, check_batch
-from hwsim.flows.precision import run_precision
+from hwsim.flows.inputs import HardwareLike, NetworkLike, as_graph, as_hardware
+from hwsim.flows.run import RunSpec, resolve_run
 from hwsim.hardware.schema import Accelerator
 from hwsim.mapping.nest.format import NetworkMapping, save_mapping
 from hwsim.search.cost import OBJECTIVE_UNITS
 from hwsim.search.layer import Effort
 from hwsim.search.names import MAPPERS, OBJECTIVE_NAMES
-from hwsim.search.network import Progress, SearchedMapping, SearchSettings, search_network, unique_shapes
+from hwsim.search.network import Progress, SearchedMapping, SearchSettings, unique_shapes
 from hwsim.workload.ir import Graph
 
 
@@ -36,16 +36,15 @@ def map_network(network: NetworkLike, hw: HardwareLike, batch: int = 1, out: str
     """hwsim's mapping of `batch` images at `bits`-bit words (default: the graph's, else the config's) — the
     dataflow's rules, or with `search` the best found under its objective — checked, priced by its closed form,
     and written to `out` (YAML, or JSON for a .json path)."""
-    graph, accelerator = run_precision(as_graph(network), as_hardware(hw), bits)
-    searched = None
-    if search is not None:
-        searched = search_network(graph, accelerator, check_batch(batch), search, progress)
-        mapping = searched.mapping
-    else:
-        mapping = as_mapping(None, graph, accelerator, batch)
+    return mapped_network(resolve_run(network, hw, batch, search, bits=bits, search_progress=progress), out)
+
+
+def mapped_network(spec: RunSpec, out: str | Path | None = None) -> MappedNetwork:
+    """The spec's loop-nest mapping priced by its closed form (and what a search chose), written to `out`."""
     if out is not None:
-        save_mapping(mapping, out)
-    return MappedNetwork(graph, accelerator, mapping, estimate_network(graph, accelerator, mapping), searched)
+        save_mapping(spec.mapping, out)
+    return MappedNetwork(spec.graph, spec.hardware, spec.mapping,
+                         estimate_network(spec.graph, spec.hardware, spec.mapping), spec.search)
 
 
 def shapes_to_search(network: NetworkLike, hw: HardwareLike, batch: int = 1) -> int:
@@ -54,4 +53,4 @@ def shapes_to_search(network: NetworkLike, hw: HardwareLike, batch: int = 1) -> 
 
 
 __all__ = ["MAPPERS", "OBJECTIVE_NAMES", "OBJECTIVE_UNITS", "Effort", "MappedNetwork", "SearchSettings",
-           "map_network", "shapes_to_search"]
+           "map_network", "mapped_network", "shapes_to_search"]

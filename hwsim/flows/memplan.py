@@ -22,17 +22,17 @@ from hwsim.check.memory import compare_plan, trace_memory
 from hwsim.errors import HwsimError
 from hwsim.flows.inputs import HardwareLike, NetworkLike, as_graph, as_hardware
 from hwsim.flows.phases import (
-    DRAM_PER_TRANSACTION,
     BufferSimulation,
     analyse_phases,
     analysis_precision,
     simulate_phased,
     trace_path,
 )
+from hwsim.flows.run import RunSpec
+from hwsim.flows.simulate import run_to_trace
 from hwsim.hardware.schema import Accelerator
 from hwsim.mapping.phases import derive_phases
-from hwsim.mapping.planned import planned_schedule
-from hwsim.sim.run import simulate_to_trace
+from hwsim.mapping.plans import SlotPlan
 from hwsim.workload.ir import Graph
 
 PHASES = "phases"
@@ -88,25 +88,33 @@ class MemoryStudy:
         return all(s.simulation.ok for s in self.strategies if s.simulation is not None)
 
 
-def simulate_plan(graph: Graph, hw: Accelerator, plan: MemoryPlan, placement: Placement | None,
-                  path: str | Path) -> BufferSimulation:
-    """Run a layer-by-layer plan (buffers in the L2 as placed, else all in the L2 if they fit, else DRAM)
-    and compare its buffers, extent and live peak with the trace."""
+def slot_plan(graph: Graph, hw: Accelerator, plan: MemoryPlan, placement: Placement | None) -> SlotPlan:
+    """A memory plan as slots (buffers in the L2 as placed, else all in the L2 if they fit, else DRAM)."""
     fits = hw.l2 is not None and plan.total_bytes <= hw.l2.size_bytes
     in_l2 = placement.in_l2 if placement else (fits,) * len(plan.buffers)
-    names = [f"{'l2' if x else 'dram'}.{b.name}" for b, x in zip(plan.buffers, in_l2)]
-    schedule = planned_schedule(graph, hw, tensor_slots(plan, in_l2, hw.word_bytes), names)
+    names = tuple(f"{'l2' if x else 'dram'}.{b.name}" for b, x in zip(plan.buffers, in_l2))
+    s = graph.layers[0].out_shape
+    return SlotPlan(graph.name, hw.name, (s.c, s.h, s.w), plan.strategy,
+                    tuple(tensor_slots(plan, in_l2, hw.word_bytes)), names)
+
+
+def simulate_plan(graph: Graph, hw: Accelerator, plan: MemoryPlan, placement: Placement | None,
+                  path: str | Path) -> BufferSimulation:
+    """Run a layer-by-layer plan (`slot_plan`) and compare its buffers, extent and live peak with the trace."""
+    slots = slot_plan(graph, hw, plan, placement)
+    in_l2 = tuple(name.startswith("l2.") for name in slots.buffers)
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    run = simulate_to_trace(schedule, hw, path, per_transaction=DRAM_PER_TRANSACTION)
-    checks = compare_plan(plan, tuple(names), trace_memory(path), in_l2)
+    run = run_to_trace(RunSpec(graph, hw, 1, slots), path)
+    checks = compare_plan(plan, slots.buffers, trace_memory(path), in_l2)
     return BufferSimulation(path, run.cycles, run.cycles / hw.clock_hz, checks)
 
 
 def _phases_memory(graph: Graph, hw: Accelerator, bits: int, rule: str, bound_bytes: int,
                    trace_dir: str | Path | None) -> StrategyMemory:
     result = analyse_phases(graph, derive_phases(graph, rule), hw, bits)
-    simulation = None if trace_dir is None else simulate_phased(result, hw, trace_path(trace_dir, graph, hw, "phased"))
+    simulation = None if trace_dir is None else simulate_phased(result, hw, trace_path(trace_dir, graph, hw, "phased"),
+                                                                rule, bits)
     return StrategyMemory(PHASES, result.sizes.total_bytes, bound_bytes, len(result.pg.edges),
                           {"firings": result.pg.firings}, None, None, simulation)
 
@@ -141,4 +149,5 @@ def study_memory(network: NetworkLike, hw: HardwareLike, strategies: Sequence[st
     return MemoryStudy(graph.name, accelerator, bits, capacity, rows)
 
 
-__all__ = ["ALL_STRATEGIES", "PHASES", "MemoryStudy", "StrategyMemory", "simulate_plan", "study_memory"]
+__all__ = ["ALL_STRATEGIES", "BOUND", "PHASES", "MemoryStudy", "StrategyMemory", "simulate_plan", "slot_plan",
+           "study_memory"]

@@ -22,19 +22,14 @@ from hwsim.analytic.csdf import (
 from hwsim.analytic.memplan import Buffer, place_in_l2
 from hwsim.check.memory import BufferCheck, compare_phased, trace_memory
 from hwsim.flows.inputs import HardwareLike, NetworkLike, as_graph, as_hardware
+from hwsim.flows.run import RunSpec
+from hwsim.flows.simulate import run_to_trace
 from hwsim.hardware.precision import at_precision
 from hwsim.hardware.schema import Accelerator
-from hwsim.mapping.phases import (
-    PhasedGraph,
-    derive_phases,
-    phased_graph,
-    phased_schedule,
-)
-from hwsim.sim.run import simulate_to_trace
-from hwsim.vocab import Level
+from hwsim.mapping.phased import PhasedGraph
+from hwsim.mapping.phases import derive_phases, phased_graph
+from hwsim.mapping.plans import PhasePlan
 from hwsim.workload.ir import Graph
-
-DRAM_PER_TRANSACTION = frozenset({"dram"})  # memory schedules record one DRAM record per transfer
 
 
 @dataclass(frozen=True)
@@ -90,13 +85,23 @@ def analyse_phases(graph: Graph, phases: Mapping[str, int], hw: Accelerator, bit
     return PhasedResult(pg, sizes, in_dram, phase_timing(pg, hw, in_dram))
 
 
-def simulate_phased(result: PhasedResult, hw: Accelerator, trace_path: str | Path) -> BufferSimulation:
-    """Run a phased schedule (edge buffers in the L2 unless placed in DRAM) and compare each buffer's peak."""
-    schedule = phased_schedule(result.pg, hw, {e: Level.DRAM for e in result.in_dram})
+def phase_plan(result: PhasedResult, hw: Accelerator, rule: str, bits: int) -> PhasePlan:
+    """An analysed phased execution as a plan: its phases, and the edges the placement left in DRAM."""
+    graph = result.pg.graph
+    s = graph.layers[0].out_shape
+    return PhasePlan(graph.name, hw.name, (s.c, s.h, s.w), rule, bits, tuple(result.pg.phases.items()),
+                     tuple(result.pg.edges[e].name for e in sorted(result.in_dram)))
+
+
+def simulate_phased(result: PhasedResult, hw: Accelerator, trace_path: str | Path, rule: str = "thesis",
+                    bits: int | None = None) -> BufferSimulation:
+    """Run a phased plan (edge buffers in the L2 unless placed in DRAM) and compare each buffer's peak."""
+    plan = phase_plan(result, hw, rule, bits or hw.precision_bits)
+    spec = RunSpec(result.pg.graph, hw, 1, plan)
     path = Path(trace_path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    run = simulate_to_trace(schedule, hw, path, per_transaction=DRAM_PER_TRANSACTION)
-    names = schedule.layers[0].info.buffers
+    run = run_to_trace(spec, path)
+    names = tuple(f"{'dram' if e in result.in_dram else 'l2'}.{edge.name}" for e, edge in enumerate(result.pg.edges))
     checks = compare_phased(result.sizes, names, trace_memory(path))
     return BufferSimulation(path, run.cycles, run.cycles / hw.clock_hz, checks)
 
@@ -158,9 +163,9 @@ def study_phases(network: NetworkLike, hw: HardwareLike, bits: int | None = None
     simulation = None
     if trace_dir is not None:
         simulation = {"one_phase": simulate_phased(single, accelerator,
-                                                   trace_path(trace_dir, graph, accelerator, "one-phase")),
+                                                   trace_path(trace_dir, graph, accelerator, "one-phase"), rule, bits),
                       "phased": simulate_phased(phased, accelerator,
-                                                trace_path(trace_dir, graph, accelerator, "phased"))}
+                                                trace_path(trace_dir, graph, accelerator, "phased"), rule, bits)}
     return PhasesStudy(graph.name, accelerator, bits, rule, phases, single, phased, csdf, simulation)
 
 
@@ -171,4 +176,4 @@ def phases_sdf3_xml(study: PhasesStudy) -> str:
 
 
 __all__ = ["BufferSimulation", "CsdfSummary", "PhasedResult", "PhasesStudy", "analyse_phases", "analysis_precision",
-           "dram_edges", "phases_sdf3_xml", "simulate_phased", "study_phases", "trace_path"]
+           "dram_edges", "phase_plan", "phases_sdf3_xml", "simulate_phased", "study_phases", "trace_path"]

@@ -11,26 +11,16 @@ from pathlib import Path
 import numpy as np
 
 import hwsim.trace
-from hwsim.flows.inputs import (
-    HardwareLike,
-    MappingLike,
-    NetworkLike,
-    SparsityLike,
-    as_graph,
-    as_hardware,
-    as_mapping,
-    as_profile,
-)
-from hwsim.flows.precision import run_precision
+from hwsim.flows.inputs import HardwareLike, MappingLike, NetworkLike, SparsityLike
+from hwsim.flows.run import RunSpec, resolve_run
 from hwsim.flows.totals import RunTotals
 from hwsim.hardware.energy import COMPONENTS
 from hwsim.hardware.schema import Accelerator
-from hwsim.mapping.mapper import network_schedule
 from hwsim.mapping.nest.format import NetworkMapping
 from hwsim.metrics import TraceMetrics, derive
 from hwsim.sim.executor import LayerRun, SimResult
 from hwsim.sim.run import simulate_to_trace
-from hwsim.sparsity.profile import DENSE, SparsityProfile
+from hwsim.sparsity.profile import SparsityProfile
 from hwsim.trace import Trace
 from hwsim.vocab import TRACE_LEVELS
 from hwsim.workload.ir import Graph
@@ -41,20 +31,38 @@ Progress = Callable[[int, LayerRun], None]  # called after each layer with its i
 
 @dataclass(frozen=True)
 class Simulation:
-    """A simulated run of `batch` images: the simulator's per-layer timing, the trace it wrote (of the
+    """A simulated run: its inputs (`spec`), the simulator's per-layer timing, the trace it wrote (of the
     recorded `levels`) and what the trace gives. Totals cover the recorded levels; latency is simulated."""
 
-    graph: Graph
-    hardware: Accelerator
-    batch: int
+    spec: RunSpec
     trace: Path
     levels: frozenset[str]
     result: SimResult
     metrics: TraceMetrics
     peak_occupancy_bytes: dict[str, int]  # per buffer the schedule used
     totals: RunTotals
-    mapping: NetworkMapping  # what was simulated
-    sparsity: SparsityProfile = DENSE  # the layers' zeros it was simulated with
+
+    @property
+    def graph(self) -> Graph:
+        return self.spec.graph
+
+    @property
+    def hardware(self) -> Accelerator:
+        return self.spec.hardware
+
+    @property
+    def batch(self) -> int:
+        return self.spec.batch
+
+    @property
+    def mapping(self) -> NetworkMapping:
+        """What was simulated, as a loop-nest mapping (`spec.plan` for a plan of another mapper)."""
+        return self.spec.mapping
+
+    @property
+    def sparsity(self) -> SparsityProfile:
+        """The layers' zeros it was simulated with."""
+        return self.spec.sparsity
 
     @property
     def network_macs(self) -> int:
@@ -81,24 +89,41 @@ def trace_totals(metrics: TraceMetrics, result: SimResult) -> RunTotals:
                      sum(l.compute.macs for l in metrics.layers))
 
 
+def default_trace_path(spec: RunSpec) -> Path:
+    """traces/NETWORK-CONFIG.h5."""
+    return Path("traces") / f"{spec.graph.name}-{spec.hardware.name}.h5"
+
+
+def run_to_trace(spec: RunSpec, path: Path, levels: frozenset[str] = ALL_LEVELS,
+                 progress: Progress | None = None) -> SimResult:
+    """Schedule `spec`'s plan and simulate it on its accelerator into the trace at `path` (records of `levels`; a
+    depth-first, phased or planned plan records DRAM per transfer)."""
+    per_transaction = frozenset({"dram"}) if spec.mapper.dram_per_transaction else frozenset()
+    return simulate_to_trace(spec.schedule(), spec.hardware, path, levels, sparsity=spec.sparsity,
+                             progress=progress, per_transaction=per_transaction)
+
+
+def simulate_run(spec: RunSpec, trace_path: str | Path | None = None, levels: frozenset[str] = ALL_LEVELS,
+                 progress: Progress | None = None) -> Simulation:
+    """Simulate `spec`'s plan into the trace at `trace_path` (default traces/NETWORK-CONFIG.h5), recording `levels`,
+    and derive the report from the trace."""
+    path = Path(trace_path) if trace_path is not None else default_trace_path(spec)
+    result = run_to_trace(spec, path, levels, progress)
+    with hwsim.trace.open(path) as trace:
+        metrics = derive(trace)
+        peaks = peak_occupancy(trace)
+    return Simulation(spec, path, levels, result, metrics, peaks, trace_totals(metrics, result))
+
+
 def simulate_network(network: NetworkLike, hw: HardwareLike, batch: int = 1, trace_path: str | Path | None = None,
                      levels: frozenset[str] = ALL_LEVELS, progress: Progress | None = None,
                      mapping: MappingLike = None, sparsity: SparsityLike = None,
                      bits: int | None = None) -> Simulation:
-    """Simulate `mapping` (default: hwsim's for `batch` images) with the layers' zeros of `sparsity` (None:
-    dense), recording `levels` to the trace at `trace_path` (default traces/NETWORK-CONFIG.h5), and derive the
-    report from the trace; words are `bits` wide (default: the graph's declared width, else the config's)."""
-    graph, accelerator = run_precision(as_graph(network), as_hardware(hw), bits)
-    profile = as_profile(sparsity, graph) or DENSE
-    chosen = as_mapping(mapping, graph, accelerator, batch, profile)
-    path = Path(trace_path) if trace_path is not None else Path("traces") / f"{graph.name}-{accelerator.name}.h5"
-    schedule = network_schedule(graph, accelerator, chosen.batch, chosen, profile)
-    result = simulate_to_trace(schedule, accelerator, path, levels, sparsity=profile, progress=progress)
-    with hwsim.trace.open(path) as trace:
-        metrics = derive(trace)
-        peaks = peak_occupancy(trace)
-    return Simulation(graph, accelerator, chosen.batch, path, levels, result, metrics, peaks,
-                      trace_totals(metrics, result), chosen, profile)
+    """`simulate_run` of the run these inputs resolve to (`resolve_run`): `mapping` (default: hwsim's for `batch`
+    images) with the zeros of `sparsity` (None: dense) at `bits`-bit words (default: the graph's declared width,
+    else the config's)."""
+    return simulate_run(resolve_run(network, hw, batch, mapping, sparsity, bits), trace_path, levels, progress)
 
 
-__all__ = ["ALL_LEVELS", "Progress", "Simulation", "peak_occupancy", "simulate_network", "trace_totals"]
+__all__ = ["ALL_LEVELS", "Progress", "Simulation", "default_trace_path", "peak_occupancy", "run_to_trace",
+           "simulate_network", "simulate_run", "trace_totals"]

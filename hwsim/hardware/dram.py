@@ -37,7 +37,8 @@ from dataclasses import dataclass, replace
 from fractions import Fraction
 from pathlib import Path
 
-from hwsim.hardware.kinds import DRAM_MODELS, DramKind
+from hwsim.errors import ConfigError
+from hwsim.hardware.kinds import DRAM_MODELS, ComponentKind
 from hwsim.hardware.schema import Accelerator, Dram, DramPower, DramRail
 
 PRESET_DIR = Path(__file__).resolve().parent / "dram_presets"
@@ -141,6 +142,60 @@ def with_device_fields(acc: Accelerator) -> Accelerator:
         latency_cycles=math.ceil((t.trcd_nck + t.tcl_nck + t.tbl_nck) * core_per_dram - 1e-9),
         energy_pj_per_bit=burst_pj / (device.burst_bytes * 8),
     ))
+
+
+@dataclass(frozen=True)
+class DramKind(ComponentKind):
+    """A DRAM model. This base describes a model timed and priced by its section's own fields (bandwidth,
+    latency, burst, energy per bit), as `simple` is; a model that derives them or prices its commands overrides
+    the methods."""
+
+    def errors(self, dram: Dram) -> Iterator[str]:
+        """Cross-field rules of the section under this model: '<yaml path>: <problem>; <fix>'. This base needs the
+        fields it is timed and priced by."""
+        for field, key in (("bandwidth_bytes_per_cycle", "bandwidth"), ("burst_bytes", "burst"),
+                           ("energy_pj_per_bit", "energy")):
+            if not getattr(dram, field):
+                yield (f"dram.{key}: missing; the {dram.model} model needs it (or set dram.model: jedec with a "
+                       "dram.preset)")
+        if not dram.source.strip():
+            yield "dram.source: missing; say where the DRAM energy comes from"
+
+    def with_derived_fields(self, acc: Accelerator) -> Accelerator:
+        """`acc` with the fields this model derives (burst, bandwidth, latency, energy per bit) filled in."""
+        return acc
+
+    @property
+    def prices_commands(self) -> bool:
+        """Whether a simulation prices this DRAM by the commands it issued (else per bit, as the estimate)."""
+        return False
+
+    def energy_by_command_pj(self, dram: Dram, clock_hz: float, counters: Mapping[str, float],
+                             cycles: float) -> dict[str, float]:
+        """The energy of a stretch of `cycles` core cycles in which the model's counters grew by `counters`, by
+        command (only for a model that `prices_commands`)."""
+        raise ConfigError(f"dram.model {dram.model}: priced per bit, not by command")
+
+    def first_data_cycles(self, acc: Accelerator) -> int:
+        """The least time, in core cycles, from a request to its first data (the trace validator's floor)."""
+        dram = acc.dram
+        if dram.row_buffer is not None:
+            return min(dram.row_buffer.hit_latency_cycles, dram.row_buffer.miss_latency_cycles)
+        return dram.latency_cycles
+
+    def command_clock_hz(self, acc: Accelerator) -> float:
+        """The clock its request traces count cycles of (the device's command clock, or the core's)."""
+        return acc.clock_hz
+
+    def issue_latency_cycles(self, dram: Dram, is_write: bool) -> int:
+        """An unloaded access in cycles of `command_clock_hz`: what a replayed request is issued ahead of its data."""
+        return dram.latency_cycles
+
+
+def dram_kind(model: str) -> DramKind:
+    """What DRAM model `model` (a registered name) means: its kind."""
+    kind: DramKind = DRAM_MODELS.get(model)
+    return kind
 
 
 DERIVED_FIELDS = (("bandwidth_bytes_per_cycle", "bandwidth"), ("latency_cycles", "latency"),
@@ -256,5 +311,18 @@ def _power_errors(power: DramPower) -> Iterator[str]:
             yield f"dram.power.{name}.idd0: below idd2n, so a precharge would have negative energy; check it"
 
 
-__all__ = ["DRAM_ENERGY_PARTS", "JEDEC", "SIMPLE", "CommandEnergy", "JedecKind", "SimpleKind", "command_energy",
-           "dram_energy_pj", "dram_presets", "peak_bytes_per_dram_cycle", "with_device_fields"]
+__all__ = [
+    "DRAM_ENERGY_PARTS",
+    "JEDEC",
+    "SIMPLE",
+    "CommandEnergy",
+    "DramKind",
+    "JedecKind",
+    "SimpleKind",
+    "command_energy",
+    "dram_energy_pj",
+    "dram_kind",
+    "dram_presets",
+    "peak_bytes_per_dram_cycle",
+    "with_device_fields",
+]

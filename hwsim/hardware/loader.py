@@ -32,8 +32,8 @@ import yaml
 import hwsim
 from hwsim.errors import ConfigError
 from hwsim.files import compose_yaml, construct_yaml, read_text
-from hwsim.hardware.dram import dram_presets
-from hwsim.hardware.kinds import CODECS, DRAM_MODELS
+from hwsim.hardware.dram import dram_kind, dram_presets
+from hwsim.hardware.kinds import CODECS
 from hwsim.hardware.schema import CORE_SECTIONS, MAX_CORES, Accelerator, ParamInfo
 from hwsim.hardware.units import parse_quantity
 from hwsim.vocab import WORD_BITS, WORD_BITS_TEXT
@@ -293,7 +293,7 @@ def parse_config(text_: str, shown: str, overrides: Overrides | None = None) -> 
     """Parse and validate config YAML `text_` read from `shown` (named in errors), with `overrides`; a jedec
     DRAM's burst, bandwidth, latency and energy per bit are derived from its device (`hwsim.hardware.dram`)."""
     acc = _parse(text_, shown, overrides)
-    kind = DRAM_MODELS.get(acc.dram.model)
+    kind = dram_kind(acc.dram.model)
     _raise_first(kind.errors(acc.dram), shown, overrides)
     acc = kind.with_derived_fields(acc)
     _raise_first(consistency_errors(acc), shown, overrides)

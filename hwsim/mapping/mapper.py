@@ -39,12 +39,13 @@ def layer_mapping(layer: Layer, hw: Accelerator, batch: int) -> LayerMapping:
     return Streamed(layer.name, stream_tiles(layer, hw))
 
 
-def default_mapping(graph: Graph, hw: Accelerator, batch: int = 1) -> NetworkMapping:
-    """hwsim's mapping of `graph` on `hw` for `batch` images when none is given, checked like a given one: a
-    default heuristic that yields an infeasible nest is an error, never run."""
+def default_mapping(graph: Graph, hw: Accelerator, batch: int = 1, check: bool = True) -> NetworkMapping:
+    """hwsim's mapping of `graph` on `hw` for `batch` images when none is given, checked like a given one (unless
+    the caller checks it: `check`): a default heuristic that yields an infeasible nest is an error, never run."""
     layers = tuple(layer_mapping(l, layer_hardware(hw, l.word_bits), batch) for l in graph if l.kind not in NO_STEPS)
     mapping = NetworkMapping(graph.name, hw.name, hw.pe_array.dataflow, batch, layers)
-    check_mapping(mapping, graph, hw)
+    if check:
+        check_mapping(mapping, graph, hw)
     return mapping
 
 
@@ -151,13 +152,15 @@ def _layer_schedule(layer: Layer, entry: LayerMapping | None, hw: Accelerator, a
 
 
 def network_schedule(graph: Graph, hw: Accelerator, batch: int = 1, mapping: NetworkMapping | None = None,
-                     sparsity: SparsityProfile | None = None) -> Schedule:
+                     sparsity: SparsityProfile | None = None, checked: bool = False) -> Schedule:
     """The steps of `mapping` (default: `default_mapping`) for every layer, layer after layer, tensors in DRAM
-    between layers, with the zeros of `sparsity` (None: dense). A given mapping is checked first."""
+    between layers, with the zeros of `sparsity` (None: dense). A given mapping is checked first unless `checked`
+    says it was."""
     if mapping is None:
         mapping = default_mapping(graph, hw, batch)
     else:
-        check_mapping(mapping, graph, hw)
+        if not checked:
+            check_mapping(mapping, graph, hw)
         batch = mapping.batch
     views = {l.name: layer_hardware(hw, l.word_bits) for l in graph}  # each layer's word (mixed precision)
     mixed = len({view.precision_bits for view in views.values()}) > 1

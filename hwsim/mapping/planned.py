@@ -19,23 +19,12 @@ import numpy as np
 
 from hwsim.hardware.schema import Accelerator
 from hwsim.mapping.phases import chunk_words, steps_block
+from hwsim.mapping.plans import TensorSlot
 from hwsim.mapping.schedule import PlannedInfo, Schedule, Work
 from hwsim.vocab import Level, Operand, StepKind
 from hwsim.workload.ir import Graph, Layer, LayerKind
 
 NONE = 255
-
-
-@dataclass(frozen=True)
-class TensorSlot:
-    """Where one tensor lives for some of its consumers: its buffer, level and word address."""
-
-    producer: int  # layer index (its step)
-    consumers: tuple[int, ...]  # steps that read it from this slot
-    words: int
-    buffer: int  # buffer id (occupancy)
-    address_words: int
-    level: Level
 
 
 def planned_schedule(graph: Graph, hw: Accelerator, slots: Sequence[TensorSlot], buffer_names: Sequence[str],

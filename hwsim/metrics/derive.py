@@ -19,8 +19,8 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
+from hwsim.hardware.dram import dram_kind
 from hwsim.hardware.energy import ComputeCounts, energy_table
-from hwsim.hardware.kinds import DRAM_MODELS
 from hwsim.hardware.loader import from_dict
 from hwsim.hardware.precision import layer_hardware
 from hwsim.hardware.schema import Accelerator
@@ -181,7 +181,7 @@ def _priced_by_command(l: LayerMetrics, hw: Accelerator, counters: dict[str, flo
     the level × operand energy is scaled to match. Per word for the simple model or a trace without counters."""
     if counters is None:
         return l
-    kind = DRAM_MODELS.get(hw.dram.model)
+    kind = dram_kind(hw.dram.model)
     if not kind.prices_commands:
         return replace(l, dram_counters=counters)
     parts = kind.energy_by_command_pj(hw.dram, hw.clock_hz, counters, counters.get("cycles", 0))

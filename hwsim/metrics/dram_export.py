@@ -28,8 +28,9 @@ from pathlib import Path
 import numpy as np
 
 from hwsim.errors import HwsimError
+from hwsim.hardware.dram import dram_kind
 from hwsim.hardware.jedec import Timing
-from hwsim.hardware.kinds import DRAM_ADDRESS_MAPS, DRAM_MODELS
+from hwsim.hardware.kinds import DRAM_ADDRESS_MAPS
 from hwsim.hardware.loader import from_dict
 from hwsim.hardware.schema import Accelerator
 from hwsim.trace.reader import Trace
@@ -72,7 +73,7 @@ def dram_requests(trace: Trace) -> DramRequests:
 
 def _dram_cycles(core_cycles: np.ndarray, hw: Accelerator) -> np.ndarray:
     """Core cycles as cycles of the DRAM clock (the device's command clock; the core clock for the simple model)."""
-    clock_hz = DRAM_MODELS.get(hw.dram.model).command_clock_hz(hw)
+    clock_hz = dram_kind(hw.dram.model).command_clock_hz(hw)
     if clock_hz == hw.clock_hz:
         return core_cycles.astype(np.int64)
     return np.floor(core_cycles * (clock_hz / hw.clock_hz)).astype(np.int64)
@@ -104,7 +105,7 @@ def write_ramulator(requests: DramRequests, path: str | Path) -> int:
 def issue_cycles(requests: DramRequests) -> np.ndarray:
     """The DRAM cycle each request is issued at: its data cycle less an unloaded access, non-decreasing."""
     dram = requests.hardware.dram
-    kind = DRAM_MODELS.get(dram.model)
+    kind = dram_kind(dram.model)
     latency = np.where(requests.is_write, kind.issue_latency_cycles(dram, True), kind.issue_latency_cycles(dram, False))
     return np.maximum.accumulate(np.maximum(requests.data_cycle - latency, 0)) if len(requests) else latency
 

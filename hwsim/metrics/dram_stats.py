@@ -7,8 +7,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from hwsim.hardware.dram import DRAM_ENERGY_PARTS
-from hwsim.hardware.kinds import DRAM_MODELS
+from hwsim.hardware.dram import DRAM_ENERGY_PARTS, dram_kind
 from hwsim.hardware.schema import Accelerator
 from hwsim.metrics.derive import LayerMetrics
 
@@ -51,7 +50,7 @@ def dram_report(hw: Accelerator, layers: Iterable[LayerMetrics]) -> tuple[DramSt
         DramStat("bandwidth_fraction", achieved / peak if peak else 0.0, "fraction",
                  "achieved over peak bandwidth over the whole run (compute time included)"),
     ]
-    if DRAM_MODELS.get(dram.model).prices_commands and dram.device is not None:
+    if dram_kind(dram.model).prices_commands and dram.device is not None:
         stats += _jedec_stats(hw, c, seconds, layers)
     elif dram.row_buffer is not None:
         stats += _row_stats(c.get("row_hit_bursts", 0.0), c.get("row_miss_bursts", 0.0), None)

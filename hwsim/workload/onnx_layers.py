@@ -19,7 +19,7 @@ import numpy as np
 
 from hwsim.errors import NetworkError, ShapeError
 from hwsim.workload.ir import WEIGHTED_KINDS, Padding
-from hwsim.workload.onnx_context import ImportContext
+from hwsim.workload.onnx_context import Handler, ImportContext
 from hwsim.workload.onnx_fold import (
     OnnxNode,
     ints,
@@ -352,3 +352,28 @@ def resize(imp: ImportContext, node: OnnxNode, ins: Inputs) -> None:
     else:
         tensor = imp.b.resize(name, x.tensor, dims[h], dims[w], mode)
     imp.produce(node, 0, tensor, dims, x.layout)
+
+
+OPS: dict[str, Handler] = {  # the ONNX ops these handlers import (FEATURE_OPS of `hwsim.workload.onnx_import`)
+    "ReduceMean": reduce,
+    "ReduceMax": reduce,
+    "ReduceMin": reduce,
+    "ReduceSum": reduce,
+    "Gemm": gemm,
+    "MatMul": gemm,
+    "Add": arithmetic,
+    "Sub": arithmetic,
+    "Mul": arithmetic,
+    "Div": arithmetic,
+    "Sum": arithmetic,
+    "Concat": concat,
+    "Upsample": resize,
+    "Resize": resize,
+    "Expand": expand,
+    "Gather": gather,
+    "LayerNormalization": layer_norm,
+    "InstanceNormalization": instance_norm,
+    "GroupNormalization": group_norm,
+    "Slice": slice_,
+    "Split": split,
+}

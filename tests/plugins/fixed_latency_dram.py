@@ -15,7 +15,8 @@ import numpy as np
 import simpy
 
 from hwsim.hardware import schema
-from hwsim.hardware.kinds import DRAM_MODELS, DramKind
+from hwsim.hardware.dram import DramKind
+from hwsim.hardware.kinds import DRAM_MODELS
 from hwsim.hardware.schema import param
 from hwsim.hardware.units import CYCLES
 from hwsim.sim.component import Statistic

@@ -45,21 +45,18 @@ depth-first order, slots and swaps), `steps` (events to STEP_DTYPE steps
 and the `Schedule`).
 """
 
-from hwsim.mapping.depth_first.geometry import (
+from hwsim.mapping.depth_first.geometry import axis_maps, depth_first_layout, plan_stack
+from hwsim.mapping.depth_first.plan import (
     GLOBAL_KINDS,
     WINDOW_KINDS,
-    StackPlan,
-    axis_maps,
-    plan_stack,
-)
-from hwsim.mapping.depth_first.stacks import (
     Cut,
     DepthFirstError,
+    DepthFirstLayout,
     DepthFirstMapping,
+    StackPlan,
     WeightPolicy,
-    long_skips,
-    split_stacks,
 )
+from hwsim.mapping.depth_first.stacks import long_skips, split_stacks
 from hwsim.mapping.depth_first.steps import depth_first_schedule
 
 __all__ = [
@@ -67,10 +64,12 @@ __all__ = [
     "WINDOW_KINDS",
     "Cut",
     "DepthFirstError",
+    "DepthFirstLayout",
     "DepthFirstMapping",
     "StackPlan",
     "WeightPolicy",
     "axis_maps",
+    "depth_first_layout",
     "depth_first_schedule",
     "long_skips",
     "plan_stack",

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from hwsim.mapping.depth_first.geometry import GLOBAL_KINDS, StackPlan, axis_maps
-from hwsim.mapping.depth_first.stacks import DepthFirstError
+from hwsim.mapping.depth_first.geometry import axis_maps
+from hwsim.mapping.depth_first.plan import GLOBAL_KINDS, DepthFirstError, StackPlan
 from hwsim.vocab import ceil_div
 from hwsim.workload.ir import Layer, LayerKind
 

@@ -1,91 +1,46 @@
-"""Geometry of a stack: which input lines and columns each output needs (`AxisMap`), the stack's
-orientation, FM sizes, tile boundaries and ring leads (`StackPlan`)."""
+"""Geometry of a stack, worked out by the mapper: which input lines and columns each output needs (`axis_maps`),
+the stack's orientation, FM sizes, tile boundaries and ring leads (`plan_stack`), and the whole network's layout
+(`depth_first_layout`)."""
 
 from __future__ import annotations
 
 import functools
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 
 import numpy as np
 import numpy.typing as npt
 
-from hwsim.mapping.depth_first.stacks import MERGE_KINDS
+from hwsim.mapping.depth_first.plan import (
+    GLOBAL_KINDS,
+    MERGE_KINDS,
+    WINDOW_KINDS,
+    AxisMap,
+    Cut,
+    DepthFirstError,
+    DepthFirstLayout,
+    StackPlan,
+)
+from hwsim.mapping.depth_first.stacks import long_skips, split_stacks
 from hwsim.vocab import ceil_div
 from hwsim.workload.ir import Graph, Layer, LayerKind
 
-WINDOW_KINDS = frozenset({LayerKind.CONV, LayerKind.MAX_POOL, LayerKind.AVG_POOL})
-GLOBAL_KINDS = frozenset({LayerKind.GLOBAL_AVG_POOL, LayerKind.GLOBAL_MAX_POOL, LayerKind.FC})
 
-
-# ----- how a layer's output positions depend on its input, per axis ------------------------------
-@dataclass(frozen=True)
-class AxisMap:
-    """Input positions (lines or columns) a layer's outputs need along one axis.
-
-    `first(y)`: the first input position output y needs; `end(y_end)`: one past
-    the last input position any output before y_end needs (0 for y_end = 0).
-    """
-
-    kind: str  # "window", "replicate" (upsample, depth-to-space), "transposed", "whole"
-    k: int = 1  # window extent, dilation included
-    s: int = 1  # stride (window, transposed) or factor (replicate)
-    pad: int = 0  # padding before the first position
-
-    def first(self, y: int, n_in: int) -> int:
-        if self.kind == "window":
-            return min(n_in, max(0, self.s * y - self.pad))
-        if self.kind == "replicate":
-            return min(n_in, y // self.s)
-        if self.kind == "transposed":
-            return min(n_in, max(0, ceil_div(y + self.pad - self.k + 1, self.s)))
-        return 0
-
-    def end(self, y_end: int, n_in: int) -> int:
-        if y_end <= 0:
-            return 0
-        if self.kind == "window":
-            return max(0, min(n_in, self.s * (y_end - 1) - self.pad + self.k))
-        if self.kind == "replicate":
-            return min(n_in, ceil_div(y_end, self.s))
-        if self.kind == "transposed":
-            return max(0, min(n_in, (y_end - 1 + self.pad) // self.s + 1))
-        return n_in
-
-    def first_array(self, y: npt.NDArray[np.int64], n_in: int) -> np.ndarray:
-        """`first` of every element of y."""
-        if self.kind == "window":
-            return np.minimum(np.maximum(self.s * y - self.pad, 0), n_in)
-        if self.kind == "replicate":
-            return np.minimum(n_in, y // self.s)
-        if self.kind == "transposed":
-            lowest: npt.NDArray[np.int64] = ceil_div(y + self.pad - self.k + 1, self.s)
-            return np.minimum(np.maximum(lowest, 0), n_in)
-        return np.zeros_like(y)
-
-    def end_array(self, y_end: npt.NDArray[np.int64], n_in: int) -> np.ndarray:
-        """`end` of every element of y_end."""
-        if self.kind == "window":
-            out = np.minimum(np.maximum(self.s * (y_end - 1) - self.pad + self.k, 0), n_in)
-        elif self.kind == "replicate":
-            out = np.minimum(n_in, ceil_div(y_end, self.s))
-        elif self.kind == "transposed":
-            out = np.minimum(np.maximum((y_end - 1 + self.pad) // self.s + 1, 0), n_in)
-        else:
-            out = np.full_like(y_end, n_in)
-        return np.where(y_end <= 0, 0, out)
-
-    @property
-    def lead(self) -> int:
-        """Pixels of the next line a streaming window holds beyond its full lines (the window's extent
-        minus one; a point-wise layer holds the one pixel it works on)."""
-        if self.kind == "window":
-            return max(1, self.k - 1)
-        if self.kind == "transposed":
-            return ceil_div(self.k, self.s) - 1
-        return 0
-
+def depth_first_layout(graph: Graph, cuts: Sequence[Cut] = (), tiling: int | Sequence[int] = 1,
+                       max_short_skip_layers: int = 8) -> DepthFirstLayout:
+    """The stacks the cuts make of `graph` (cut after the layers `cuts`: names or graph indices), the skips that go
+    through DRAM, and each stack's geometry at its tiling factor (one for every stack, or one per stack)."""
+    stacks = split_stacks(graph, cuts)
+    factors = [tiling] * len(stacks) if isinstance(tiling, int) else list(tiling)
+    if len(factors) != len(stacks):
+        raise DepthFirstError(f"{graph.name}: {len(factors)} tiling factors for {len(stacks)} stacks; "
+                              "give one per stack")
+    for stack, factor in zip(stacks, factors):
+        if not isinstance(factor, int) or factor < 1:
+            raise DepthFirstError(f"{graph.name}: stack ending at layer {stack[-1].name!r} has tiling factor "
+                                  f"{factor!r}; use an integer ≥ 1 (1 = no tiling)")
+    long = long_skips(graph, stacks, max_short_skip_layers)
+    return DepthFirstLayout(tuple(plan_stack(graph, s, f, long) for s, f in zip(stacks, factors)), long)
 
 @functools.lru_cache(maxsize=4096)
 def axis_maps(layer: Layer, scan_rows: bool) -> tuple[AxisMap, AxisMap]:
@@ -107,55 +62,6 @@ def axis_maps(layer: Layer, scan_rows: bool) -> tuple[AxisMap, AxisMap]:
 
 
 # ----- the tiles of a stack ---------------------------------------------------------------------
-@dataclass
-class StackPlan:
-    """A stack's geometry: orientation, FMs, tile boundaries and widths, ring leads.
-
-    Positions are in the stack's orientation: `scan[t]` lines of `line[t]`
-    pixels, `channels[t]` values per pixel. For tile i of FM t, columns
-    `bounds[t][i]` … `bounds[t][i+1]` are computed there and `starts[t][i]` …
-    `bounds[t][i+1]` are held (the extra columns come from the tile before).
-    """
-
-    layers: tuple[Layer, ...]
-    tiling: int
-    scan_rows: bool
-    inputs: dict[str, tuple[str, ...]]  # layer -> its inputs held on chip (long-skip edges excluded)
-    dram_inputs: dict[str, tuple[str, ...]]  # layer -> its inputs read straight from DRAM
-    consumers: dict[str, tuple[Layer, ...]]  # on-chip tensor -> its consumers in the stack
-    external: tuple[str, ...]  # on-chip tensors produced before the stack (loaded from DRAM)
-    leaving: frozenset[str]  # tensors made here that DRAM keeps (later stacks, outputs, long skips)
-    scan: dict[str, int]
-    line: dict[str, int]
-    channels: dict[str, int]
-    bounds: dict[str, npt.NDArray[np.int64]]  # [tiling + 1]
-    starts: dict[str, npt.NDArray[np.int64]]  # [tiling]
-    leads: dict[str, int] = field(default_factory=dict)
-
-    def widths(self, t: str) -> np.ndarray:
-        """Held columns of t per tile."""
-        return self.bounds[t][1:] - self.starts[t]
-
-    def overlaps(self, t: str) -> np.ndarray:
-        """Columns of t each tile fetches back from the tile before."""
-        return self.bounds[t][:-1] - self.starts[t]
-
-    def width(self, t: str, tile: int) -> int:
-        """Columns of t held in `tile`: computed there plus those fetched back from the tile before."""
-        return int(self.bounds[t][tile + 1] - self.starts[t][tile])
-
-    def computed(self, t: str, tile: int) -> int:
-        return int(self.bounds[t][tile + 1] - self.bounds[t][tile])
-
-    def overlap(self, t: str, tile: int) -> int:
-        """Columns of t that `tile` needs from the tile before (offloaded there, fetched back here)."""
-        return int(self.bounds[t][tile] - self.starts[t][tile])
-
-    def ring_width(self, t: str) -> int:
-        """A ring row of t: its widest tile."""
-        return int(self.widths(t).max())
-
-
 def plan_stack(graph: Graph, stack: Sequence[Layer], tiling: int, long_edges: frozenset[tuple[str, str]]) -> StackPlan:
     """Orientation, tile boundaries (backwards from the stack's outputs) and ring leads of one stack."""
     names = {l.name for l in stack}
@@ -200,6 +106,7 @@ def plan_stack(graph: Graph, stack: Sequence[Layer], tiling: int, long_edges: fr
                      tuple(t for t in consumers if graph.producer(t).name not in names), leaving,
                      scan, line, {t: s.c for t, s in shapes.items()}, bounds, starts)
     plan.leads = _leads(plan)
+    plan.maps = {l.name: axis_maps(l, scan_rows) for l in stack}
     return plan
 
 

@@ -4,38 +4,15 @@ choices (cuts, tiling, weight policy) a depth-first mapping is made of."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
-from enum import StrEnum
 from itertools import pairwise
 
-from hwsim.errors import HwsimError
-from hwsim.workload.ir import Graph, Layer, LayerKind
-
-Cut = int | str
-
-MERGE_KINDS = frozenset({LayerKind.ADD, LayerKind.MUL, LayerKind.CONCAT})
-NOT_COMPUTE = frozenset({LayerKind.INPUT, LayerKind.OUTPUT})
-
-
-class DepthFirstError(HwsimError):
-    """A depth-first request that cannot be mapped or modelled (bad cut, tiling factor, precision)."""
-
-
-class WeightPolicy(StrEnum):
-    """Where the model's parameters live (sec. 5)."""
-
-    ON_CHIP = "on_chip"  # whole model on chip, loaded once: no DRAM bytes per inference
-    PER_STACK = "per_stack"  # only the running stack's parameters, refetched every inference
-
-
-@dataclass(frozen=True)
-class DepthFirstMapping:
-    """The choices behind a depth-first schedule."""
-
-    cuts: tuple[str, ...]
-    tiling: tuple[int, ...]
-    weights: WeightPolicy
-    max_short_skip_layers: int = 8
+from hwsim.mapping.depth_first.plan import (
+    MERGE_KINDS,
+    NOT_COMPUTE,
+    Cut,
+    DepthFirstError,
+)
+from hwsim.workload.ir import Graph, Layer
 
 
 # ----- stacks and skips -------------------------------------------------------------------------

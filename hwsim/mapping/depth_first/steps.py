@@ -10,14 +10,9 @@ import numpy as np
 
 from hwsim.hardware.schema import Accelerator
 from hwsim.mapping.depth_first.events import Event, tile_events
-from hwsim.mapping.depth_first.geometry import GLOBAL_KINDS, StackPlan, plan_stack
-from hwsim.mapping.depth_first.stacks import (
-    DepthFirstError,
-    DepthFirstMapping,
-    WeightPolicy,
-    long_skips,
-    split_stacks,
-)
+from hwsim.mapping.depth_first.geometry import plan_stack
+from hwsim.mapping.depth_first.plan import GLOBAL_KINDS, DepthFirstError, DepthFirstMapping, StackPlan, WeightPolicy
+from hwsim.mapping.depth_first.stacks import long_skips, split_stacks
 from hwsim.mapping.schedule import Schedule, StackInfo, Work
 from hwsim.vocab import NO_LEVEL, STEP_DTYPE, Level, Operand, StepKind, ceil_div
 from hwsim.workload.ir import Graph, Layer

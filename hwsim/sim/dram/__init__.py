@@ -8,7 +8,7 @@ from __future__ import annotations
 import simpy
 
 from hwsim.hardware import schema
-from hwsim.hardware.kinds import DRAM_MODELS
+from hwsim.hardware.dram import dram_kind
 from hwsim.sim.dram.base import DramModel
 from hwsim.sim.dram.jedec import JedecDram
 from hwsim.sim.dram.simple import SimpleDram
@@ -19,7 +19,7 @@ Dram = SimpleDram  # the default model
 def build_dram(env: simpy.Environment, cfg: schema.Dram, word_bytes: int, name: str = "dram",
                clock_hz: float | None = None) -> DramModel:
     """The DRAM model the config names, counting cycles of the core clock `clock_hz`."""
-    model: type[DramModel] = DRAM_MODELS.get(cfg.model).component_class()
+    model: type[DramModel] = dram_kind(cfg.model).component_class()
     return model(env, cfg, word_bytes, name, clock_hz)
 
 

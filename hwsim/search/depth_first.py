@@ -39,14 +39,22 @@ from itertools import combinations, pairwise
 from typing import TypeVar
 
 from hwsim.analytic.depth_first import (
-    DepthFirstError,
-    WeightPolicy,
+    DepthFirstCost,
     depth_first_cost,
     layer_by_layer_dram_bytes,
     layer_by_layer_on_chip_bytes,
-    split_stacks,
 )
+from hwsim.mapping.depth_first import Cut, DepthFirstError, WeightPolicy, depth_first_layout, split_stacks
 from hwsim.workload.ir import Graph
+
+
+def point_cost(graph: Graph, cuts: Sequence[Cut] = (), tiling: int | Sequence[int] = 1,
+               weights: WeightPolicy = WeightPolicy.ON_CHIP, bits: int = 8,
+               max_short_skip_layers: int = 8) -> DepthFirstCost:
+    """The closed-form cost of cutting `graph` after `cuts` (names or graph indices) at the tiling factors
+    `tiling` (one for every stack or one per stack): the mapper lays the point out, the analytic model prices
+    the layout."""
+    return depth_first_cost(graph, depth_first_layout(graph, cuts, tiling, max_short_skip_layers), weights, bits)
 
 TILING_FACTORS = (1, 2, 4, 8, 16, 32, 64)
 EXHAUSTIVE_MAX_CANDIDATES = 12  # 2**12 cut subsets; above this the DP is used
@@ -59,7 +67,7 @@ T = TypeVar("T")
 # ----- results --------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class ParetoPoint:
-    """One depth-first schedule: its cost and how to reproduce it with `depth_first_cost`."""
+    """One depth-first schedule: its cost and how to reproduce it with `point_cost`."""
 
     on_chip_bytes: int
     dram_bytes: int  # per inference
@@ -102,7 +110,7 @@ class DepthFirstPareto:
 
 # ----- candidate cuts and per-stack costs ---------------------------------------------------
 def compute_layer_names(graph: Graph) -> tuple[str, ...]:
-    """The compute layers in graph order: the positions `depth_first_cost` cuts between."""
+    """The compute layers in graph order: the positions `point_cost` cuts between."""
     (whole,) = split_stacks(graph, ())
     return tuple(l.name for l in whole)
 
@@ -111,12 +119,12 @@ def candidate_cuts(graph: Graph, max_short_skip_layers: int = 8) -> tuple[str, .
     """Compute layers after which a cut is allowed: all but the last, minus those splitting a short skip.
 
     Validity is per position (a cut set is valid iff each of its cuts is), so
-    each position is tried once on its own with `depth_first_cost`.
+    each position is tried once on its own with `point_cost`.
     """
     valid = []
     for name in compute_layer_names(graph)[:-1]:
         try:
-            depth_first_cost(graph, [name], max_short_skip_layers=max_short_skip_layers)
+            point_cost(graph, [name], max_short_skip_layers=max_short_skip_layers)
         except DepthFirstError:
             continue
         valid.append(name)
@@ -165,7 +173,7 @@ def stack_table(graph: Graph, cuts: Sequence[str], tilings: Sequence[int] = TILI
                 max_short_skip_layers: int = 8) -> StackTable:
     """Cost every stack between candidate boundaries (`cuts`, in graph order) at every factor in `tilings`.
 
-    Cheap by batching: one `depth_first_cost` call with cuts at every g-th
+    Cheap by batching: one `point_cost` call with cuts at every g-th
     boundary (from phase r) costs all stacks spanning g boundaries at once, so
     m boundaries need m(m + 1)/2 calls per factor instead of one per stack.
     """
@@ -178,7 +186,7 @@ def stack_table(graph: Graph, cuts: Sequence[str], tilings: Sequence[int] = TILI
                 if all((a, b) in done for a, b in _phase_stacks(m, gap, phase)):
                     continue
                 bounds = _phase_bounds(m, gap, phase)
-                cost = depth_first_cost(graph, [cuts[k - 1] for k in bounds[1:-1]], tiling, WeightPolicy.ON_CHIP,
+                cost = point_cost(graph, [cuts[k - 1] for k in bounds[1:-1]], tiling, WeightPolicy.ON_CHIP,
                                         bits, max_short_skip_layers)
                 for (a, b), stack in zip(pairwise(bounds), cost.stacks):
                     if (a, b) not in done:
@@ -311,14 +319,14 @@ def paper_greedy_points(graph: Graph, cuts: Sequence[str], weights: WeightPolicy
     """
     n_stacks = len(cuts) + 1
     tiling = [1] * n_stacks
-    cost = depth_first_cost(graph, cuts, tiling, weights, bits, max_short_skip_layers)
+    cost = point_cost(graph, cuts, tiling, weights, bits, max_short_skip_layers)
     points = [_point(cost.on_chip_bytes, cost.dram_bytes, cuts, tiling, weights)]
     while True:
         largest = max(range(n_stacks), key=lambda s: cost.stacks[s].on_chip_bytes)
         if tiling[largest] * 2 > max_tiling:
             break
         trial = [*tiling[:largest], tiling[largest] * 2, *tiling[largest + 1:]]
-        next_cost = depth_first_cost(graph, cuts, trial, weights, bits, max_short_skip_layers)
+        next_cost = point_cost(graph, cuts, trial, weights, bits, max_short_skip_layers)
         if next_cost.on_chip_bytes >= cost.on_chip_bytes:
             break
         tiling, cost = trial, next_cost

@@ -20,6 +20,7 @@ import simpy
 
 from hwsim.errors import HwsimError
 from hwsim.hardware import schema
+from hwsim.hardware.kinds import NOC_MODELS, ComponentKind
 from hwsim.sim.component import Port, Stat, Statistic
 from hwsim.sim.policy import Scheduler, scheduler
 from hwsim.vocab import NO_ADDRESS, NOC_BUSES, ceil_div
@@ -102,3 +103,7 @@ class Noc:
         for name, bus in self.buses.items():
             out.update(bus.stats(f"{prefix}{name}."))
         return out
+
+
+NOC_MODELS.register("buses")(ComponentKind(
+    "one ifmap, one filter and one psum multicast bus between the GLB and the PEs", f"{__name__}:Noc"))

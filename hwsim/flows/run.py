@@ -1,0 +1,128 @@
+"""One run's inputs, resolved once: `RunSpec`, what every command maps, schedules, simulates or estimates.
+
+`resolve_run` turns what a user gives (a network name, file or graph; a config name, file or accelerator; a
+batch; `--bits`; a mapping or plan file, a search, or nothing; the zeros; clock overrides) into a `RunSpec`: the
+graph with each layer's word, the accelerator the run is priced on, the batch, the layers' zeros and the plan
+(checked against both), with notes saying how the words were chosen. The flows then take the spec as it is —
+nothing downstream resolves a word, loads a mapping or checks a plan again:
+
+    spec = resolve_run("alexnet", "eyeriss-v1")       # inputs → RunSpec
+    schedule = spec.schedule()                          # plan → Schedule (the plan's mapper)
+    sim = simulate_run(spec, "traces/alexnet.h5")       # Schedule → machine → sink → derive
+    report = check_simulation(sim)                      # closed form and trace validator
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from hwsim.errors import HwsimError
+from hwsim.flows.inputs import (
+    HardwareLike,
+    MappingLike,
+    NetworkLike,
+    SparsityLike,
+    as_graph,
+    as_hardware,
+    as_profile,
+    check_batch,
+)
+from hwsim.flows.precision import precision_notes, run_precision
+from hwsim.hardware.precision import at_precision
+from hwsim.hardware.schema import Accelerator
+from hwsim.mapping.mapper import default_mapping
+from hwsim.mapping.mappers import Mapper, mapper_of
+from hwsim.mapping.nest.format import MappingError, NetworkMapping
+from hwsim.mapping.plans import PhasePlan, Plan, load_plan
+from hwsim.mapping.schedule import Schedule
+from hwsim.search.network import Progress as SearchProgress
+from hwsim.search.network import SearchedMapping, SearchSettings, search_network
+from hwsim.sparsity.profile import DENSE, SparsityProfile
+from hwsim.workload.ir import Graph
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """A run's inputs, resolved: the graph (each layer's word set), the accelerator it is priced on, the batch,
+    the plan (checked against both), the layers' zeros, and how the words were chosen."""
+
+    graph: Graph
+    hardware: Accelerator
+    batch: int
+    plan: Plan
+    sparsity: SparsityProfile = DENSE
+    notes: tuple[str, ...] = ()
+    search: SearchedMapping | None = None  # what a search chose per layer beside the rules, when it made the plan
+
+    @property
+    def mapper(self) -> Mapper:
+        """The mapper whose plan this is."""
+        return mapper_of(self.plan)
+
+    @property
+    def mapping(self) -> NetworkMapping:
+        """The loop-nest mapping of a layer-by-layer run (an error for another plan)."""
+        if not isinstance(self.plan, NetworkMapping):
+            raise HwsimError(f"{self.graph.name}: a {self.mapper.name} plan has no loop-nest mapping; this "
+                             "command estimates loop nests (use hwsim depthfirst, phases or memplan for its model)")
+        return self.plan
+
+    def schedule(self) -> Schedule:
+        """The plan's steps, from its mapper."""
+        return self.mapper.schedule(self.plan, self.graph, self.hardware, self.sparsity)
+
+
+def resolve_run(network: NetworkLike, hw: HardwareLike, batch: int = 1, mapping: MappingLike = None,
+                sparsity: SparsityLike = None, bits: int | None = None, clock_power_w: float | None = None,
+                throughput_gmacs: float | None = None, search_progress: SearchProgress | None = None) -> RunSpec:
+    """The run `network` on `hw` asks for: words by `bits` (else the graph's declared widths, else the config's),
+    the zeros of `sparsity` (None: dense), the plan `mapping` names (None: the dataflow's rules for `batch`
+    images; a search; a loop-nest mapping or another mapper's plan, given or in a file), checked once, and the
+    clock power and its reference throughput where given. A search reports each layer to `search_progress`."""
+    given_graph, config = as_graph(network), as_hardware(hw)
+    graph, priced = run_precision(given_graph, config, bits)
+    priced = with_control(priced, clock_power_w, throughput_gmacs)
+    profile = as_profile(sparsity, graph) or DENSE
+    plan, searched = _plan(mapping, graph, priced, batch, profile, search_progress)
+    if isinstance(plan, PhasePlan) and plan.bits != priced.precision_bits:
+        priced = at_precision(config, plan.bits)  # a phase plan sizes its buffers at its own word
+    notes = precision_notes(given_graph, config, bits)
+    try:
+        mapper_of(plan).check(plan, graph, priced)
+    except HwsimError as exc:  # name the file the plan came from
+        if not isinstance(mapping, (str, Path)):
+            raise
+        raise MappingError(f"{mapping}: {exc}") from None
+    run_batch = plan.batch if isinstance(plan, NetworkMapping) else check_batch(batch)
+    return RunSpec(graph, priced, run_batch, plan, profile, notes, searched)
+
+
+def _plan(mapping: MappingLike, graph: Graph, hw: Accelerator, batch: int, profile: SparsityProfile,
+          progress: SearchProgress | None) -> tuple[Plan, SearchedMapping | None]:
+    """The plan `mapping` names: the rules, a search's result (and what it chose), or a given or saved plan (a
+    loop-nest mapping for another batch is an error)."""
+    if mapping is None:
+        return default_mapping(graph, hw, check_batch(batch), check=False), None
+    if isinstance(mapping, SearchSettings):
+        settings = mapping if mapping.sparsity is not None else replace(mapping, sparsity=profile)
+        searched = search_network(graph, hw, check_batch(batch), settings, progress)
+        return searched.mapping, searched
+    given = load_plan(mapping) if isinstance(mapping, (str, Path)) else mapping
+    if isinstance(given, NetworkMapping) and batch not in (1, given.batch):
+        raise MappingError(f"mapping of {given.network!r}: made for batch {given.batch}, asked for {batch}; map the "
+                           "network again with --batch, or drop --batch")
+    return given, None
+
+
+def with_control(hw: Accelerator, clock_power_w: float | None, throughput_gmacs: float | None) -> Accelerator:
+    """`hw` with its clock power (W) and the reference throughput (GMAC/s) it is quoted at replaced."""
+    control = hw.control
+    if clock_power_w is not None:
+        control = replace(control, clock_power_w=clock_power_w)
+    if throughput_gmacs is not None:
+        control = replace(control, reference_throughput_gmacs=throughput_gmacs)
+    return hw if control == hw.control else replace(hw, control=control)
+
+
+__all__ = ["RunSpec", "resolve_run", "with_control"]

@@ -1,0 +1,284 @@
+"""Plans as data: what a mapper decided, in a file any run can replay.
+
+Every mapper family's result is a plan: a loop-nest mapping (`hwsim.mapping.nest.format.NetworkMapping`,
+written as `format: hwsim-mapping 1`), or one of the plans here, written as
+
+    format: hwsim-plan 1
+    mapper: depth_first            # depth_first | phases | planned
+    network: srgan
+    hardware: depthfirst-edge
+    input: [3, 64, 96]             # C, H, W of the network input the plan was made for
+    plan: {cuts: [...], tiling: [...], weights: on_chip, max_short_skip_layers: 8}
+
+- `DepthFirstPlan`: the stacks' cuts, a tiling factor per stack, where the weights live, and the longest skip kept
+  on chip (Goetschalckx & Verhelst);
+- `PhasePlan`: the phases per layer (Minakova & Stefanov), the rule that derived them, the word they were sized
+  at and the edge buffers placed in DRAM (the others in the L2);
+- `SlotPlan`: every intermediate tensor's slots (buffer, level, word address) from a memory planner.
+
+`save_plan` and `load_plan` write and read any of them (a loop-nest mapping through its own format); a file
+that does not parse is one line naming the file and the field. The analytic models and the simulator read these
+as data.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, ClassVar
+
+import yaml
+
+from hwsim.files import load_yaml, read_text, write_atomically
+from hwsim.mapping.nest.format import FORMAT as NEST_FORMAT
+from hwsim.mapping.nest.format import MappingError, NetworkMapping, mapping_data, mapping_from_data
+from hwsim.vocab import Level
+
+PLAN_FORMAT = "hwsim-plan 1"
+
+
+@dataclass(frozen=True)
+class DepthFirstPlan:
+    """A depth-first execution: stacks cut after `cuts`, each tiled by its factor, weights on chip or per stack."""
+
+    mapper: ClassVar[str] = "depth_first"
+
+    network: str
+    hardware: str
+    input_shape: tuple[int, int, int]
+    cuts: tuple[str, ...]
+    tiling: tuple[int, ...]
+    weights: str  # "on_chip" or "per_stack"
+    max_short_skip_layers: int = 8
+
+    def data(self) -> dict[str, Any]:
+        return {"cuts": list(self.cuts), "tiling": list(self.tiling), "weights": self.weights,
+                "max_short_skip_layers": self.max_short_skip_layers}
+
+
+@dataclass(frozen=True)
+class PhasePlan:
+    """A phased execution: phases per layer (derived by `rule`), edge buffers sized at `bits`, those named in
+    `dram_edges` in DRAM and the others in the L2."""
+
+    mapper: ClassVar[str] = "phases"
+
+    network: str
+    hardware: str
+    input_shape: tuple[int, int, int]
+    rule: str
+    bits: int
+    phases: tuple[tuple[str, int], ...]
+    dram_edges: tuple[str, ...] = ()
+
+    def data(self) -> dict[str, Any]:
+        return {"rule": self.rule, "bits": self.bits, "phases": dict(self.phases),
+                "dram_edges": list(self.dram_edges)}
+
+
+@dataclass(frozen=True)
+class TensorSlot:
+    """Where one tensor lives for some of its consumers: its buffer, level and word address."""
+
+    producer: int  # layer index (its step)
+    consumers: tuple[int, ...]  # steps that read it from this slot
+    words: int
+    buffer: int  # buffer id (occupancy)
+    address_words: int
+    level: Level
+
+
+@dataclass(frozen=True)
+class SlotPlan:
+    """A layer-by-layer run with every intermediate tensor in the slots a memory planner (`strategy`) chose."""
+
+    mapper: ClassVar[str] = "planned"
+
+    network: str
+    hardware: str
+    input_shape: tuple[int, int, int]
+    strategy: str
+    slots: tuple[TensorSlot, ...]
+    buffers: tuple[str, ...]
+
+    def data(self) -> dict[str, Any]:
+        return {"strategy": self.strategy, "buffers": list(self.buffers),
+                "slots": [{"producer": s.producer, "consumers": list(s.consumers), "words": s.words,
+                           "buffer": s.buffer, "address": s.address_words, "level": s.level.name.lower()}
+                          for s in self.slots]}
+
+
+Plan = NetworkMapping | DepthFirstPlan | PhasePlan | SlotPlan
+
+
+def plan_mapper(plan: Plan) -> str:
+    """The mapper family a plan comes from (a loop-nest mapping's is `nest`)."""
+    return "nest" if isinstance(plan, NetworkMapping) else plan.mapper
+
+
+def plan_document(plan: Plan) -> dict[str, Any]:
+    """The plan as the plain data a file holds."""
+    if isinstance(plan, NetworkMapping):
+        return mapping_data(plan)
+    return {"format": PLAN_FORMAT, "mapper": plan.mapper, "network": plan.network, "hardware": plan.hardware,
+            "input": list(plan.input_shape), "plan": plan.data()}
+
+
+def save_plan(plan: Plan, path: str | Path) -> None:
+    """Write `plan` as YAML (JSON for a .json path), atomically."""
+    data = plan_document(plan)
+    text = (json.dumps(data, indent=1) if str(path).endswith(".json")
+            else yaml.safe_dump(data, sort_keys=False, width=120, default_flow_style=None))
+    write_atomically(str(path), lambda tmp: _write_text(tmp, text))
+
+
+def _write_text(path: str, text: str) -> None:
+    Path(path).write_text(text, encoding="utf-8")
+
+
+def load_plan(path: str | Path) -> Plan:
+    """Read a plan file (a loop-nest mapping or a plan of another mapper)."""
+    shown = str(path)
+    text = read_text(path, shown, MappingError, "mapping")
+    if shown.endswith(".json"):
+        try:
+            data = json.loads(text)
+        except (json.JSONDecodeError, RecursionError) as exc:
+            first = (str(exc).splitlines() or [type(exc).__name__])[0]
+            raise MappingError(f"{shown}: not valid JSON ({first}); fix the syntax") from None
+    else:
+        data = load_yaml(text, shown, MappingError)
+    return plan_from_document(data, shown)
+
+
+def plan_from_document(data: object, source: str) -> Plan:
+    """The inverse of `plan_document`; a malformed document is a MappingError naming `source` and the field."""
+    if isinstance(data, Mapping) and (data.get("format") == NEST_FORMAT
+                                      or (data.get("format") != PLAN_FORMAT and "mapper" not in data)):
+        return mapping_from_data(data, source)  # a loop-nest mapping (its reader names what is wrong)
+    read = _Fields(source)
+    top = read.mapping("(top level)", data)
+    read.only("(top level)", top, {"format", "mapper", "network", "hardware", "input", "plan"})
+    if top.get("format") != PLAN_FORMAT:
+        raise read.fail("format", f"{top.get('format')!r}; this hwsim reads {NEST_FORMAT!r} and {PLAN_FORMAT!r} "
+                                  "files (write them with hwsim map, depthfirst, phases or memplan --out)")
+    header = (read.text("network", top.get("network")), read.text("hardware", top.get("hardware")),
+              read.shape("input", top.get("input")))
+    body = read.mapping("plan", top.get("plan"))
+    mapper = top.get("mapper")
+    if mapper == DepthFirstPlan.mapper:
+        return _depth_first(read, header, body)
+    if mapper == PhasePlan.mapper:
+        return _phases(read, header, body)
+    if mapper == SlotPlan.mapper:
+        return _slots(read, header, body)
+    raise read.fail("mapper", f"{mapper!r}; use depth_first, phases or planned (a loop nest is a hwsim-mapping file)")
+
+
+Header = tuple[str, str, tuple[int, int, int]]
+
+
+def _depth_first(read: _Fields, header: Header, body: dict[str, Any]) -> DepthFirstPlan:
+    read.only("plan", body, {"cuts", "tiling", "weights", "max_short_skip_layers"})
+    weights = body.get("weights", "on_chip")
+    if weights not in ("on_chip", "per_stack"):
+        raise read.fail("plan.weights", f"{weights!r}; use on_chip or per_stack")
+    return DepthFirstPlan(*header, cuts=tuple(read.text(f"plan.cuts[{i}]", c) for i, c in
+                                              enumerate(read.listed("plan.cuts", body.get("cuts", [])))),
+                          tiling=tuple(read.integer(f"plan.tiling[{i}]", t) for i, t in
+                                       enumerate(read.listed("plan.tiling", body.get("tiling")))),
+                          weights=str(weights),
+                          max_short_skip_layers=read.integer("plan.max_short_skip_layers",
+                                                             body.get("max_short_skip_layers", 8), 0))
+
+
+def _phases(read: _Fields, header: Header, body: dict[str, Any]) -> PhasePlan:
+    read.only("plan", body, {"rule", "bits", "phases", "dram_edges"})
+    phases = read.mapping("plan.phases", body.get("phases"))
+    return PhasePlan(*header, rule=read.text("plan.rule", body.get("rule", "thesis")),
+                     bits=read.integer("plan.bits", body.get("bits")),
+                     phases=tuple((str(k), read.integer(f"plan.phases.{k}", v)) for k, v in phases.items()),
+                     dram_edges=tuple(read.text(f"plan.dram_edges[{i}]", e) for i, e in
+                                      enumerate(read.listed("plan.dram_edges", body.get("dram_edges", [])))))
+
+
+def _slots(read: _Fields, header: Header, body: dict[str, Any]) -> SlotPlan:
+    read.only("plan", body, {"strategy", "buffers", "slots"})
+    levels = {"l2": Level.L2, "dram": Level.DRAM}
+    slots = []
+    for i, item in enumerate(read.listed("plan.slots", body.get("slots"))):
+        where = f"plan.slots[{i}]"
+        slot = read.mapping(where, item)
+        read.only(where, slot, {"producer", "consumers", "words", "buffer", "address", "level"})
+        if slot.get("level") not in levels:
+            raise read.fail(f"{where}.level", f"{slot.get('level')!r}; use l2 or dram")
+        slots.append(TensorSlot(read.integer(f"{where}.producer", slot.get("producer"), 0),
+                                tuple(read.integer(f"{where}.consumers", c, 0)
+                                      for c in read.listed(f"{where}.consumers", slot.get("consumers"))),
+                                read.integer(f"{where}.words", slot.get("words"), 0),
+                                read.integer(f"{where}.buffer", slot.get("buffer"), 0),
+                                read.integer(f"{where}.address", slot.get("address"), 0), levels[slot["level"]]))
+    return SlotPlan(*header, strategy=read.text("plan.strategy", body.get("strategy")), slots=tuple(slots),
+                    buffers=tuple(read.text(f"plan.buffers[{i}]", b) for i, b in
+                                  enumerate(read.listed("plan.buffers", body.get("buffers")))))
+
+
+class _Fields:
+    """Reads a plan document's fields, naming the file and the field of every problem."""
+
+    def __init__(self, source: str) -> None:
+        self.source = source
+
+    def fail(self, where: str, problem: str) -> MappingError:
+        return MappingError(f"{self.source}: {where}: {problem}")
+
+    def mapping(self, where: str, value: object) -> dict[str, Any]:
+        if not isinstance(value, dict):
+            raise self.fail(where, "expected a mapping of keys to values")
+        return value
+
+    def listed(self, where: str, value: object) -> list[Any]:
+        if not isinstance(value, list):
+            raise self.fail(where, "expected a list")
+        return value
+
+    def only(self, where: str, data: dict[str, Any], allowed: set[str]) -> None:
+        unknown = sorted(set(data) - allowed)
+        if unknown:
+            raise self.fail(f"{where}.{unknown[0]}", f"unknown key; valid keys: {', '.join(sorted(allowed))}")
+
+    def text(self, where: str, value: object) -> str:
+        if not isinstance(value, str) or not value:
+            raise self.fail(where, f"{value!r} is not a non-empty text")
+        return value
+
+    def integer(self, where: str, value: object, minimum: int = 1) -> int:
+        if isinstance(value, bool) or not isinstance(value, int) or not minimum <= value < 1 << 62:
+            raise self.fail(where, f"{value!r} is not a whole number ≥ {minimum}")
+        return value
+
+    def shape(self, where: str, value: object) -> tuple[int, int, int]:
+        items = self.listed(where, value)
+        if len(items) != 3:
+            raise self.fail(where, f"{value!r}: give the input's channels, height and width, e.g. [3, 64, 96]")
+        c, h, w = (self.integer(f"{where}[{i}]", v) for i, v in enumerate(items))
+        return c, h, w
+
+
+def plan_problems(plan: Plan, network: str, input_shape: tuple[int, int, int]) -> str:
+    """Why `plan` does not fit the network `network` with input `input_shape` ('' when it does)."""
+    if isinstance(plan, NetworkMapping):
+        return ""
+    if plan.network != network:
+        return f"the plan is of network {plan.network!r}, not {network!r}; make one for {network}"
+    if tuple(plan.input_shape) != tuple(input_shape):
+        c, h, w = plan.input_shape
+        return f"the plan was made for a {c}x{h}x{w} input, the network's is {'x'.join(map(str, input_shape))}; " \
+               f"give --input {w}x{h}"
+    return ""
+
+
+__all__ = ["PLAN_FORMAT", "DepthFirstPlan", "PhasePlan", "Plan", "SlotPlan", "TensorSlot", "load_plan",
+           "plan_document", "plan_from_document", "plan_mapper", "plan_problems", "save_plan"]

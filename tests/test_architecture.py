@@ -1,0 +1,141 @@
+"""The package's shape, read from its source: no import cycle between modules (imports inside functions and for
+type checking count), packages importing only those below them (DESIGN: the flow's stages), the analytic models
+reading mappings through the plan formats alone, and one `Registry`."""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parent.parent / "hwsim"
+
+# What each package may import (besides itself): the stages below it in the flow. The bottom modules (errors,
+# vocab, registry, files, the package's __init__) import nothing of hwsim but one another as listed.
+ALLOWED = {
+    "errors": set(),
+    "vocab": set(),
+    "registry": {"errors"},
+    "files": {"errors"},
+    "hwsim": set(),  # hwsim/__init__.py: the version
+    "workload": {"errors", "vocab", "files"},
+    "hardware": {"errors", "vocab", "registry", "files", "hwsim"},
+    "trace": {"errors", "vocab"},
+    "sparsity": {"errors", "vocab", "registry", "files", "workload", "hardware"},
+    "mapping": {"errors", "vocab", "registry", "files", "workload", "hardware", "sparsity"},
+    "analytic": {"errors", "vocab", "workload", "hardware", "sparsity", "mapping"},
+    "search": {"errors", "vocab", "registry", "files", "workload", "hardware", "sparsity", "mapping", "analytic"},
+    "sim": {"errors", "vocab", "registry", "hwsim", "workload", "hardware", "sparsity", "mapping", "trace"},
+    "metrics": {"errors", "vocab", "hardware", "trace"},
+    "check": {"errors", "vocab", "hardware", "mapping", "analytic", "metrics", "trace"},
+}
+# The analytic models read a mapping only as data: these modules hold the plan formats.
+PLAN_FORMATS = {"hwsim.mapping.nest.format", "hwsim.mapping.plans", "hwsim.mapping.depth_first.plan",
+                "hwsim.mapping.phased"}
+
+
+def _modules() -> dict[str, Path]:
+    found = {}
+    for path in PACKAGE.rglob("*.py"):
+        parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+        name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+        found[name] = path
+    return found
+
+
+def _imports(path: Path, modules: dict[str, Path]) -> Iterator[str]:
+    """Every hwsim module `path` imports, anywhere in the file (a name imported from a package that is a module
+    of its own counts as that module)."""
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.split(".")[0] == "hwsim":
+            for alias in node.names:
+                child = f"{node.module}.{alias.name}"
+                yield child if child in modules else node.module
+        elif isinstance(node, ast.Import):
+            yield from (a.name for a in node.names if a.name.split(".")[0] == "hwsim")
+
+
+def _graph() -> dict[str, set[str]]:
+    modules = _modules()
+    return {name: {m for m in _imports(path, modules) if m != name} for name, path in modules.items()}
+
+
+def _package(module: str) -> str:
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else "hwsim"
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan, iterative)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+    for root in graph:
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph[root])))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, children = work[-1]
+            child = next((c for c in children if c in graph), None)
+            if child is None:
+                work.pop()
+                if work:
+                    low[work[-1][0]] = min(low[work[-1][0]], low[node])
+                if low[node] == index[node]:
+                    component = []
+                    while True:
+                        member = stack.pop()
+                        on_stack.discard(member)
+                        component.append(member)
+                        if member == node:
+                            break
+                    if len(component) > 1:
+                        found.append(sorted(component))
+            elif child not in index:
+                index[child] = low[child] = len(index)
+                stack.append(child)
+                on_stack.add(child)
+                work.append((child, iter(sorted(graph[child]))))
+            elif child in on_stack:
+                low[node] = min(low[node], index[child])
+    return found
+
+
+def test_the_cycle_finder_finds_a_cycle() -> None:
+    assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    assert _cycles({"a": {"b"}, "b": set()}) == []
+
+
+def test_no_module_imports_itself_round_a_cycle() -> None:
+    assert _cycles(_graph()) == []
+
+
+def test_packages_import_only_what_lies_below_them() -> None:
+    wrong = sorted(f"{module} imports {target}" for module, targets in _graph().items() for target in targets
+                   if _package(module) in ALLOWED and _package(target) != _package(module)
+                   and _package(target) not in ALLOWED[_package(module)])
+    assert wrong == []
+
+
+def test_the_analytic_models_read_mappings_as_data_and_metrics_never_touch_the_simulator() -> None:
+    graph = _graph()
+    mapper_internals = sorted(f"{m} imports {t}" for m, ts in graph.items() for t in ts
+                              if _package(m) == "analytic" and _package(t) == "mapping" and t not in PLAN_FORMATS)
+    assert mapper_internals == []
+    assert not any(_package(t) == "sim" for m, ts in graph.items() if _package(m) in ("metrics", "search")
+                   for t in ts)
+
+
+def test_one_registry() -> None:
+    defining = [path for path in PACKAGE.rglob("*.py") if "class Registry" in path.read_text(encoding="utf-8")]
+    assert defining == [PACKAGE / "registry.py"]
+    importers = sorted(str(path.relative_to(PACKAGE)) for path in PACKAGE.rglob("*.py")
+                       for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+                       if isinstance(node, ast.ImportFrom) and any(a.name == "Registry" for a in node.names)
+                       and node.module != "hwsim.registry")
+    assert importers == []
