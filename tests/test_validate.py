@@ -235,6 +235,17 @@ def test_levels_a_group_without_its_noc_records(tmp_path: Path) -> None:
     records = _group(0)
     del records["noc"]
     v = _validate(_write(tmp_path / "t.h5", records, [(0, 2, LOAD_PASS_STORE)]))
+    # the group moves data through the NoC but holds no NoC record (1), and its two RF steps (1 and 3) each lack
+    # their bus transfer (2)
+    assert _violations(v) == {"levels": 3}
+
+
+def test_levels_one_step_without_its_noc_record(tmp_path: Path) -> None:
+    # step 1's ifmap bus transfer missing, step 3's psum transfer kept: the group still has NoC records, so only
+    # the per-step rule sees it (a sink that dropped one operand's NoC records)
+    records = _group(0)
+    records["noc"] = [r for r in records["noc"] if r[4] != 1]
+    v = _validate(_write(tmp_path / "t.h5", records, [(0, 2, LOAD_PASS_STORE)]))
     assert _violations(v) == {"levels": 1}
 
 

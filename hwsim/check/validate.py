@@ -28,7 +28,7 @@ the simulator; each says what the hardware allows and finds every record that br
   in bytes at each layer's word, of different tensors never overlap (regions starting at one byte are one
   tensor, seen by its writer and its readers).
 - levels: every level a group's steps move data through (the schedule's groups say which) holds records of
-  that group, for every level the trace records.
+  that group, for every level the trace records; every step with RF records has a NoC record (its bus transfer).
 - units: every record is at a unit of its level (a GLB record at a GLB), and a per-core unit is its layer's
   core's, unless the step crosses a link to or from that core.
 """
@@ -719,6 +719,12 @@ def _levels_rule(tally: _Tally, steps: _Steps, g: np.ndarray, groups: np.ndarray
         return (f"layer {trace.layers[int(groups['layer'][k])]} group {k} moves data through "
                 f"{', '.join(lost)} but the trace holds no record of it there")
     tally.add("levels", missing != 0, text)
+    if {"rf", "noc"} <= recorded:  # a step's RF end rides a NoC bus: its RF records come with a NoC record
+        rf, noc = (1 << trace.group_level_bits.index(lv) for lv in ("rf", "noc"))
+        bare = ((steps.level_bits & rf) != 0) & ((steps.level_bits & noc) == 0)
+        tally.add("levels", bare, lambda i: f"layer {trace.layers[int(steps.key[i] >> _STEP_BITS)]} step "
+                                            f"{int(steps.key[i] & ((1 << _STEP_BITS) - 1))} fills or empties RFs "
+                                            "but the trace holds no NoC transfer of it")
 
 
 # --- occupancy ----------------------------------------------------------------------------------------------

@@ -16,10 +16,10 @@ import time
 from pathlib import Path
 
 from hwsim.errors import ConfigError, HwsimError
-from hwsim.flows.estimate import estimate_mapping
+from hwsim.flows.estimate import estimate_run
 from hwsim.flows.mapping import SearchSettings
-from hwsim.flows.precision import run_precision
-from hwsim.flows.simulate import simulate_network
+from hwsim.flows.run import resolve_run
+from hwsim.flows.simulate import simulate_run
 from hwsim.flows.totals import RunTotals
 from hwsim.hardware.energy import COMPONENTS, with_glb_data_size
 from hwsim.hardware.loader import Overrides, consistency_errors, parse_config
@@ -103,19 +103,21 @@ def evaluate(point: Point, trace_dir: str | None) -> Row:
     row = point_row(point)
     row["status"], row["error"], row["trace"] = OK, None, None
     try:
-        # a quantized network runs at the word its graph declares (hwsim.flows.precision)
-        graph, hw = run_precision(_graph(point.network.name, point.network.input_size), point_hardware(point))
-        row.update(_hardware_row(hw))
+        # the run resolved once: a quantized network runs at the word its graph declares (hwsim.flows.precision)
         mapping = SearchSettings(objective=point.objective) if point.mapper == "search" else None
+        spec = resolve_run(_graph(point.network.name, point.network.input_size), point_hardware(point), point.batch,
+                           mapping)
+        hw = spec.hardware
+        row.update(_hardware_row(hw))
         if point.mode == "estimate":
-            totals = estimate_mapping(graph, hw, point.batch, mapping=mapping).totals
+            totals = estimate_run(spec).totals
         elif trace_dir is not None:
             path = Path(trace_dir) / f"{point.point_id}.h5"
-            totals = simulate_network(graph, hw, point.batch, path, mapping=mapping).totals
+            totals = simulate_run(spec, path).totals
             row["trace"] = str(Path("traces") / path.name)
         else:
             with tempfile.TemporaryDirectory(prefix="hwsim-sweep-") as tmp:
-                totals = simulate_network(graph, hw, point.batch, Path(tmp) / "point.h5", mapping=mapping).totals
+                totals = simulate_run(spec, Path(tmp) / "point.h5").totals
         row.update(_metrics_row(totals, hw, point.batch))
     except HwsimError as exc:  # bad input for this point only, e.g. a layer that cannot fit
         row["status"], row["error"] = ERROR, str(exc)
