@@ -154,3 +154,30 @@ def load_yaml(text: str, shown: str, error: type[HwsimError]) -> Any:
     """`yaml.safe_load(text)` with the bounds of `compose_yaml` and every failure one line raising `error`."""
     root = compose_yaml(text, shown, error)
     return None if root is None else construct_yaml(root, shown, error)
+
+
+class DocumentReader:
+    """Reads the fields of a loaded document (a mapping or plan file), each problem one `error` naming the source
+    file and the field."""
+
+    def __init__(self, source: str, error: type[HwsimError]) -> None:
+        self.source = source
+        self.error = error
+
+    def fail(self, where: str, problem: str) -> HwsimError:
+        return self.error(f"{self.source}: {where}: {problem}")
+
+    def mapping_of(self, where: str, value: object) -> dict[str, Any]:
+        if not isinstance(value, dict):
+            raise self.fail(where, "expected a mapping of keys to values")
+        return value
+
+    def integer(self, where: str, value: object, minimum: int = 1) -> int:
+        if isinstance(value, bool) or not isinstance(value, int) or not minimum <= value < 1 << 62:
+            raise self.fail(where, f"{value!r} is not a whole number ≥ {minimum}")
+        return value
+
+    def only(self, where: str, data: dict[str, Any], allowed: set[str]) -> None:
+        unknown = sorted(set(data) - allowed)
+        if unknown:
+            raise self.fail(f"{where}.{unknown[0]}", f"unknown key; valid keys: {', '.join(sorted(allowed))}")

@@ -23,8 +23,13 @@ environment and runs it beside hwsim (tools/scalesim_peer.py writes its inputs):
 --zeros runs each network again with zeros (`--sparsity relu`; `--measured FILE.onnx INPUT` adds an exported
 network measured on a real input) beside its dense run: wall time, its ratio (target <= 1.5x) and DRAM MB.
 
+--against REV times the same simulation of each network on another revision of hwsim (a git worktree of REV
+outside the repository) and on this checkout, in the order REV, this, this, REV (ABBA: a drift in the machine's
+load weighs on both alike), and prints CPU seconds (user + sys of the simulating process) and wall seconds of
+both and their ratio; the simulated cycles must be equal.
+
 Usage: python tools/bench_sim.py [--nets alexnet,resnet50] [--with-peers] [--peer-layers conv1,conv2]
-                                 [--zeros [--measured FILE.onnx INPUT]]
+                                 [--zeros [--measured FILE.onnx INPUT]] [--against REV]
 """
 
 from __future__ import annotations
@@ -39,6 +44,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import scalesim_peer
+from revisions import resolve_commit, revision_env, worktree
 
 from hwsim.workload import zoo
 from hwsim.workload.ir import LayerKind
@@ -60,8 +66,9 @@ with open(sys.argv[1], "wb") as out, open(sys.argv[2], "wb") as err:
     start = time.perf_counter()
     code = subprocess.run(sys.argv[3:], stdout=out, stderr=err).returncode
     wall_s = time.perf_counter() - start
-rss_kib = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-print(json.dumps({"wall_s": wall_s, "peak_rss_bytes": rss_kib * 1024, "returncode": code}))
+usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+print(json.dumps({"wall_s": wall_s, "cpu_s": usage.ru_utime + usage.ru_stime, "peak_rss_bytes": usage.ru_maxrss * 1024,
+                  "returncode": code}))
 """
 
 # hwsim on a subset of a network's layers, each scheduled as in the whole network (same levels as the CLI run).
@@ -85,17 +92,18 @@ class Measured:
     wall_s: float
     peak_rss_bytes: int
     stdout: str
+    cpu_s: float = 0.0  # user + sys of the measured process
 
 
-def measure(cmd: list[str], work_dir: Path, tag: str) -> Measured:
-    """Run `cmd` in its own measurement process; its wall time, peak RSS and stdout."""
+def measure(cmd: list[str], work_dir: Path, tag: str, env: dict[str, str] | None = None) -> Measured:
+    """Run `cmd` in its own measurement process (with `env`); its wall time, CPU time, peak RSS and stdout."""
     out, err = work_dir / f"{tag}.stdout", work_dir / f"{tag}.stderr"
-    report = subprocess.run([sys.executable, "-c", MEASURE, str(out), str(err), *cmd], cwd=ROOT,
+    report = subprocess.run([sys.executable, "-c", MEASURE, str(out), str(err), *cmd], cwd=ROOT, env=env,
                             check=True, capture_output=True, text=True).stdout
     doc = json.loads(report)
     if doc["returncode"] != 0:
         sys.exit(f"{' '.join(cmd)} failed ({doc['returncode']}):\n{err.read_text()[-2000:]}")
-    return Measured(doc["wall_s"], doc["peak_rss_bytes"], out.read_text())
+    return Measured(doc["wall_s"], doc["peak_rss_bytes"], out.read_text(), doc["cpu_s"])
 
 
 def trace_records(path: Path) -> int:
@@ -259,6 +267,31 @@ def bench_peer_cycles(python: Path, work_dir: Path) -> None:
     print(scalesim_peer.summary(rows))
 
 
+def bench_against(nets: list[str], rev: str, work_dir: Path) -> None:
+    """Each network simulated on revision `rev` and on this checkout, ABBA; CPU and wall seconds side by side."""
+    commit = resolve_commit(rev)
+    sides = {"base": revision_env(worktree("base", commit)), "this": revision_env(ROOT)}
+    rows = []
+    for net in nets:
+        times: dict[str, list[Measured]] = {"base": [], "this": []}
+        for k, side in enumerate(("base", "this", "this", "base")):
+            trace = work_dir / f"{net}-{side}-{k}.h5"
+            times[side].append(measure([sys.executable, "-m", "hwsim.cli.main", "simulate", net, "--hw", HW,
+                                        "--trace-levels", LEVELS, "--out", str(trace), "--json"], work_dir,
+                                       f"{net}-{side}-{k}", sides[side]))
+        cycles = {side: {json.loads(m.stdout)["cycles"] for m in ms} for side, ms in times.items()}
+        assert cycles["base"] == cycles["this"], (net, cycles)
+        cpu = {side: sum(m.cpu_s for m in ms) / len(ms) for side, ms in times.items()}
+        wall = {side: sum(m.wall_s for m in ms) / len(ms) for side, ms in times.items()}
+        rows.append([net, f"{cpu['base']:.2f}", f"{cpu['this']:.2f}", f"{cpu['this'] / cpu['base']:.3f}",
+                     f"{wall['base']:.2f}", f"{wall['this']:.2f}", f"{wall['this'] / wall['base']:.3f}",
+                     f"{next(iter(cycles['this'])):,}"])
+    print(f"\nhwsim simulate on {HW}, trace levels {LEVELS}: {commit[:12]} (base) against this checkout, ABBA, means "
+          f"of two runs each ({load_average()})")
+    print_table(["network", "base CPU s", "this CPU s", "this / base", "base wall s", "this wall s", "this / base",
+                 "cycles (equal)"], rows)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--nets", default="alexnet,resnet50", help="comma-separated zoo networks")
@@ -270,10 +303,15 @@ def main() -> None:
     parser.add_argument("--measured", nargs=2, action="append", default=[], metavar=("FILE.onnx", "INPUT"),
                         help="with --zeros: also an exported network dense and measured on INPUT (needs the measure "
                              "extra)")
+    parser.add_argument("--against", metavar="REV", default=None,
+                        help="instead: each network on revision REV and on this checkout, ABBA (CPU and wall seconds)")
     args = parser.parse_args()
     print(f"bench_sim: {load_average()}, python {sys.version.split()[0]}")
     with tempfile.TemporaryDirectory(prefix="bench-sim-") as tmp:
         work_dir = Path(tmp)
+        if args.against:
+            bench_against([n.strip() for n in args.nets.split(",") if n.strip()], args.against, work_dir)
+            return
         runs = [bench_network(net.strip(), work_dir) for net in args.nets.split(",") if net.strip()]
         print_networks(runs)
         print(f"({load_average()})")

@@ -31,7 +31,7 @@ from typing import Any, ClassVar
 
 import yaml
 
-from hwsim.files import load_yaml, read_text, write_atomically
+from hwsim.files import DocumentReader, load_yaml, read_text, write_atomically
 from hwsim.mapping.nest.format import FORMAT as NEST_FORMAT
 from hwsim.mapping.nest.format import MappingError, NetworkMapping, mapping_data, mapping_from_data
 from hwsim.vocab import Level
@@ -225,38 +225,23 @@ def _slots(read: _Fields, header: Header, body: dict[str, Any]) -> SlotPlan:
                                   enumerate(read.listed("plan.buffers", body.get("buffers")))))
 
 
-class _Fields:
+class _Fields(DocumentReader):
     """Reads a plan document's fields, naming the file and the field of every problem."""
 
     def __init__(self, source: str) -> None:
-        self.source = source
-
-    def fail(self, where: str, problem: str) -> MappingError:
-        return MappingError(f"{self.source}: {where}: {problem}")
+        super().__init__(source, MappingError)
 
     def mapping(self, where: str, value: object) -> dict[str, Any]:
-        if not isinstance(value, dict):
-            raise self.fail(where, "expected a mapping of keys to values")
-        return value
+        return self.mapping_of(where, value)
 
     def listed(self, where: str, value: object) -> list[Any]:
         if not isinstance(value, list):
             raise self.fail(where, "expected a list")
         return value
 
-    def only(self, where: str, data: dict[str, Any], allowed: set[str]) -> None:
-        unknown = sorted(set(data) - allowed)
-        if unknown:
-            raise self.fail(f"{where}.{unknown[0]}", f"unknown key; valid keys: {', '.join(sorted(allowed))}")
-
     def text(self, where: str, value: object) -> str:
         if not isinstance(value, str) or not value:
             raise self.fail(where, f"{value!r} is not a non-empty text")
-        return value
-
-    def integer(self, where: str, value: object, minimum: int = 1) -> int:
-        if isinstance(value, bool) or not isinstance(value, int) or not minimum <= value < 1 << 62:
-            raise self.fail(where, f"{value!r} is not a whole number ≥ {minimum}")
         return value
 
     def shape(self, where: str, value: object) -> tuple[int, int, int]:

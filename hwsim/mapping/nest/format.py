@@ -64,7 +64,7 @@ from typing import Any
 import yaml
 
 from hwsim.errors import HwsimError
-from hwsim.files import load_yaml, read_text, write_atomically
+from hwsim.files import DocumentReader, load_yaml, read_text, write_atomically
 
 FORMAT = "hwsim-mapping 1"
 LOWERINGS = ("conv", "im2col")  # the problem a nest covers: the convolution, or its im2col GEMM
@@ -247,24 +247,11 @@ def _write_text(path: str, text: str) -> None:
     Path(path).write_text(text, encoding="utf-8")
 
 
-class _Reader:
+class _Reader(DocumentReader):
     """Parses mapping data, naming the file and the field of every problem."""
 
     def __init__(self, source: str) -> None:
-        self.source = source
-
-    def fail(self, where: str, problem: str) -> MappingError:
-        return MappingError(f"{self.source}: {where}: {problem}")
-
-    def mapping_of(self, where: str, value: object) -> dict[str, Any]:
-        if not isinstance(value, dict):
-            raise self.fail(where, "expected a mapping of keys to values")
-        return value
-
-    def integer(self, where: str, value: object, minimum: int = 1) -> int:
-        if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-            raise self.fail(where, f"{value!r} is not a whole number ≥ {minimum}")
-        return value
+        super().__init__(source, MappingError)
 
     def loops(self, where: str, value: object) -> Loops:
         if value is None:
@@ -290,11 +277,6 @@ class _Reader:
         self.only(where, data, {"loops", "keeps"})
         keeps = self.operands(f"{where}.keeps", data.get("keeps", list(OPERANDS)))
         return Storage(level, self.loops(f"{where}.loops", data.get("loops")), keeps)
-
-    def only(self, where: str, data: dict[str, Any], allowed: set[str]) -> None:
-        unknown = sorted(set(data) - allowed)
-        if unknown:
-            raise self.fail(f"{where}.{unknown[0]}", f"unknown key; valid keys: {', '.join(sorted(allowed))}")
 
     def array(self, where: str, value: object) -> Array:
         data = self.mapping_of(where, value)
