@@ -125,6 +125,8 @@ def _build(cls: type[_Section], node: yaml.Node, path: str, ctx: _Context) -> _S
     fields = {key: f for key, f in all_fields.items() if not f.metadata["info"].model_params}
     holder = next((f for f in all_fields.values() if f.metadata["info"].model_params), None)
     given, extra = _given_keys(node, fields, path, ctx, holder is not None)
+    if holder is not None and extra:
+        _refuse_unknown(holder, fields, given, extra, path, ctx)
     hints = _type_hints(cls)
     values: dict[str, Any] = {}
     for key, f in fields.items():
@@ -162,6 +164,21 @@ def _given_keys(node: yaml.MappingNode, fields: Mapping[str, dataclasses.Field[A
         else:
             raise ConfigError(f"{_where(ctx, key_node, _join(path, key))}: unknown key; {_key_hint(key, fields)}")
     return given, extra
+
+
+def _refuse_unknown(holder: dataclasses.Field[Any], fields: Mapping[str, dataclasses.Field[Any]],
+                    given: Mapping[str, tuple[yaml.Node, yaml.Node]], extra: list[tuple[yaml.Node, yaml.Node]],
+                    path: str, ctx: _Context) -> None:
+    """Keys the section does not know, when the model it chooses declares no parameters of its own: the first is
+    an unknown key (before any missing one is named)."""
+    chooser = next(f for f in fields.values() if f.name == holder.metadata["info"].model_params)
+    registry = chooser.metadata["info"].choices
+    chosen_node = given.get(yaml_key(chooser))
+    chosen = str(chosen_node[1].value) if chosen_node is not None else chooser.default
+    if registry is not None and chosen in registry.names() and registry.params(chosen) is None:
+        key_node = extra[0][0]
+        key = str(key_node.value)
+        raise ConfigError(f"{_where(ctx, key_node, _join(path, key))}: unknown key; {_key_hint(key, fields)}")
 
 
 def _key_hint(key: str, keys: Iterable[str]) -> str:
