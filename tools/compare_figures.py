@@ -22,19 +22,20 @@ Per network and config, on both revisions:
 Lists of named records (layers, DRAM statistics) are keyed by name. Integers compare exactly, floats with a
 relative tolerance of 1e-12; a row present on one side only differs. A run that fails is one status row
 `.../status` holding its exit code and the first line of its stderr (a traceback's last line); two failures
-with the same code and message are equal, and the rows of a run whose status differs are not compared. The
-trace path, wall times and version strings are ignored; text (notes, warnings, units, descriptions, mapping
-strings) is compared and listed apart, not counted as figures. Paths of the revisions' roots are written as
-`<root>` in text and errors.
+with the same code and message are equal, and the rows of a run whose status differs are not compared; a run
+that outlived `--timeout` or whose trace this file could not read differs even when both sides did so, since
+nothing of it was compared. The trace path, wall times and version strings are ignored; text (notes, warnings,
+units, descriptions, mapping strings) is compared and listed apart, not counted as figures. Paths of the
+revisions' roots are written as `<root>` in text and errors.
 
     python tools/compare_figures.py                       # all networks x all configs: base vs this checkout
     python tools/compare_figures.py --quick               # 3 networks x 4 configs
     python tools/compare_figures.py --base REV --head REV --networks alexnet,resnet18 --configs eyeriss-v1 \\
         --jobs 2 --keep /tmp/figures                      # keep both sides' rows as JSON
 
-`--jobs N` runs N subprocesses at a time. All networks on all configs are 896 runs, about 45 minutes on two
-cores (the four slowest configs, diannao-nlr, scalesim-12x14-ws, eyeriss-v1-ddr and eyeriss-v1, are two thirds
-of it); `--quick` is 48 runs, about 4 minutes. Exit code 0 when no figure row differs, 1 when some does, 2 on a
+`--jobs N` runs N subprocesses at a time. All networks on all configs are 896 runs, about 5,600 s of runs: 47
+minutes on two cores shared with other work (diannao-nlr, scalesim-12x14-ws, eyeriss-v1-ddr and eyeriss-v1 are
+45 % of it); `--quick` is 48 runs, about 4 minutes. Exit code 0 when no figure row differs, 1 when some does, 2 on a
 setup error (a revision that does not resolve, a worktree in the way, `import hwsim` resolving elsewhere); on
 Ctrl-C or SIGTERM the runs under way are stopped, the runs both revisions finished are compared, and the exit
 code is 130 or 143.
@@ -80,10 +81,10 @@ SIMULATION_INPUTS: dict[str, tuple[str, str]] = {  # network: (input, why)
     "resnet50": ("128x128", "224x224 takes 62 s on scalesim-12x14-ws; 128x128 22 s"),
     "densenet121": ("128x128", "224x224 takes 110 s on diannao-nlr; 128x128 41 s"),
     "tiny_yolov2": ("224x224", "416x416 takes 95 s on scalesim-12x14-ws; 224x224 32 s"),
-    "mobilenetv2_ssdlite": ("160x160", "300x300 takes 36 s on scalesim-12x14-ws; 224x224 94 s on shidiannao-os"),
+    "mobilenetv2_ssdlite": ("160x160", "224x224 takes 94 s on shidiannao-os; 160x160 57 s"),
     "srgan": ("64x36", "1280x720 is 2 TMACs: hours; 64x36 takes 28 s on scalesim-12x14-ws"),
     "dmcnn_vd": ("64x36", "1280x720 is 615 GMACs: hours; 128x72 takes 350 s on diannao-nlr; 64x36 40 s"),
-    "fsrcnn": ("160x90", "1280x720 is 11.5 GMACs; 256x144 takes 55 s on scalesim-12x14-ws, 192x108 56 s on -is"),
+    "fsrcnn": ("160x90", "1280x720 is 11.5 GMACs; 192x108 takes 50 s on scalesim-12x14-is; 160x90 36 s"),
 }
 
 QUICK_NETWORKS = ("alexnet", "resnet18", "mobilenetv2")
@@ -95,6 +96,8 @@ LISTED_TEXT = 20  # differing text rows printed
 TOP_LEVEL_IGNORED = frozenset({"trace"})  # simulate's trace path
 IGNORED_KEYS = frozenset({"version", "hwsim_version", "wall_s", "wall_seconds", "wall_time_s", "elapsed_s"})
 OK = "ok"
+TRACE_READ = "trace read "  # a status: this file's trace reader failed
+TIMEOUT = "timeout after "  # a status: the run outlived --timeout
 
 Scalar = int | float | bool | None
 Rows = dict[str, Scalar]
@@ -121,10 +124,13 @@ _running: set[subprocess.Popen[str]] = set()  # the subprocesses under way, for 
 _running_lock = threading.Lock()
 
 
-def run_python(root: Path, args: Sequence[str], cwd: Path,
-               timeout: float | None = None) -> subprocess.CompletedProcess[str]:
-    """This interpreter on the revision at `root` (-P: the working directory is not on sys.path)."""
-    with subprocess.Popen([sys.executable, "-P", *args], cwd=cwd, env=revision_env(root), stdout=subprocess.PIPE,
+def run_python(root: Path, args: Sequence[str], cwd: Path, timeout: float | None = None,
+               script: bool = False) -> subprocess.CompletedProcess[str]:
+    """This interpreter on the revision at `root`. `-m` and `-c` run with -P, so the working directory is not
+    on sys.path; a script (`script`) has its own directory there instead (tools/: no hwsim, and the sibling
+    modules it imports)."""
+    flags = [] if script else ["-P"]
+    with subprocess.Popen([sys.executable, *flags, *args], cwd=cwd, env=revision_env(root), stdout=subprocess.PIPE,
                           stderr=subprocess.PIPE, text=True) as proc:
         with _running_lock:
             _running.add(proc)
@@ -266,7 +272,7 @@ def run_job(job: Job) -> Outcome:
             if job.command == "simulate":
                 read_trace_rows(job, out)
     except subprocess.TimeoutExpired:
-        out.status = f"timeout after {job.timeout:g} s"
+        out.status = f"{TIMEOUT}{job.timeout:g} s"
     finally:
         job.trace.unlink(missing_ok=True)
     out.seconds = time.monotonic() - start
@@ -276,14 +282,14 @@ def run_job(job: Job) -> Outcome:
 def read_trace_rows(job: Job, out: Outcome) -> None:
     """The trace's counts, read by the revision that wrote it (this file's --read-trace mode)."""
     done = run_python(job.rev.root, [str(Path(__file__).resolve()), "--read-trace", str(job.trace)], job.scratch,
-                  job.timeout)
+                      job.timeout, script=True)
     if done.returncode != 0:
-        out.status = failed(done, job.rev, "trace read ")
+        out.status = failed(done, job.rev, TRACE_READ)
         return
     doc = json.loads(done.stdout)
     expected = job.rev.root.resolve() / "hwsim" / "__init__.py"
     if Path(doc["hwsim"]).resolve() != expected:
-        out.status = f"trace read by {doc['hwsim']}, not {expected}"
+        out.status = f"{TRACE_READ}by {doc['hwsim']}, not {expected}"
         return
     for layer in doc["layers"]:
         flatten(layer["figures"], f"{job.key}/trace/{layer['name']}", out.rows, out.texts, job.rev)
@@ -389,7 +395,7 @@ def compare(base: dict[str, Outcome], head: dict[str, Outcome], finished_both: b
         b_status = b.status if b else "not run"
         h_status = h.status if h else "not run"
         c.rows += 1
-        if b_status != h_status:
+        if b_status != h_status or b_status.startswith((TRACE_READ, TIMEOUT)):  # the latter: nothing compared
             c.differ.append((f"{key}/status", b_status, h_status))
             c.skipped += (len(b.rows) if b else 0) + (len(h.rows) if h else 0)
             continue

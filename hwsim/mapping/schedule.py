@@ -1,8 +1,14 @@
 """The Schedule IR: what a mapper decided, as data the simulator and the analytic models both read.
 
-A `Schedule` is, per layer, an ordered stream of *steps*, produced lazily in
+A `Schedule` is a graph of units of work (`Work`: a layer, or a stack of
+layers run together, on one core, with the works it waits for, `after`, and
+the word it runs at), each an ordered stream of *steps*, produced lazily in
 numpy blocks (a 4K depth-first layer has millions of steps; they are never
-Python objects). Every step is one row of `STEP_DTYPE`:
+Python objects). A step's per-core ends (GLB, line buffer, RF, PE array) are
+on the cores `src_core` and `dst_core` name: the work's own, or another core's
+for a transfer over the link between them; the L2 and DRAM are shared. What a
+mapper decided for a work is typed data (`WorkInfo` and its kinds), kept in
+the trace. Every step is one row of `STEP_DTYPE`:
 
 - TRANSFER: `words` of `operand` move from level `src` to level `dst`
   (DRAM, L2, GLB, line buffer, RF; GLB↔RF transfers ride the NoC), starting

@@ -2,10 +2,13 @@
 
 Every component derives from `hwsim.sim.component.Component` (reservation
 state, declared statistics, the process wrapper); those that move words at an
-address from `Port` (DRAM, SRAM/L2, line buffer, NoC bus). Implementations
-and their policies are chosen by name from the config through registries
-(`hwsim.sim.policy`): `dram.model`, `dram.address_map`, `dram.scheduler`,
-`dram.row_buffer.policy`, `dram.page_policy`, `noc.model`, the SRAMs' `scheduler`. A transaction
+address from `Port` (DRAM, SRAM/L2, line buffer, NoC bus, link direction).
+`hwsim.sim.machine.Machine` builds them from the accelerator's tree of units
+(each core's, the shared L2 and DRAM, the links). Implementations and their
+policies are chosen by name from the config through the registries of
+`hwsim.hardware.kinds`: `dram.model`, `dram.address_map`, `dram.scheduler`,
+`dram.row_buffer.policy`, `dram.page_policy`, `noc.model`, a link's `model`,
+the SRAMs' `scheduler`. A transaction names the width of its words and
 books its resources when it is requested (`book`, `reserve_read`,
 `reserve_write`, `reserve`): first come, first served under `fcfs`, with the
 exact per-burst or per-transfer records returned at once as one
