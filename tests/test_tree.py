@@ -84,6 +84,7 @@ def test_the_units_of_a_tree() -> None:
     ("base: eyeriss-v1\ncores: 2\nlinks: [{name: x, between: [core0, core1], widht: 32 bit}]\n",
      "links[0].widht: unknown key; did you mean 'width'?"),
     ("base: eyeriss-v1\nplugins: [nowhere.py]\n", "is not a file"),
+    ("base: eyeriss-v1\ncores: [{name: a}, 3]\n", "cores[1]: each core is a mapping of its name"),
 ])
 def test_a_bad_tree_is_one_line_naming_the_file_and_field(tmp_path: Path, text: str, fragment: str) -> None:
     path = _two(tmp_path, text)

@@ -396,7 +396,7 @@ def _with_cores(root: yaml.Node, ctx: _Context) -> yaml.Node:
     template = yaml.MappingNode("tag:yaml.org,2002:map", [(k, v) for k, v in root.value
                                                           if str(k.value) in CORE_SECTIONS], root.start_mark,
                                 root.end_mark)
-    cores = [_named(_merge(template, item), f"core{k}") for k, item in enumerate(_core_items(value, ctx))]
+    cores = [_named(_merge(template, item), k, ctx) for k, item in enumerate(_core_items(value, ctx))]
     first = {str(k.value): (k, v) for k, v in cores[0].value if str(k.value) in CORE_SECTIONS}
     pairs = [(k, v) for k, v in root.value if str(k.value) not in CORE_SECTIONS and str(k.value) != CORES_KEY]
     pairs += [*first.values(), (root.value[index][0], yaml.SequenceNode("tag:yaml.org,2002:seq", cores,
@@ -417,11 +417,12 @@ def _core_items(value: yaml.Node, ctx: _Context) -> list[yaml.Node]:
     return [yaml.MappingNode("tag:yaml.org,2002:map", [], value.start_mark, value.end_mark) for _ in range(raw)]
 
 
-def _named(core: yaml.Node, name: str) -> yaml.MappingNode:
-    """`core` with `name: NAME` unless it names itself."""
+def _named(core: yaml.Node, index: int, ctx: _Context) -> yaml.MappingNode:
+    """Core `index`, `core`, with `name: coreINDEX` unless it names itself."""
     if not isinstance(core, yaml.MappingNode):
-        raise ConfigError(f"{core.start_mark.name}:{core.start_mark.line + 1}: cores: each core is a mapping of "
-                          "its name and the sections that differ (pe_array, noc, glb, line_buffer)")
+        raise ConfigError(f"{_where(ctx, core, f'{CORES_KEY}[{index}]')}: each core is a mapping of its name and the "
+                          "sections that differ (pe_array, noc, glb, line_buffer)")
+    name = f"core{index}"
     if _mapping_key(core, "name") is not None:
         return core
     key = yaml.ScalarNode("tag:yaml.org,2002:str", "name", core.start_mark, core.end_mark)
