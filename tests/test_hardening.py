@@ -5,6 +5,7 @@ with it. Each case is one line on stderr and exit code 2 (or the signal's code),
 from __future__ import annotations
 
 import errno
+import json
 import os
 import signal
 import subprocess
@@ -237,7 +238,7 @@ BAD_CONVS = [
     ({"strides": [10**9, 10**9]}, (32, 32), ["stride (1000000000, 1000000000)"]),
     ({"dilations": [0, 0]}, (32, 32), ["dilation (0, 0)"]),
     ({"kernel_shape": [0, 0]}, (32, 32), ["kernel (0, 0)"]),
-    ({"pads": [1000, 1000, 1000, 1000]}, (32, 32), ["padding (1000, 1000, 1000, 1000)", "beyond the 32x32 input"]),
+    ({"pads": [70000, 70000, 70000, 70000]}, (32, 32), ["padding (70000, 70000, 70000, 70000)", "within 65536"]),
     ({"strides": [1.5, 1.5]}, (32, 32), ["attribute strides", "not a list of integers"]),
     ({"group": 0}, (32, 32), ["0 groups"]),
     # 46341 x 46341 = 2,147,488,281 pixels > 2**31 (x 3 channels = 6,442,464,843 elements)
@@ -262,6 +263,19 @@ def test_a_valid_conv_model_still_imports(cli, tmp_path: Path) -> None:
     result = cli("info", str(_conv_model(tmp_path / "m.onnx", {})), "--json")
     assert result.code == 0, result.err
     assert "194400" in result.out.replace(",", "").replace(" ", "")
+
+
+def test_a_pad_larger_than_the_input_is_valid(cli, tmp_path: Path) -> None:
+    """torchvision's ASPP: a 3x3 conv of dilation 36 pads a 33x33 map by 36 on each side. ONNX's rule gives
+    33 + 72 - 36 * 2 - 1 + 1 = 33 rows and columns, so 8 x 33 x 33 outputs x 27 MACs = 235,224 MACs; the
+    outer taps read only padding, and the simulated trace still passes every check."""
+    model = _conv_model(tmp_path / "aspp.onnx", {"dilations": [36, 36], "pads": [36, 36, 36, 36]}, (33, 33))
+    result = cli("info", str(model), "--json")
+    assert result.code == 0, result.err
+    assert json.loads(result.out)["totals"]["macs"] == 235_224
+    checked = cli("check", str(model), "--hw", "eyeriss-v1")
+    assert checked.code == 0, checked.err
+    assert "PASS" in checked.out
 
 
 def test_a_simulation_too_large_to_finish_is_refused_up_front(cli, tmp_path: Path) -> None:
@@ -422,3 +436,38 @@ def test_graph_damage_is_a_one_line_error_naming_the_file(cli, tmp_path: Path) -
     grouped = save("groups.onnx", [helper.make_node("Conv", ["x", "w"], ["y"], group=2)],
                    numpy_helper.from_array(np.zeros((4, 1, 3, 3), np.float32), "w"))
     assert_one_line_error(cli("info", str(grouped)), str(grouped), "2 groups", "3")
+
+
+# Started as the console script starts it, with Python's own SIGINT handling (a shell's background jobs would
+# otherwise inherit SIGINT as ignored).
+_HWSIM_MAIN = ("import signal, sys; signal.signal(signal.SIGINT, signal.default_int_handler); "
+               "from hwsim.cli.main import main; sys.exit(main())")
+
+
+@pytest.mark.parametrize("delay_s", [0.15, 0.4])
+def test_an_interrupt_during_start_up_is_one_line(delay_s: float) -> None:
+    """Ctrl-C while the command's modules import, its arguments parse or the network loads: one line and exit
+    130, never a traceback (exit 0 only if the command finished first)."""
+    proc = subprocess.Popen([sys.executable, "-c", _HWSIM_MAIN, "estimate", "resnet50", "--hw", "eyeriss-v1"],
+                            cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    time.sleep(delay_s)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    text = err.decode()
+    assert "Traceback" not in text
+    assert proc.returncode in (130, 0), (proc.returncode, text)
+    if proc.returncode == 130:
+        assert text.strip() == "hwsim: interrupted"
+
+
+def test_a_reader_that_goes_away_is_not_an_error() -> None:
+    """`hwsim info densenet121 --json | head -c 10`: the 190 KB document outgrows the pipe, the reader closes
+    it, and hwsim stops quietly with exit 0 instead of a BrokenPipeError traceback."""
+    proc = subprocess.Popen([sys.executable, "-c", _HWSIM_MAIN, "info", "densenet121", "--json"], cwd=REPO,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert proc.stdout is not None and proc.stderr is not None
+    assert proc.stdout.read(10).startswith(b"{")
+    proc.stdout.close()
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=60) == 0, err
+    assert err == ""

@@ -45,7 +45,7 @@ class _LayerFields(TypedDict, total=False):
     rows: int
 
 MAX_TENSOR_ELEMENTS = 2**31  # elements of one tensor (a 2**31-pixel input is past it): int32 indices, memory
-MAX_WINDOW = 2**16  # the largest kernel, stride or dilation in one axis (samples)
+MAX_WINDOW = 2**16  # the largest kernel, stride, dilation or pad in one axis (samples)
 
 
 def pair(value: Pair) -> tuple[int, int]:
@@ -213,12 +213,13 @@ class GraphBuilder:
         return Padding(*spec)
 
     def _check_pads(self, name: str, pad: Padding, x: Shape) -> None:
-        """A window's pads (a Pad op absorbed included, negative when it crops) each lie within the input's extent
-        in their axis: a pad beyond it only adds windows that see nothing but padding."""
-        if max(abs(pad.top), abs(pad.bottom)) > x.h or max(abs(pad.left), abs(pad.right)) > x.w:
+        """A window's pads (a Pad op absorbed included, negative when it crops) are bounded like a kernel: a pad
+        larger than the input is valid (torchvision's ASPP pads a 33x33 map by 36) wherever the output is positive,
+        which the window arithmetic checks; only a pad past MAX_WINDOW, where index arithmetic overflows, is refused."""
+        if max(abs(p) for p in pad) > MAX_WINDOW:
             raise ShapeError(
-                f"{self.name}: layer {name!r}: padding {tuple(pad)} reaches beyond the {x.h}x{x.w} input; fix the "
-                "layer's pads in the model"
+                f"{self.name}: layer {name!r}: padding {tuple(pad)} on the {x.h}x{x.w} input must lie within "
+                f"{MAX_WINDOW} samples in each axis; fix the layer's pads in the model"
             )
 
     def _window_shape(self, name: str, x: Shape, channels: int, kernel: tuple[int, int], stride: tuple[int, int],
