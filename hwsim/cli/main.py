@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import errno
 import importlib
+import os
 import signal
 import sys
 import threading
@@ -85,15 +86,34 @@ def one_line(message: str) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    argv = sys.argv[1:] if argv is None else argv
-    args = build_parser(argv).parse_args(argv)
+    """Run `hwsim argv`; an interrupt at any point, start-up and argument parsing included, ends in one line."""
+    try:
+        return _main(sys.argv[1:] if argv is None else argv)
+    except KeyboardInterrupt:
+        sys.stderr.write("hwsim: interrupted\n")
+        return 130
+
+
+def _main(argv: Sequence[str]) -> int:
     on_main_thread = threading.current_thread() is threading.main_thread()
     previous = signal.signal(signal.SIGTERM, _terminate) if on_main_thread else None
     try:
+        args = build_parser(argv).parse_args(argv)
         return _run(args)
+    except Terminated:
+        sys.stderr.write("hwsim: terminated\n")
+        return 128 + signal.SIGTERM
     finally:
         if on_main_thread:
             signal.signal(signal.SIGTERM, previous)
+
+
+def _quiet_stdout() -> None:
+    """After the reader of stdout went away (`hwsim info --json | head`), point stdout at /dev/null so that
+    the interpreter's final flush does not report the broken pipe either."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -105,6 +125,9 @@ def _run(args: argparse.Namespace) -> int:
             traceback.print_exc()
         sys.stderr.write(f"hwsim: error: {one_line(str(exc))}\n")
         return EXIT_BAD_INPUT
+    except BrokenPipeError:
+        _quiet_stdout()
+        return 0
     except OSError as exc:
         if exc.errno not in DISK_ERRNOS:
             raise
@@ -120,8 +143,6 @@ def _run(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         sys.stderr.write("hwsim: interrupted\n")
         return 130
-    except BrokenPipeError:
-        return 0
 
 
 if __name__ == "__main__":
