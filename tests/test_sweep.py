@@ -192,6 +192,14 @@ def test_overrides_errors_name_their_source() -> None:
     ({"zip": {"pe_array.rows": [8, 12], "pe_array.cols": [7]}}, ["bad.yaml", "axes.zip", "same number"]),
     ({"pe_array.rows": [8, 8]}, ["bad.yaml", "pe_array.rows", "twice"]),
     ({"batch": [0]}, ["bad.yaml", "batch", "positive"]),
+    ({"pe_array.rows": {"from": 1, "to": float("inf"), "step": 1}}, ["pe_array.rows.to", "not a finite number"]),
+    ({"pe_array.rows": {"from": 1, "to": 9, "step": float("nan")}}, ["pe_array.rows.step", "not a finite number"]),
+    ({"pe_array.rows": {"from": 1, "to": float("inf"), "scale": "log2"}}, ["pe_array.rows.to", "finite"]),
+    # (1e308 - 1) / 1e-308 overflows to infinity: refused as too many values, not an OverflowError
+    ({"pe_array.rows": {"from": 1, "to": 1e308, "step": 1e-308}}, ["pe_array.rows", "inf values", "10000"]),
+    # 9,999 x 9,999 = 99,980,001 points: counted, not expanded
+    ({"pe_array.rows": {"from": 1, "to": 9999, "step": 1}, "pe_array.cols": {"from": 1, "to": 9999, "step": 1}},
+     ["bad.yaml", "99,980,001 points", "100,000"]),
 ])
 def test_bad_axes_are_one_line_errors(cli, tmp_path: Path, axes: dict, fragments: list[str]) -> None:
     path = _write(tmp_path / "bad.yaml", {"config": "eyeriss-v1", "networks": ["phases_example"], "axes": axes})

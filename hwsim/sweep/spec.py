@@ -57,6 +57,7 @@ TOP_KEYS = ("name", "description", "config", "networks", "mode", "batch", "mappe
 RANGE_KEYS = ("from", "to", "step", "scale")
 SCALES = ("linear", "log2")
 MAX_AXIS_VALUES = 10_000
+MAX_POINTS = 100_000  # points of one sweep: counted before any is expanded, so a 10**8-point file is one line
 ID_CHARS = 12
 
 
@@ -145,6 +146,7 @@ def parse_sweep(doc: dict[str, Any], shown: str, folder: Path) -> Sweep:
     if not isinstance(doc["axes"], dict) or not doc["axes"]:
         raise SweepError(f"{shown}: axes: expected a mapping of keys to values, e.g. pe_array.rows: [8, 12, 16]")
     axes = _parse_group(doc["axes"], combine, shown, "axes")
+    _check_size(_size(axes) * len(configs) * len(networks), shown)
     keys = _axis_keys(axes)
     if GLB_DATA_SIZE in keys and "glb.size" in keys:
         raise SweepError(f"{shown}: axes: give glb.size or glb.data_size, not both")
@@ -260,11 +262,25 @@ def _parse_group(mapping: dict[Any, Any], combine: str, shown: str, where: str) 
             members.append(_parse_group(value, key, shown, f"{where}.{key}"))
         else:
             members.append(Axis(key, _axis_values(value, shown, f"{where}.{key}", key)))
-    if combine == "zip" and len({len(_expand(m, shown)) for m in members}) > 1:
-        sizes = ", ".join(f"{_axis_keys(m)[0]}: {len(_expand(m, shown))}" for m in members)
+    if combine == "zip" and len({_size(m) for m in members}) > 1:
+        sizes = ", ".join(f"{_axis_keys(m)[0]}: {_size(m)}" for m in members)
         raise SweepError(f"{shown}: {where}: zipped axes need the same number of values ({sizes}); "
                          "make them equal or combine them as a product")
     return Group(combine, tuple(members))
+
+
+def _size(member: Axis | Group) -> int:
+    """How many settings `member` expands to, without expanding it (a zip's members are equally long)."""
+    if isinstance(member, Axis):
+        return len(member.values)
+    sizes = [_size(m) for m in member.members]
+    return sizes[0] if member.combine == "zip" else math.prod(sizes)
+
+
+def _check_size(points: int, shown: str) -> None:
+    if points > MAX_POINTS:
+        raise SweepError(f"{shown}: axes: {points:,} points (axes x configs x networks), beyond the {MAX_POINTS:,} "
+                         "one sweep runs; take larger steps or fewer values, or split the sweep into several files")
 
 
 def _axis_keys(member: Axis | Group) -> tuple[str, ...]:
@@ -301,11 +317,15 @@ _NUMBER_UNIT = re.compile(r"^\s*([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)\s*(\
 def _number_unit(value: object, shown: str, where: str) -> tuple[float, str]:
     """A range bound as (number, unit text)."""
     if isinstance(value, (int, float)) and not isinstance(value, bool):
-        return float(value), ""
-    match = _NUMBER_UNIT.match(str(value))
-    if match is None:
-        raise SweepError(f"{shown}: {where}: {value!r} is not a number with an optional unit; write e.g. '8 KiB'")
-    return float(match.group(1)), match.group(2)
+        number, unit = float(value), ""
+    else:
+        match = _NUMBER_UNIT.match(str(value))
+        if match is None:
+            raise SweepError(f"{shown}: {where}: {value!r} is not a number with an optional unit; write e.g. '8 KiB'")
+        number, unit = float(match.group(1)), match.group(2)
+    if not math.isfinite(number):
+        raise SweepError(f"{shown}: {where}: {value!r} is not a finite number; write a bound such as 64 or '8 KiB'")
+    return number, unit
 
 
 def _format(number: float, unit: str) -> Scalar:
@@ -343,9 +363,11 @@ def _range(spec: dict[Any, Any], shown: str, where: str) -> tuple[Scalar, ...]:
         step, step_unit = _number_unit(spec["step"], shown, f"{where}.step")
         if step_unit != unit or step <= 0:
             raise SweepError(f"{shown}: {where}.step: give a positive step in the unit of from and to")
-        count = math.floor((high - low) / step + 1e-9) + 1
-        if count > MAX_AXIS_VALUES:
-            raise SweepError(f"{shown}: {where}: {count} values; keep an axis under {MAX_AXIS_VALUES} (a larger step)")
+        values = (high - low) / step + 1
+        if not values <= MAX_AXIS_VALUES:  # an infinite quotient (1e308 / 1e-308) included
+            raise SweepError(f"{shown}: {where}: {values:.6g} values; keep an axis within {MAX_AXIS_VALUES} "
+                             "(a larger step)")
+        count = math.floor(values + 1e-9)
         numbers = [low + k * step for k in range(count)]
     return tuple(_format(n, unit) for n in numbers)
 
