@@ -4,6 +4,7 @@ complete, and the text and YAML inputs read with bounds (size, encoding, nesting
 from __future__ import annotations
 
 import os
+import stat
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
@@ -44,9 +45,27 @@ MAX_YAML_DEPTH = 64  # nesting levels of mappings and lists (a config needs 4)
 MAX_YAML_NODES = 1_000_000  # nodes of a YAML document with every alias expanded (an alias bomb is far beyond)
 
 
+_SPECIAL_KINDS = ((stat.S_ISFIFO, "a named pipe (FIFO)"), (stat.S_ISCHR, "a character device"),
+                  (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"), (stat.S_ISDIR, "a directory"))
+
+
+def require_regular_file(path: str | Path, shown: str, error: type[HwsimError], what: str) -> int:
+    """The size in bytes of the regular file `path` (a link is followed). A pipe, device, socket or directory
+    raises `error` before anything opens it: opening a FIFO blocks until a writer comes, /dev/zero never ends."""
+    try:
+        info = os.stat(path)
+    except OSError as exc:
+        raise error(f"{shown}: cannot read the {what} ({exc.strerror}); check the path and permissions") from None
+    for is_kind, kind in _SPECIAL_KINDS:
+        if is_kind(info.st_mode):
+            raise error(f"{shown}: is {kind}, not a file; give the path of the {what} itself")
+    return info.st_size
+
+
 def read_text(path: str | Path, shown: str, error: type[HwsimError], what: str) -> str:
-    """The UTF-8 text of the input file `path` (`what` it is, for messages); a missing, oversized, binary or
-    non-UTF-8 file raises `error` naming `shown` and the fix."""
+    """The UTF-8 text of the input file `path` (`what` it is, for messages); a missing, special, oversized,
+    binary or non-UTF-8 file raises `error` naming `shown` and the fix."""
+    require_regular_file(path, shown, error, what)
     try:
         with open(path, "rb") as stream:
             data = stream.read(MAX_INPUT_BYTES + 1)

@@ -471,3 +471,20 @@ def test_a_reader_that_goes_away_is_not_an_error() -> None:
     err = proc.stderr.read().decode()
     assert proc.wait(timeout=60) == 0, err
     assert err == ""
+
+
+@pytest.mark.parametrize(("args", "what"), [
+    (["info", "{fifo}.onnx"], "a named pipe (FIFO)"),
+    (["info", "{zero}.onnx"], "a character device"),
+    (["sweep", "{fifo}.yaml"], "a named pipe (FIFO)"),
+    (["estimate", "alexnet", "--hw", "{fifo}.yaml"], "a named pipe (FIFO)"),
+    (["estimate", "alexnet", "--hw", "eyeriss-v1", "--mapping", "{fifo}.yaml"], "a named pipe (FIFO)"),
+])
+def test_special_files_are_refused_before_they_are_opened(cli, tmp_path: Path, args: list[str], what: str) -> None:
+    """Opening a FIFO for reading blocks until a writer comes and /dev/zero never ends: both are refused by
+    their type, before any read, in one line."""
+    for suffix in (".onnx", ".yaml"):
+        os.mkfifo(tmp_path / f"fifo{suffix}")
+        (tmp_path / f"zero{suffix}").symlink_to("/dev/zero")
+    given = [a.format(fifo=tmp_path / "fifo", zero=tmp_path / "zero") for a in args]
+    assert_one_line_error(cli(*given), str(tmp_path), what, "not a file")

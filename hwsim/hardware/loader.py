@@ -31,7 +31,7 @@ import yaml
 
 import hwsim
 from hwsim.errors import ConfigError
-from hwsim.files import compose_yaml, construct_yaml, read_text
+from hwsim.files import compose_yaml, construct_yaml, read_text, require_regular_file
 from hwsim.hardware.dram import dram_kind, dram_presets
 from hwsim.hardware.kinds import CODECS
 from hwsim.hardware.schema import CORE_SECTIONS, MAX_CORES, Accelerator, ParamInfo
@@ -64,6 +64,8 @@ def resolve_config(spec: str | Path) -> Path:
     path = Path(spec)
     if path.is_file():
         return path
+    if path.exists() and not path.is_dir():
+        require_regular_file(path, str(spec), ConfigError, "config file")  # a pipe or device: refused by type
     shipped = shipped_configs()
     if str(spec) in shipped:
         return shipped[str(spec)]

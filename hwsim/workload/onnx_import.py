@@ -27,6 +27,7 @@ import onnx
 from onnx import AttributeProto, TensorProto, helper
 
 from hwsim.errors import HwsimError, NetworkError, ShapeError
+from hwsim.files import require_regular_file
 from hwsim.workload import onnx_layers as layers
 from hwsim.workload.builder import GraphBuilder, same_padding
 from hwsim.workload.ir import (
@@ -77,6 +78,7 @@ from hwsim.workload.onnx_values import (
 )
 
 MIN_OPSET, MAX_OPSET = 7, 21
+MAX_ONNX_BYTES = 2**31  # bytes: the largest protobuf message; bigger models keep their weights as external data
 MAX_FOLD_ELEMENTS = 4096  # bigger constants are tracked by shape only (they are weights)
 SHAPE_READERS = frozenset({"Shape", "Size"})  # consumers that read dims, not data
 NO_INPUT_OPS = frozenset({"Constant", "RandomNormal", "RandomUniform"})  # ops that need no input
@@ -185,8 +187,10 @@ def _one_line(error: BaseException) -> str:
 def _read(path: Path) -> onnx.ModelProto:
     if not path.exists():
         raise NetworkError(f"{path}: no such file; check the path")
-    if path.is_dir():
-        raise NetworkError(f"{path}: is a directory; give the path of an .onnx file")
+    size_bytes = require_regular_file(path, str(path), NetworkError, ".onnx file")
+    if size_bytes > MAX_ONNX_BYTES:
+        raise NetworkError(f"{path}: {size_bytes:,} bytes, beyond the 2 GiB a protobuf holds; keep the weights "
+                           "as external data (onnx.save(..., save_as_external_data=True))")
     try:
         model = onnx.load(str(path), load_external_data=False)
     except OSError as e:
