@@ -488,3 +488,15 @@ def test_special_files_are_refused_before_they_are_opened(cli, tmp_path: Path, a
         (tmp_path / f"zero{suffix}").symlink_to("/dev/zero")
     given = [a.format(fifo=tmp_path / "fifo", zero=tmp_path / "zero") for a in args]
     assert_one_line_error(cli(*given), str(tmp_path), what, "not a file")
+
+
+@pytest.mark.parametrize("size", [0, -3, 70000])
+def test_an_lrn_without_a_window_is_refused(cli, tmp_path: Path, size: int) -> None:
+    """LRN sums over `size` neighbouring channels: a size below 1 (or past the kernel bound) is no window."""
+    from onnx import TensorProto, helper, save
+
+    node = helper.make_node("LRN", ["x"], ["y"], size=size)
+    graph = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 8, 16, 16])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
+    save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), tmp_path / "lrn.onnx")
+    assert_one_line_error(cli("info", str(tmp_path / "lrn.onnx")), f"LRN size {size}", "between 1 and 65536")

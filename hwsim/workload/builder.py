@@ -420,7 +420,10 @@ class GraphBuilder:
         return self._make(name, LayerKind.SOFTMAX, [x], self.shape(x))
 
     def lrn(self, name: str, x: str, size: int = 5) -> str:
-        """Local response normalisation over `size` neighbouring channels."""
+        """Local response normalisation over `size` neighbouring channels (at least 1, like a kernel)."""
+        if not 1 <= size <= MAX_WINDOW:
+            raise ShapeError(f"{self.name}: layer {name!r}: LRN size {size} must be between 1 and {MAX_WINDOW} "
+                             "channels; fix the layer's size attribute in the model")
         return self._make(name, LayerKind.LRN, [x], self.shape(x), kernel=(size, 1))
 
     def unary(self, name: str, x: str, bn: bool = False, activation: str | None = None) -> str:
