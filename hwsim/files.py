@@ -3,12 +3,15 @@ complete, and the text and YAML inputs read with bounds (size, encoding, nesting
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import os
 import stat
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from types import TracebackType
+from typing import Any, Self
 
 import yaml
 
@@ -36,6 +39,78 @@ def write_atomically(path: str, write: Callable[[str], None]) -> None:
     finally:
         if os.path.exists(tmp):
             os.unlink(tmp)
+
+
+class OutputLock:
+    """One output path written by one run at a time: an exclusive lock on a hidden `.NAME.lock` beside it, taken
+    before anything is written and released after the result is in place. A second run on the same path stops at
+    once, naming the run that holds it, instead of both writing one temporary file and failing for other reasons
+    (or the later silently replacing the earlier). The kernel drops the lock of a killed run."""
+
+    def __init__(self, path: str | Path, error: type[HwsimError]) -> None:
+        head, tail = os.path.split(os.path.abspath(path))
+        self.path = str(path)
+        self.lock_path = os.path.join(head, f".{tail}.lock")
+        self._error = error
+        self._fd: int | None = None
+
+    def acquire(self) -> None:
+        """Take the lock or raise `error`; a lock file removed by its holder meanwhile is retried."""
+        for _ in range(3):
+            fd = self._open()
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                holder = _read_small(fd)
+                os.close(fd)
+                raise self._error(f"{self.path}: another hwsim run{f' (pid {holder})' if holder else ''} is writing "
+                                  "it; wait for it to finish or give another output path") from None
+            if _same_file(fd, self.lock_path):  # not a file its previous holder unlinked after we opened it
+                os.ftruncate(fd, 0)
+                os.write(fd, str(os.getpid()).encode())
+                self._fd = fd
+                return
+            os.close(fd)
+        raise self._error(f"{self.path}: its lock {self.lock_path} keeps changing; retry the run")
+
+    def release(self) -> None:
+        """Remove the lock file and let go; safe to call twice."""
+        if self._fd is None:
+            return
+        with contextlib.suppress(OSError):
+            os.unlink(self.lock_path)
+        os.close(self._fd)
+        self._fd = None
+
+    def _open(self) -> int:
+        try:
+            return os.open(self.lock_path, os.O_RDWR | os.O_CREAT, 0o666)
+        except OSError as exc:
+            raise self._error(f"{self.path}: cannot write there ({exc.strerror}); give a path in an existing, "
+                              "writable directory") from None
+
+    def __enter__(self) -> Self:
+        self.acquire()
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, value: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.release()
+
+
+def _read_small(fd: int) -> str:
+    """The few bytes (a pid) at the start of `fd`, as text; empty if unreadable."""
+    try:
+        return os.pread(fd, 32, 0).decode("ascii", "replace").strip()
+    except OSError:
+        return ""
+
+
+def _same_file(fd: int, path: str) -> bool:
+    try:
+        return os.path.samestat(os.fstat(fd), os.stat(path))
+    except OSError:
+        return False
 
 
 # ----- reading text and YAML inputs -------------------------------------------------------------------

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import json
+import os
 import math
 import signal
 import subprocess
@@ -480,3 +481,20 @@ def test_pareto_cli_json_and_plot(cli, tmp_path: Path) -> None:
     assert_one_line_error(cli("sweep", "pareto", str(tmp_path / "none.csv"), "--x", "energy", "--y", "latency"),
                           "none.csv")
     assert_one_line_error(cli("sweep", "pareto", str(table)), "--x")
+
+
+def test_two_sweeps_into_one_folder_do_not_interleave(cli, tmp_path: Path) -> None:
+    """While a run holds the output folder, a second sweep into it stops in one line naming that run's pid and
+    writes nothing there; once the folder is free the sweep runs."""
+    from hwsim.errors import SweepError
+    from hwsim.files import OutputLock
+
+    out = tmp_path / "out"
+    out.mkdir()
+    with OutputLock(out, SweepError):
+        assert_one_line_error(cli("sweep", str(_small(tmp_path)), "--out", str(out)),
+                              str(out), f"another hwsim run (pid {os.getpid()}) is writing it")
+        assert list(out.iterdir()) == []
+    result = cli("sweep", str(_small(tmp_path)), "--out", str(out), "--json")
+    assert result.code == 0, result.err
+    assert json.loads(result.out)["ok"] == 4

@@ -203,7 +203,7 @@ def test_exception_inside_with_leaves_no_file(tmp_path: Path) -> None:
 def test_abort_deletes_the_temporary_and_refuses_close(tmp_path: Path) -> None:
     path = tmp_path / "run.h5"
     writer = TraceWriter(path, ["glb"], LAYERS, BUFFERS, ATTRS)
-    assert os.listdir(tmp_path) == [".run.h5.partial"]
+    assert sorted(os.listdir(tmp_path)) == [".run.h5.lock", ".run.h5.partial"]
     writer.append("glb", records(GLB))
     writer.abort()
     writer.abort()  # twice is harmless
@@ -234,11 +234,34 @@ def test_killed_run_leaves_only_a_partial_file_that_open_rejects(tmp_path: Path)
         "    w.append('glb', empty_records(10))\n"
         "    os._exit(0)\n")
     subprocess.run([sys.executable, "-c", script, str(tmp_path / "run.h5")], check=True, timeout=60)
-    assert os.listdir(tmp_path) == [".run.h5.partial"]
+    assert sorted(os.listdir(tmp_path)) == [".run.h5.lock", ".run.h5.partial"]
     with pytest.raises(TraceError, match=r"\.run\.h5\.partial .*the run was interrupted"):
         hwsim.trace.open(tmp_path / ".run.h5.partial")
     with pytest.raises(TraceError):  # killed mid-write: not even a readable HDF5 file
         hwsim.trace.open(tmp_path / ".run.h5.partial", allow_incomplete=True)
+    # the kernel dropped the killed run's lock: the next run on the path writes it and tidies up
+    with TraceWriter(tmp_path / "run.h5", ["glb"], LAYERS, BUFFERS, ATTRS) as writer:
+        writer.append("glb", records(GLB))
+    assert os.listdir(tmp_path) == ["run.h5"]
+
+
+def test_a_second_run_on_the_same_path_stops_at_once(tmp_path: Path) -> None:
+    """Two runs given one output: the second is refused, naming the first's pid, and touches neither the first
+    run's temporary file nor its result; once the first is done the path is free again."""
+    path = tmp_path / "run.h5"
+    first = TraceWriter(path, ["glb"], LAYERS, BUFFERS, ATTRS)
+    first.append("glb", records(GLB))
+    with pytest.raises(TraceError, match=rf"run\.h5: another hwsim run \(pid {os.getpid()}\) is writing it"):
+        TraceWriter(path, ["glb"], LAYERS, BUFFERS, {"network": "vgg16"})
+    assert sorted(os.listdir(tmp_path)) == [".run.h5.lock", ".run.h5.partial"]
+    first.close()
+    with hwsim.trace.open(path) as trace:
+        assert trace.n_records("glb") == len(GLB)
+    with TraceWriter(path, ["glb"], LAYERS, BUFFERS, {"network": "vgg16"}) as second:
+        second.append("glb", records(GLB[:1]))
+    with hwsim.trace.open(path) as trace:
+        assert trace.attrs["network"] == "vgg16" and trace.n_records("glb") == 1
+    assert os.listdir(tmp_path) == ["run.h5"]
 
 
 def test_file_without_complete_flag_is_rejected(sample: Path, tmp_path: Path) -> None:

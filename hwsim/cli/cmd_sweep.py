@@ -20,6 +20,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from hwsim.cli.args import positive_int
 from hwsim.cli.output import console, emit_json, table, write_atomically
 from hwsim.errors import SweepError
+from hwsim.files import OutputLock
 from hwsim.sweep.executors import EXECUTORS, dask_rows, local_rows
 from hwsim.sweep.pareto import column, pareto_front, plot_front, value
 from hwsim.sweep.results import LOG_NAME, PointLog, read_log, read_table, results_path, table_format, write_table
@@ -116,6 +117,12 @@ def run_sweep(args: argparse.Namespace) -> int:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise SweepError(f"{out}: cannot create the output folder ({exc.strerror}); give a writable --out") from None
+    with OutputLock(out, SweepError):  # two sweeps appending to one points.jsonl would interleave their rows
+        return _sweep_into(args, sweep, out, fmt)
+
+
+def _sweep_into(args: argparse.Namespace, sweep: Sweep, out: Path, fmt: str) -> int:
+    """Run the sweep's pending points into the folder `out` (this run holds its lock), then write its table."""
     trace_dir = None
     if sweep.mode == "simulate" and sweep.outputs.traces:
         trace_dir = str((out / "traces").resolve())

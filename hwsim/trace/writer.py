@@ -37,6 +37,7 @@ import h5py
 import numpy as np
 
 from hwsim.errors import os_reason, require_finite
+from hwsim.files import OutputLock
 from hwsim.trace._codec import DEFLATE_LEVEL, deflate, opaque, shuffle_chunk, worker_threads
 from hwsim.trace.schema import (
     GROUP_DTYPE,
@@ -114,8 +115,19 @@ class TraceWriter:
         self._pool = ThreadPoolExecutor(threads, "hwsim-trace") if threads else None
         self._pending: deque[tuple[h5py.Dataset, int, int, Future[bytes]]] = deque()
         self._max_pending = 4 * threads + 2  # chunks in flight: bounds memory, keeps every thread busy
+        self._lock = OutputLock(self.path, TraceError)
         try:
             os.makedirs(os.path.dirname(self.path) or ".", exist_ok=True)
+        except OSError as exc:
+            self._shutdown_pool()
+            raise TraceError(f"cannot create the folder of trace {self.path} ({exc.strerror}); give a writable "
+                             "path") from None
+        try:
+            self._lock.acquire()  # another run writing this path stops here, before its temporary file is touched
+        except BaseException:
+            self._shutdown_pool()
+            raise
+        try:
             self._file = h5py.File(self.temporary_path, "w", userblock_size=SEAL_BYTES)
             self._write_header(levels, attrs)
             self._levels = {level: self._stream(f"levels/{level}", RECORD_DTYPE, compression, len(self.layers),
@@ -188,6 +200,12 @@ class TraceWriter:
             self.abort()
             raise
         self._closed = True
+        self._lock.release()
+        if self._pool is not None:
+            self._pool.shutdown()
+
+    def _shutdown_pool(self) -> None:
+        self._aborted = True
         if self._pool is not None:
             self._pool.shutdown()
 
@@ -205,6 +223,7 @@ class TraceWriter:
                 file.close()
         if os.path.exists(self.temporary_path):
             os.remove(self.temporary_path)
+        self._lock.release()
 
     def _write_header(self, levels: Sequence[str], attrs: Mapping[str, AttrValue]) -> None:
         """Root attributes and name tables: what makes the trace self-describing."""
