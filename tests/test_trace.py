@@ -376,3 +376,50 @@ def test_queries_naming_unknown_things_list_the_valid_names(sample: Path) -> Non
             trace.records("glb", window_cycles=(10, 5))
     with pytest.raises(TraceError, match="was closed"):
         trace.select("glb")
+
+
+def _damaged(sample: Path, damage) -> Path:
+    """`sample` changed by `damage(h5py file)` and sealed again, as a hand-edited trace would be."""
+    with h5py.File(sample, "a") as f:
+        damage(f)
+    seal(str(sample))
+    return sample
+
+
+def _rename_layer_as_first(f: h5py.File) -> None:
+    names = f["names/layers"][()]
+    names[1] = names[0]
+    del f["names/layers"]
+    f.create_dataset("names/layers", data=names)
+
+
+def _flatten_index(f: h5py.File) -> None:
+    index = f["index/glb"][()]
+    del f["index/glb"]
+    f.create_dataset("index/glb", data=index.reshape(-1))
+
+
+def _huge_words(f: h5py.File) -> None:
+    rows = f["levels/glb"][()]
+    rows["words"] = 2**62  # ten of them sum past 2**63: int64 would wrap to a negative total
+    f["levels/glb"][...] = rows
+
+
+@pytest.mark.parametrize(("damage", "message"), [
+    (_rename_layer_as_first, "its layer table names 'conv1' twice"),
+    (_flatten_index, r"index/glb has shape \(6,\) of int64, not 3 integer \(first, end\) row pairs"),
+])
+def test_damaged_tables_are_refused_at_open(sample: Path, damage, message: str) -> None:
+    with pytest.raises(TraceError, match=message):
+        hwsim.trace.open(_damaged(sample, damage))
+
+
+def test_a_record_beyond_any_tensor_is_refused_when_read(sample: Path) -> None:
+    with hwsim.trace.open(_damaged(sample, _huge_words)) as trace, \
+            pytest.raises(TraceError, match="a record of more than 1,099,511,627,776 words"):
+        list(trace.records("glb"))
+
+
+def test_a_trace_without_a_clock_is_an_error_where_seconds_are_needed(sample: Path) -> None:
+    with hwsim.trace.open(sample) as trace, pytest.raises(TraceError, match="has no clock_hz attribute"):
+        trace.clock_hz  # noqa: B018 - the property is what is tested

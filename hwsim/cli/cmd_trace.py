@@ -177,7 +177,8 @@ def run_summary(args: argparse.Namespace) -> int:
     out = console()
     span = (doc["last_cycle"] or 0) - (doc["first_cycle"] or 0)
     out.print(f"{doc['file']}: {doc['network']} on {doc['hardware']} ({doc['mapper']}, batch {doc['batch']}), "
-              f"cycles {doc['first_cycle']}…{doc['last_cycle']} = {span / doc['clock_hz'] * 1e3:,.3f} ms")
+              f"cycles {doc['first_cycle']}…{doc['last_cycle']}"
+              + (f" = {span / doc['clock_hz'] * 1e3:,.3f} ms" if doc["clock_hz"] else " (no clock in the trace)"))
     t = table("levels", [("level", "left"), ("records", "right"), ("words", "right"), ("bytes", "right"),
                          ("first cycle", "right"), ("last cycle", "right")])
     for level, v in doc["levels"].items():

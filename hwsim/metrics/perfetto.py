@@ -34,7 +34,7 @@ BUS_TID0 = 200  # NoC bus of operand o is tid BUS_TID0 + o
 def write_perfetto(trace: Trace, out: IO[str], layer: Code | None = None, window_cycles: Window | None = None,
                    max_events: int = 1_000_000) -> dict[str, int]:
     """Write the trace-event JSON to `out`; returns {"events": written access events, "dropped": left out}."""
-    clock_hz = float(trace.attrs["clock_hz"])
+    clock_hz = trace.clock_hz
     us_per_cycle = 1e6 / clock_hz
     hw = json.loads(trace.attrs.get("hardware_json", "{}"))
     dram = hw.get("dram", {})

@@ -49,7 +49,7 @@ def plot(trace: Trace, kind: str, save: Callable[[Any], None]) -> None:
 
 
 def _ms(cycles: np.ndarray | int, trace: Trace) -> Any:
-    return np.asarray(cycles) / float(trace.attrs["clock_hz"]) * 1e3
+    return np.asarray(cycles) / trace.clock_hz * 1e3
 
 
 def _span_cycles(trace: Trace) -> int:
@@ -60,7 +60,7 @@ def _span_cycles(trace: Trace) -> int:
 def _bandwidth(trace: Trace, ax: Any) -> None:
     """GB/s per level over time (each record's words spread evenly over its cycles)."""
     bin_cycles = max(1, _span_cycles(trace) // TIME_BINS)
-    seconds_per_bin = bin_cycles / float(trace.attrs["clock_hz"])
+    seconds_per_bin = bin_cycles / trace.clock_hz
     for level in BANDWIDTH_LEVELS:
         if level in trace.levels and trace.n_records(level):
             starts, moved_bytes = bandwidth(trace, level, bin_cycles)

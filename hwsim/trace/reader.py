@@ -22,7 +22,16 @@ import numpy as np
 
 from hwsim.errors import os_reason
 from hwsim.trace._codec import decode_chunk, decode_chunk_columns, is_shuffle_deflate, opaque, worker_threads
-from hwsim.trace.schema import GROUP_DTYPE, OCCUPANCY_DTYPE, OPERANDS, OPS, RECORD_DTYPE, TRACE_VERSION, TraceError
+from hwsim.trace.schema import (
+    GROUP_DTYPE,
+    MAX_RECORD_WORDS,
+    OCCUPANCY_DTYPE,
+    OPERANDS,
+    OPS,
+    RECORD_DTYPE,
+    TRACE_VERSION,
+    TraceError,
+)
 from hwsim.trace.seal import is_sealed_layout, seal_problem
 from hwsim.vocab import TRACE_LEVELS, WORD_BITS, WORD_BITS_TEXT, ceil_div
 
@@ -94,6 +103,7 @@ class Trace:
             raise TraceError(f"trace {path} is damaged: it has no unit table (names/units); re-run the simulation")
         self.unit_names: tuple[str, ...] = tuple(_python_value(file["names/units"][()]))
         _check_header(path, self.attrs, self.levels, self.ops, self.operands, self.layers)
+        _check_index(path, file, self.levels, len(self.layers))
         self.layer_word_bytes: np.ndarray = _layer_word_bytes(path, self.attrs, len(self.layers))
         self.layer_cores: np.ndarray = _layer_cores(path, self.attrs, len(self.layers))
         first = self.attrs.get("named_buffers_from", min(3, len(self.buffers)))
@@ -124,6 +134,16 @@ class Trace:
         self._pool.shutdown()
         if self._file.id.valid:
             self._file.close()
+
+    @property
+    def clock_hz(self) -> float:
+        """The accelerator's clock, for times in seconds; a trace without one (not written by a simulation) is
+        a TraceError, not a KeyError."""
+        value = self.attrs.get("clock_hz")
+        if value is None:
+            raise TraceError(f"trace {self.path} has no clock_hz attribute, which times in seconds need; re-run "
+                             "the simulation that wrote it")
+        return float(value)
 
     def n_records(self, level: str) -> int:
         """How many access records `level` holds."""
@@ -337,7 +357,10 @@ class Trace:
             if len(rows) and rows[column].max() >= len(names):
                 return f"an {column} code past {len(names) - 1}"
         if len(rows) and (rows["start_cycle"].min() < 0 or np.any(rows["end_cycle"] < rows["start_cycle"])):
-            return "a record starting before cycle 0 or ending before it starts"  # (words may be negative: pe)
+            return "a record starting before cycle 0 or ending before it starts"
+        words = rows["words"]  # (negative at the PE level: skipped MACs)
+        if len(words) and max(-int(words.min()), int(words.max())) > MAX_RECORD_WORDS:
+            return f"a record of more than {MAX_RECORD_WORDS:,} words"
         return ""
 
     def _decoded_chunks(self, dataset: h5py.Dataset, k0: int, k1: int, chunk_len: int) -> np.ndarray:
@@ -373,6 +396,8 @@ def _check_header(path: str, attrs: dict[str, Any], levels: tuple[str, ...], ops
         problem = f"unknown levels {sorted(set(levels) - set(TRACE_LEVELS))}"
     elif not layers:
         problem = "its layer table is empty"
+    elif len(set(layers)) != len(layers):
+        problem = f"its layer table names {_first_repeat(layers)!r} twice"
     for key in ("clock_hz", "word_bits", "batch"):
         value = attrs.get(key)
         if value is not None and not (isinstance(value, (int, float)) and math.isfinite(value) and value > 0):
@@ -385,6 +410,25 @@ def _check_header(path: str, attrs: dict[str, Any], levels: tuple[str, ...], ops
                 problem = problem or f"attribute {key} is not readable JSON"
     if problem:
         raise TraceError(f"trace {path} is damaged: {problem}; re-run the simulation that wrote it")
+
+
+def _first_repeat(names: tuple[str, ...]) -> str:
+    """The first name listed a second time."""
+    seen: set[str] = set()
+    for name in names:
+        if name in seen:
+            return name
+        seen.add(name)
+    return ""
+
+
+def _check_index(path: str, file: h5py.File, levels: tuple[str, ...], layers: int) -> None:
+    """Each level's layer index, where there is one, holds a (first row, end row) pair per layer."""
+    for level in levels:
+        name = f"index/{level}"
+        if name in file and (file[name].shape != (layers, 2) or file[name].dtype.kind not in "iu"):
+            raise TraceError(f"trace {path} is damaged: {name} has shape {file[name].shape} of {file[name].dtype}, "
+                             f"not {layers} integer (first, end) row pairs; re-run the simulation that wrote it")
 
 
 def _layer_word_bytes(path: str, attrs: dict[str, Any], layers: int) -> np.ndarray:

@@ -69,6 +69,8 @@ UNITS = {
 
 MAX_BUFFERS = 1 << 16  # distinct buffer names a trace can hold (the width of `buffer`)
 MAX_UNITS = 1 << 16  # distinct units a trace can hold (the width of `unit`)
+MAX_RECORD_WORDS = 1 << 40  # words one record may move (in magnitude): a tensor holds at most 2**31 elements, a
+# batch 2**12 images; far enough below 2**63 that a whole trace's words sum exactly in int64
 
 
 class TraceError(HwsimError):

@@ -43,6 +43,7 @@ from hwsim.trace.schema import (
     GROUP_DTYPE,
     MAX_BUFFERS,
     MAX_UNITS,
+    MAX_RECORD_WORDS,
     OCCUPANCY_DTYPE,
     OPERANDS,
     OPS,
@@ -318,6 +319,10 @@ class TraceWriter:
         _check_range(where, "op code", slab["op"], len(OPS), f"use indices into OPS {OPS}")
         _check_range(where, "operand code", slab["operand"], len(OPERANDS), f"use indices into OPERANDS {OPERANDS}")
         _check_range(where, "unit id", slab["unit"], len(self.units_table), "pass every unit to TraceWriter(units=...)")
+        words = slab["words"]
+        if max(-int(words.min()), int(words.max())) > MAX_RECORD_WORDS:
+            raise TraceError(f"{where} has a record of more than {MAX_RECORD_WORDS:,} words; the trace was "
+                             "abandoned, fix the simulator")
         cuts = np.flatnonzero(layer[1:] != layer[:-1]) + 1
         run_starts = np.concatenate(([0], cuts))
         run_ends = np.concatenate((cuts, [len(layer)]))
