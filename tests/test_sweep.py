@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import functools
 import json
-import os
 import math
+import os
 import signal
 import subprocess
 import sys

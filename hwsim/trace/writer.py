@@ -42,8 +42,8 @@ from hwsim.trace._codec import DEFLATE_LEVEL, deflate, opaque, shuffle_chunk, wo
 from hwsim.trace.schema import (
     GROUP_DTYPE,
     MAX_BUFFERS,
-    MAX_UNITS,
     MAX_RECORD_WORDS,
+    MAX_UNITS,
     OCCUPANCY_DTYPE,
     OPERANDS,
     OPS,
