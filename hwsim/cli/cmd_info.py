@@ -65,7 +65,8 @@ def totals(graph: Graph, bits: int) -> dict[str, Any]:
 
 def _window(layer: Layer) -> str:
     if layer.kind.value in ("conv", "conv_transpose", "max_pool", "avg_pool"):
-        text = f"{layer.kernel[0]}x{layer.kernel[1]}/{layer.stride[0]}"
+        sh, sw = layer.stride
+        text = f"{layer.kernel[0]}x{layer.kernel[1]}/{sh if sh == sw else f'{sh}x{sw}'}"
         if layer.groups > 1:
             text += f" g{layer.groups}"
         return text

@@ -63,6 +63,7 @@ from hwsim.workload.onnx_quant import (
 from hwsim.workload.onnx_values import (
     DEFAULT_DOMAINS,
     INTEGER_BITS,
+    SIGNAL,
     Feature,
     Inputs,
     Param,
@@ -73,7 +74,9 @@ from hwsim.workload.onnx_values import (
     dims_of,
     ir_shape,
     present,
+    spatial,
     value_bits,
+    window_pads,
     window_pair,
 )
 
@@ -347,15 +350,18 @@ def _input_specs(graph: onnx.GraphProto, initializers: dict[str, TensorProto],
             raise NetworkError(f"{path}: input '{vi.name}' has no shape; re-export the model with a fixed input shape")
         dims: list[int | None] = [d.dim_value if d.HasField("dim_value") and d.dim_value > 0 else None
                                   for d in tt.shape.dim]
-        if len(dims) not in (2, 4):
+        if len(dims) not in (2, 3, 4):
             raise NetworkError(
-                f"{path}: input '{vi.name}' has rank {len(dims)}; hwsim reads N×C×H×W images or N×F vectors"
+                f"{path}: input '{vi.name}' has rank {len(dims)}; hwsim reads N×C×H×W images, N×C×L signals or "
+                "N×F vectors"
             )
         if dims[0] is not None and dims[0] > 1:
             warnings.append(f"input '{vi.name}' has batch {dims[0]}; hwsim models one image (shapes are per image)")
             batch = max(batch, dims[0])
         dims[0] = 1
-        layout = "NC" if len(dims) == 2 else ("NHWC" if _is_nhwc(readers.get(vi.name, [])) else "NCHW")
+        layout = {2: "NC", 3: SIGNAL}.get(len(dims)) or ("NHWC" if _is_nhwc(readers.get(vi.name, [])) else "NCHW")
+        if len(dims) == 3:
+            _signal_length(dims, input_hw, path, vi.name)
         if len(dims) == 4:
             h, w = layout.index("H"), layout.index("W")
             if input_hw is not None:
@@ -373,6 +379,16 @@ def _input_specs(graph: onnx.GraphProto, initializers: dict[str, TensorProto],
     if not specs:
         raise NetworkError(f"{path}: no graph input reaches an output; the model computes nothing from its inputs")
     return specs, batch
+
+
+def _signal_length(dims: list[int | None], input_hw: tuple[int, int] | None, path: Path, name: str) -> None:
+    """A signal's length: as the file gives it, or `--input Lx1` (a signal is a map of height 1)."""
+    if input_hw is not None:
+        if input_hw[0] != 1:
+            raise NetworkError(f"{path}: input '{name}' is a 1-D signal (N×C×L); give its length as --input Lx1")
+        dims[2] = input_hw[1]
+    if dims[2] is None:
+        raise NetworkError(f"{path}: input '{name}' has a symbolic length; pass --input Lx1")
 
 
 def _is_nhwc(readers: list[onnx.NodeProto]) -> bool:
@@ -561,10 +577,13 @@ class _Importer:
             raise Unsupported(f"has {len(dims)}-D weights; hwsim expects {rank}-D")
         return dims
 
-    def image(self, node: OnnxNode, v: Value | None) -> Feature:
-        """A feature in NCHW order, as Conv, pooling and pixel shuffles need."""
+    def image(self, node: OnnxNode, v: Value | None, signal_ok: bool = False) -> Feature:
+        """A feature in NCHW order, as Conv, pooling and pixel shuffles need (or an N×C×L signal, where
+        `signal_ok`: windows slide along it as along a map of height 1)."""
         if not isinstance(v, Feature):
             raise Unsupported("has a constant where hwsim expects a feature map")
+        if signal_ok and v.layout == SIGNAL:
+            return v
         if v.layout == "????" and v.dims[0] == 1:
             return self.as_image(node, v)
         if v.layout != "NCHW":
@@ -857,7 +876,7 @@ class _Importer:
                        dilation: tuple[int, int]) -> Padding:
         """Conv/pool padding from pads or auto_pad, plus any Pad absorbed from the input."""
         auto = node.attr_str("auto_pad", "NOTSET")
-        h, w = x.dims[2], x.dims[3]
+        h, w = spatial(x)
         if auto in ("SAME_UPPER", "SAME_LOWER"):
             upper = auto == "SAME_UPPER"
             top, bottom = same_padding(h, kernel[0], stride[0], dilation[0], upper)
@@ -865,10 +884,7 @@ class _Importer:
         elif auto == "VALID":
             top = left = bottom = right = 0
         else:
-            pads = node.attr_ints("pads") or (0, 0, 0, 0)
-            if len(pads) != 4:
-                raise Unsupported(f"has {len(pads)} pads; hwsim models 2-D windows only")
-            top, left, bottom, right = pads
+            top, left, bottom, right = window_pads(node.attr_ints("pads") or _no_pads(x), x.layout == SIGNAL)
         p = x.pad
         return Padding(top + p.top, left + p.left, bottom + p.bottom, right + p.right)
 
@@ -877,12 +893,31 @@ class _Importer:
 def _conv_attrs(imp: ImportContext, node: OnnxNode, ins: Inputs
                 ) -> tuple[Feature, tuple[int, ...], tuple[int, int], tuple[int, int], tuple[int, int], int]:
     """Input feature, weight dims, kernel, stride, dilation and groups of a Conv or ConvTranspose."""
-    x = imp.image(node, ins[0])
-    w = imp.weight_dims(ins[1], 4)
-    kernel = window_pair(node.attr_ints("kernel_shape") or w[2:], "kernel")
-    stride = window_pair(node.attr_ints("strides") or (1, 1), "stride")
-    dilation = window_pair(node.attr_ints("dilations") or (1, 1), "dilation")
+    x = imp.image(node, ins[0], signal_ok=True)
+    signal = x.layout == SIGNAL
+    w = imp.weight_dims(ins[1], 3 if signal else 4)
+    kernel = window_pair(node.attr_ints("kernel_shape") or w[2:], "kernel", signal)
+    stride = window_pair(node.attr_ints("strides") or _ones(x), "stride", signal)
+    dilation = window_pair(node.attr_ints("dilations") or _ones(x), "dilation", signal)
     return x, w, kernel, stride, dilation, node.attr_int("group", 1)
+
+
+def _ones(x: Feature) -> tuple[int, ...]:
+    """A window attribute's default (1 per window axis)."""
+    return (1,) if x.layout == SIGNAL else (1, 1)
+
+
+def _no_pads(x: Feature) -> tuple[int, ...]:
+    return (0, 0) if x.layout == SIGNAL else (0, 0, 0, 0)
+
+
+def _produce_window(imp: ImportContext, node: OnnxNode, x: Feature, tensor: str) -> None:
+    """Output 0 of a window op on `x`: a map, or a signal again when `x` is one."""
+    if x.layout == SIGNAL:
+        s = imp.b.shape(tensor)
+        imp.produce(node, 0, tensor, (1, s.c, s.w), SIGNAL)
+    else:
+        imp.produce(node, 0, tensor)
 
 
 def _conv(imp: ImportContext, node: OnnxNode, ins: Inputs) -> None:
@@ -896,54 +931,60 @@ def _conv(imp: ImportContext, node: OnnxNode, ins: Inputs) -> None:
     name = imp.layer_name(node)
     imp.weight_sources[name] = (node.inputs[1], False)
     tensor = imp.b.conv(name, x.tensor, w[0], kernel, stride, pad, dilation, groups, bias=present(ins, 2))
-    imp.produce(node, 0, tensor)
+    _produce_window(imp, node, x, tensor)
 
 
 def _conv_transpose(imp: ImportContext, node: OnnxNode, ins: Inputs) -> None:
     x, w, kernel, stride, dilation, groups = _conv_attrs(imp, node, ins)
-    out_pad = window_pair(node.attr_ints("output_padding") or (0, 0), "output padding")
+    signal = x.layout == SIGNAL
+    axes = len(_ones(x))  # window axes: 1 over a signal, 2 over a map
+    out_pad = window_pair(node.attr_ints("output_padding") or (0,) * axes, "output padding", signal)
+    if signal:
+        out_pad = (0, out_pad[1])  # a signal's height stays 1: nothing added to it
     auto = node.attr_str("auto_pad", "NOTSET")
-    target = node.attr_ints("output_shape")[-2:]
+    size = spatial(x)
+    given = node.attr_ints("output_shape")  # the window axes' sizes, possibly after N and C
+    target: tuple[int, ...] = window_pair(given[-axes:], "output shape", signal) if given else ()
     if not target and auto in ("SAME_UPPER", "SAME_LOWER"):
-        target = (x.dims[2] * stride[0], x.dims[3] * stride[1])
+        target = (size[0] * stride[0], size[1] * stride[1])
     if target:
         # ONNX: total = stride·(in−1) + output_padding + (k−1)·d + 1 − out, split as auto_pad says.
         begin_end = []
         for i in range(2):
-            total = stride[i] * (x.dims[2 + i] - 1) + out_pad[i] + (kernel[i] - 1) * dilation[i] + 1 - target[i]
+            total = stride[i] * (size[i] - 1) + out_pad[i] + (kernel[i] - 1) * dilation[i] + 1 - target[i]
             small = total // 2
             begin_end.append((small, total - small) if auto == "SAME_UPPER" else (total - small, small))
         pad = Padding(begin_end[0][0], begin_end[1][0], begin_end[0][1], begin_end[1][1])
     elif auto == "VALID":
         pad = NO_PADDING
     else:
-        pads = node.attr_ints("pads") or (0, 0, 0, 0)
-        pad = Padding(*pads) if len(pads) == 4 else NO_PADDING
+        pad = window_pads(node.attr_ints("pads") or _no_pads(x), signal)
     name = imp.layer_name(node)
     imp.weight_sources[name] = (node.inputs[1], False)
     tensor = imp.b.conv_transpose(name, x.tensor, w[1] * groups, kernel, stride, pad, out_pad, dilation, groups,
                                   bias=present(ins, 2))
-    imp.produce(node, 0, tensor)
+    _produce_window(imp, node, x, tensor)
 
 
 def _pool(imp: ImportContext, node: OnnxNode, ins: Inputs) -> None:
-    x = imp.image(node, ins[0])
+    x = imp.image(node, ins[0], signal_ok=True)
+    signal = x.layout == SIGNAL
     if len(node.outputs) > 1 and imp.consumers[node.outputs[1]]:
         raise Unsupported("uses the Indices output, which hwsim does not model")
-    kernel = window_pair(node.attr_ints("kernel_shape"), "kernel")
-    stride = window_pair(node.attr_ints("strides") or (1, 1), "stride")
-    dilation = window_pair(node.attr_ints("dilations") or (1, 1), "dilation")
+    kernel = window_pair(node.attr_ints("kernel_shape"), "kernel", signal)
+    stride = window_pair(node.attr_ints("strides") or _ones(x), "stride", signal)
+    dilation = window_pair(node.attr_ints("dilations") or _ones(x), "dilation", signal)
     ceil_mode = bool(node.attr_int("ceil_mode", 0))
     pad = imp.window_padding(node, x, kernel, stride, dilation)
     make = imp.b.max_pool if node.op == "MaxPool" else imp.b.avg_pool
     tensor = make(imp.layer_name(node), x.tensor, kernel, stride, pad, ceil_mode, dilation)
-    imp.produce(node, 0, tensor)
+    _produce_window(imp, node, x, tensor)
 
 
 def _global_pool(imp: ImportContext, node: OnnxNode, ins: Inputs) -> None:
-    x = imp.image(node, ins[0])
+    x = imp.image(node, ins[0], signal_ok=True)
     make = imp.b.global_max_pool if node.op == "GlobalMaxPool" else imp.b.global_avg_pool
-    imp.produce(node, 0, make(imp.layer_name(node), x.tensor))
+    _produce_window(imp, node, x, make(imp.layer_name(node), x.tensor))
 
 
 def _depth_to_space(imp: ImportContext, node: OnnxNode, ins: Inputs) -> None:
@@ -1037,8 +1078,9 @@ def _pad(imp: ImportContext, node: OnnxNode, ins: Inputs) -> None:
     if not any(begin) and not any(end):
         imp.alias(node, x)
         return
-    h, w = x.layout.index("H"), x.layout.index("W")
-    added = Padding(begin[h], begin[w], end[h], end[w])
+    w = x.layout.index("W")
+    h = x.layout.find("H")  # none in a signal
+    added = Padding(begin[h] if h >= 0 else 0, begin[w], end[h] if h >= 0 else 0, end[w])
     pad = Padding(*(a + b for a, b in zip(x.pad, added)))
     dims = [d + b + e for d, b, e in zip(x.dims, begin, end)]
     imp.alias(node, replace(x, pad=pad, pad_name=x.pad_name or node.name), dims)

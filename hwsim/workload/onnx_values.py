@@ -18,6 +18,7 @@ from onnx import TensorProto
 from hwsim.workload.ir import NO_PADDING, Padding, Shape
 
 DEFAULT_DOMAINS = ("", "ai.onnx")  # the standard operator set's names
+SIGNAL = "NCW"  # a 1-D signal (audio): channels × length, modelled as a map of height 1
 
 # ONNX integer element types and their widths: the storage of quantized weights and activations.
 INTEGER_BITS: dict[int, int] = {
@@ -87,6 +88,8 @@ def ir_shape(dims: Sequence[int], layout: str) -> Shape:
     """The C×H×W shape of a feature; vectors count as C×1×1, other tensors as last axis × the rest × 1."""
     if all(ch in layout for ch in "CHW"):
         return Shape(dims[layout.index("C")], dims[layout.index("H")], dims[layout.index("W")])
+    if layout == SIGNAL:
+        return Shape(dims[1], 1, dims[2])
     if len(dims) <= 2:
         return Shape(prod(dims), 1, 1)
     return Shape(dims[-1], prod(dims[:-1]), 1)
@@ -114,7 +117,31 @@ def as_feature(v: Value | None) -> Feature:
     return v
 
 
-def window_pair(values: Sequence[int], what: str) -> tuple[int, int]:
+def window_pair(values: Sequence[int], what: str, signal: bool = False) -> tuple[int, int]:
+    """A window attribute as an (h, w) pair: a 2-D one as given; a 1-D one over a signal (N×C×L, read as a map of
+    height 1) as (1, value)."""
+    if signal:
+        if len(values) != 1:
+            raise Unsupported(f"has a {len(values)}-D {what} over a 1-D signal; give one value per window axis")
+        return (1, int(values[0]))
     if len(values) != 2:
-        raise Unsupported(f"has a {len(values)}-D {what}; hwsim models 2-D windows only")
+        raise Unsupported(f"has a {len(values)}-D {what}; hwsim models 1-D and 2-D windows")
     return (int(values[0]), int(values[1]))
+
+
+def window_pads(pads: Sequence[int], signal: bool) -> Padding:
+    """ONNX `pads` (every axis' begins, then every axis' ends) as a Padding; a signal's as left and right."""
+    if signal:
+        if len(pads) != 2:
+            raise Unsupported(f"has {len(pads)} pads over a 1-D signal; give its begin and end")
+        return Padding(0, int(pads[0]), 0, int(pads[1]))
+    if len(pads) != 4:
+        raise Unsupported(f"has {len(pads)} pads; hwsim models 1-D and 2-D windows")
+    return Padding(*(int(p) for p in pads))
+
+
+def spatial(x: Feature) -> tuple[int, int]:
+    """A map's (height, width); a signal's is (1, length)."""
+    if x.layout == SIGNAL:
+        return (1, x.dims[2])
+    return (x.dims[x.layout.index("H")], x.dims[x.layout.index("W")])
