@@ -390,3 +390,55 @@ def qdq_then_float() -> onnx.ModelProto:
     nodes = [*_qdq("x", "s", "z"), *weight, node("Conv", ["x_dq", "w1"], "c1", name="conv1", kernel_shape=[1, 1]),
              node("Conv", ["c1", "w2"], "y", name="conv2", kernel_shape=[1, 1])]
     return model(nodes, [tensor("x", [1, 3, 4, 4])], [tensor("y", [1, 2, 4, 4])], inits + weight_inits, 13)
+
+
+def qoperator_block() -> onnx.ModelProto:
+    """onnxruntime's QOperator format (com.microsoft ops): QuantizeLinear, QLinearConv 3→8 3×3 pad 1,
+    QLinearLeakyRelu, QLinearConv 8→8 3×3 pad 1, QLinearAdd of the two, QLinearSigmoid and QLinearMul (a swish),
+    QLinearAveragePool 2×2 of the sum and of the swish, QLinearConcat of both pools (16 channels),
+    QLinearGlobalAveragePool, Flatten, QGemm 16→10 with a float output, QLinearSoftmax is not used (float Softmax)."""
+    u8 = np.uint8
+    inits = [array("s", 0.05, np.float32), array("z", 128, u8), zeros("w1", (8, 3, 3, 3), np.int8),
+             zeros("w2", (8, 8, 3, 3), np.int8), array("ws", 0.1, np.float32), array("wz", 0, np.int8),
+             zeros("b", (8,), np.int32), zeros("wf", (10, 16), np.int8), zeros("bf", (10,), np.int32)]
+    q = ["s", "z"]  # every activation's scale and zero point
+    nodes = [node("QuantizeLinear", ["x", *q], "xq"),
+             node("QLinearConv", ["xq", *q, "w1", "ws", "wz", *q, "b"], "c1", kernel_shape=[3, 3], pads=[1] * 4),
+             node("QLinearLeakyRelu", ["c1", *q, *q], "r1", domain="com.microsoft", alpha=0.1),
+             node("QLinearConv", ["r1", *q, "w2", "ws", "wz", *q, "b"], "c2", kernel_shape=[3, 3], pads=[1] * 4),
+             node("QLinearAdd", ["c2", *q, "r1", *q, *q], "sum", domain="com.microsoft"),
+             node("QLinearSigmoid", ["sum", *q, *q], "gate", domain="com.microsoft"),
+             node("QLinearMul", ["sum", *q, "gate", *q, *q], "swish", domain="com.microsoft"),
+             node("QLinearAveragePool", ["sum", *q, *q], "p1", domain="com.microsoft", kernel_shape=[2, 2],
+                  strides=[2, 2]),
+             node("QLinearAveragePool", ["swish", *q, *q], "p2", domain="com.microsoft", kernel_shape=[2, 2],
+                  strides=[2, 2]),
+             node("QLinearConcat", [*q, "p1", *q, "p2", *q], "cat", domain="com.microsoft", axis=1),
+             node("QLinearGlobalAveragePool", ["cat", *q, *q], "gap", domain="com.microsoft"),
+             node("Flatten", ["gap"], "flat"),
+             node("QGemm", ["flat", *q, "wf", "ws", "wz", "bf"], "fc", domain="com.microsoft", transB=1),
+             node("Softmax", ["fc"], "y")]
+    return model(nodes, [tensor("x", [1, 3, 8, 8])], [tensor("y", [1, 10])], inits, 13,
+                 extra_domains=["com.microsoft"], check=False)
+
+
+def dynamic_quantized() -> onnx.ModelProto:
+    """onnxruntime's quantize_dynamic: DynamicQuantizeLinear of the float input (uint8 data, a run-time scale and
+    zero point), ConvInteger 3→4 3×3 pad 1 by int8 weights, Cast to float, Mul by the product of the two scales,
+    Add a bias, Relu; then the same for a 256→10 MatMulInteger after Flatten."""
+    inits = [zeros("w", (4, 3, 3, 3), np.int8), array("wz", 0, np.int8), array("ws", 0.1, np.float32),
+             zeros("bias", (1, 4, 1, 1), np.float32), zeros("wf", (256, 10), np.int8), array("wfs", 0.1, np.float32)]
+    nodes = [node("DynamicQuantizeLinear", ["x"], ["xq", "xs", "xz"]),
+             node("ConvInteger", ["xq", "w", "xz", "wz"], "ci", kernel_shape=[3, 3], pads=[1] * 4),
+             node("Cast", ["ci"], "cf", to=FLOAT),
+             node("Mul", ["xs", "ws"], "scale"),
+             node("Mul", ["cf", "scale"], "scaled"),
+             node("Add", ["scaled", "bias"], "biased"),
+             node("Relu", ["biased"], "r"),
+             node("Flatten", ["r"], "flat"),
+             node("DynamicQuantizeLinear", ["flat"], ["fq", "fs", "fz"]),
+             node("MatMulInteger", ["fq", "wf", "fz", "wz"], "mi"),
+             node("Cast", ["mi"], "mf", to=FLOAT),
+             node("Mul", ["fs", "wfs"], "fscale"),
+             node("Mul", ["mf", "fscale"], "y")]
+    return model(nodes, [tensor("x", [1, 3, 8, 8])], [tensor("y", [1, 10])], inits, 13)

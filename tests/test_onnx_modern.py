@@ -391,3 +391,30 @@ def test_trace_records_what_was_passed_through(cli, tmp_path: Path) -> None:
                                    "passthrough_ops": {"SpaceToDepth": ["s2d_a", "s2d_b"]}}
     text = cli("trace", "summary", str(trace))
     assert "2 layer(s) passed through at zero cost (--allow-unknown): SpaceToDepth ×2" in text.out
+
+
+def test_qoperator_format(tmp_path: Path) -> None:
+    """Every com.microsoft op imports as its float twin at 8 bit, without --allow-unknown. By hand: conv c1 is
+    8 x 8 x 8 outputs x 27 = 13,824 MACs, c2 8 x 8 x 8 x 72 = 36,864, QGemm 16 x 10 = 160 (it was dropped
+    before); the LeakyReLU fuses into c1, the add, the swish, both pools, the concat and the global pool are
+    layers of their own."""
+    g = load(M.qoperator_block(), tmp_path).graph
+    assert [g.layer(n).macs for n in ("c1", "c2")] == [13_824, 36_864]
+    assert g.layer("c1").activation == "leaky_relu"
+    fc = only(g, LayerKind.FC)
+    assert fc.macs == 160 and fc.precision == Precision(8, 8, 32)
+    assert g.total_macs == 13_824 + 36_864 + 160
+    assert g.layer("sum").kind == LayerKind.ADD and g.layer("sum").precision == Precision(None, 8, None)
+    assert g.layer("cat").out_shape == Shape(16, 4, 4)
+    assert only(g, LayerKind.GLOBAL_AVG_POOL).out_shape == Shape(16, 1, 1)
+    assert g.layer("c2").precision == Precision(8, 8, 32)
+
+
+def test_dynamic_quantization(tmp_path: Path) -> None:
+    """DynamicQuantizeLinear gives 8-bit data: ConvInteger 3→4 3×3 on 8×8 = 4 x 64 x 27 = 6,912 MACs, the
+    scale, bias and ReLU fold into it; MatMulInteger 256→10 = 2,560 MACs, both at (8, 8, 32) bits."""
+    g = load(M.dynamic_quantized(), tmp_path).graph
+    conv, fc = only(g, LayerKind.CONV), only(g, LayerKind.FC)
+    assert (conv.macs, fc.macs, g.total_macs) == (6_912, 2_560, 6_912 + 2_560)
+    assert conv.precision == Precision(8, 8, 32) and fc.precision == Precision(8, 8, 32)
+    assert conv.activation == "relu"

@@ -54,8 +54,10 @@ from hwsim.workload.onnx_fold import (
     virtual,
 )
 from hwsim.workload.onnx_quant import (
+    MICROSOFT_DOMAIN,
     fold_quantized,
     layer_precision,
+    microsoft_ops,
     quantized_ops,
     strip_qdq,
     with_bits,
@@ -686,8 +688,10 @@ class _Importer:
     def dispatch(self, node: OnnxNode, ins: Inputs) -> None:
         if node.domain == PASSTHROUGH_DOMAIN:
             raise Unsupported("is a pass-through layer hwsim exported")
-        if node.domain not in DEFAULT_DOMAINS:
-            raise Unsupported(f"is in domain '{node.domain}', which hwsim does not know")
+        if node.domain not in DEFAULT_DOMAINS and node.op not in DOMAIN_OPS.get(node.domain, {}):
+            known = node.domain in DOMAIN_OPS
+            raise Unsupported(f"is not an op of domain '{node.domain}' hwsim knows" if known
+                              else f"is in domain '{node.domain}', which hwsim does not know")
         if not any(v is not None for v in ins) and node.op not in NO_INPUT_OPS:
             raise Unsupported("has no inputs; the model is malformed")
         if node.op in SHAPE_READERS:
@@ -703,7 +707,7 @@ class _Importer:
         if node.op not in ABSORBS_PAD:
             ins = [replace(self.materialise(n), bits=v.bits) if isinstance(v, Feature) else v
                    for n, v in zip(node.inputs, ins)]
-        handler = FEATURE_OPS.get(node.op)
+        handler = FEATURE_OPS.get(node.op) if node.domain in DEFAULT_DOMAINS else DOMAIN_OPS[node.domain][node.op]
         if handler is None:
             raise Unsupported("on a feature map is not modelled by hwsim" if node.op in FOLDS
                               else "is not an op hwsim knows")
@@ -1111,5 +1115,6 @@ FEATURE_OPS: dict[str, Handler] = {
     "Pad": _pad,
     **layers.OPS,  # the handlers of hwsim.workload.onnx_layers: a new operator is one handler and one entry there
     **{op: _activation for op in ACTIVATIONS},
-    **quantized_ops(_conv, layers.gemm),
 }
+FEATURE_OPS.update(quantized_ops(FEATURE_OPS))  # the quantized ops, as their float twins
+DOMAIN_OPS: dict[str, dict[str, Handler]] = {MICROSOFT_DOMAIN: microsoft_ops(FEATURE_OPS)}  # other domains' ops

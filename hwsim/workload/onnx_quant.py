@@ -13,7 +13,7 @@ the values it consumes.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from math import prod
 
@@ -204,32 +204,88 @@ def _operand(ins: Inputs, index: int, zero_point: int) -> Value | None:
     return with_bits(v, _zero_point_array_bits(ins, zero_point))
 
 
-def _as(handler: Handler, operands: tuple[int, int], zero_points: tuple[int, int], bias: int | None,
-        out_zero_point: int | None) -> Handler:
-    """A quantized op as its float twin reading (operand 0, operand 1, bias); the output width is the
-    type of input `out_zero_point` (the QLinear ops), or the int32 accumulator (the Integer ops)."""
-    def run(imp: ImportContext, node: OnnxNode, ins: Inputs) -> None:
-        twin = [_operand(ins, i, z) for i, z in zip(operands, zero_points)]
-        if bias is not None and bias < len(ins) and (b := ins[bias]) is not None:
-            twin.append(with_bits(b, ACCUMULATOR_BITS))
-        imp.run(handler, node, twin)
-        bits = ACCUMULATOR_BITS if out_zero_point is None else _zero_point_array_bits(ins, out_zero_point)
-        _integer_output(imp, node, bits)
+@dataclass(frozen=True)
+class Twin:
+    """A quantized op read as the float op it computes: which of its inputs the float op reads (each with the
+    input holding its zero point, -1 for none), where its bias is, and where its output's zero point is."""
 
+    op: str  # the float op, whose handler imports it
+    operands: tuple[tuple[int, int], ...]  # (input, its zero point's input) in the float op's order
+    bias: int | None = None  # input index of an int32 bias
+    out_zero_point: int | None = None  # input index of the output's zero point; None: the int32 accumulator
+    float_output: bool = False  # the output stays float when input `out_zero_point` is absent (QGemm)
+
+
+def _twin(twin: Twin, handlers: Mapping[str, Handler]) -> Handler:
+    """A handler importing a quantized op as `twin.op` on its data operands, each at its integer width."""
+    def run(imp: ImportContext, node: OnnxNode, ins: Inputs) -> None:
+        names = [node.inputs[i] if i < len(node.inputs) else "" for i, _ in twin.operands]
+        values = [_operand(ins, i, z) for i, z in twin.operands]
+        if twin.bias is not None and twin.bias < len(ins) and (b := ins[twin.bias]) is not None:
+            names.append(node.inputs[twin.bias])
+            values.append(with_bits(b, ACCUMULATOR_BITS))
+        imp.run(handlers[twin.op], replace(node, op=twin.op, domain="", inputs=tuple(names)), values)
+        z = twin.out_zero_point
+        if z is None:
+            _integer_output(imp, node, ACCUMULATOR_BITS)
+        elif not (twin.float_output and (z >= len(ins) or ins[z] is None)):
+            _integer_output(imp, node, _zero_point_array_bits(ins, z))
     return run
 
 
-def quantized_ops(conv: Handler, matmul: Handler) -> dict[str, Handler]:
-    """Handlers of the operator-format quantized ops, built on the float Conv and MatMul handlers."""
+def _concat_twin(handlers: Mapping[str, Handler]) -> Handler:
+    """QLinearConcat(Y_scale, Y_zp, then (X, X_scale, X_zp) per input): a Concat of the X at their widths."""
+    def run(imp: ImportContext, node: OnnxNode, ins: Inputs) -> None:
+        inputs = range(2, len(ins), 3)
+        _twin(Twin("Concat", tuple((i, i + 2) for i in inputs), out_zero_point=1), handlers)(imp, node, ins)
+    return run
+
+
+def _dynamic_quantize(imp: ImportContext, node: OnnxNode, ins: Inputs) -> None:
+    """DynamicQuantizeLinear: the same data as uint8, and a scale and zero point computed at run time (scalars
+    whose values hwsim never needs)."""
+    imp.alias(node, replace(as_feature(ins[0]), bits=DEFAULT_QUANT_BITS))
+    for k, bits in ((1, None), (2, DEFAULT_QUANT_BITS)):
+        if k < len(node.outputs) and node.outputs[k]:
+            imp.values[node.outputs[k]] = Param((), bits)
+
+
+# ONNX's operator-format quantized ops as their float twins. QLinearConv: x, x_scale, x_zp, w, w_scale, w_zp,
+# y_scale, y_zp, B; QLinearMatMul: a, a_scale, a_zp, b, b_scale, b_zp, y_scale, y_zp; ConvInteger: x, w, x_zp,
+# w_zp; MatMulInteger: A, B, a_zp, b_zp (int32 results).
+STANDARD_TWINS = {
+    "QLinearConv": Twin("Conv", ((0, 2), (3, 5)), bias=8, out_zero_point=7),
+    "QLinearMatMul": Twin("MatMul", ((0, 2), (3, 5)), out_zero_point=7),
+    "ConvInteger": Twin("Conv", ((0, 2), (1, 3))),
+    "MatMulInteger": Twin("MatMul", ((0, 2), (1, 3))),
+}
+# onnxruntime's QOperator format (domain com.microsoft). Binary ops: A, A_scale, A_zp, B, B_scale, B_zp, C_scale,
+# C_zp; unary ones: X, X_scale, X_zp, Y_scale, Y_zp; QGemm: A, a_scale, a_zp, B, b_scale, b_zp, C, y_scale, y_zp
+# (without y_scale its output is float).
+MICROSOFT_TWINS = {
+    "QLinearAdd": Twin("Add", ((0, 2), (3, 5)), out_zero_point=7),
+    "QLinearMul": Twin("Mul", ((0, 2), (3, 5)), out_zero_point=7),
+    "QLinearAveragePool": Twin("AveragePool", ((0, 2),), out_zero_point=4),
+    "QLinearGlobalAveragePool": Twin("GlobalAveragePool", ((0, 2),), out_zero_point=4),
+    "QLinearSigmoid": Twin("Sigmoid", ((0, 2),), out_zero_point=4),
+    "QLinearLeakyRelu": Twin("LeakyRelu", ((0, 2),), out_zero_point=4),
+    "QLinearSoftmax": Twin("Softmax", ((0, 2),), out_zero_point=4),
+    "QGemm": Twin("Gemm", ((0, 2), (3, 5)), bias=6, out_zero_point=8, float_output=True),
+}
+MICROSOFT_DOMAIN = "com.microsoft"
+
+
+def quantized_ops(handlers: Mapping[str, Handler]) -> dict[str, Handler]:
+    """Handlers of the standard domain's quantized ops, built on the float ops' `handlers`."""
     return {
         "QuantizeLinear": quantize,
         "DequantizeLinear": dequantize,
-        # QLinearConv: x, x_scale, x_zp, w, w_scale, w_zp, y_scale, y_zp, B
-        "QLinearConv": _as(conv, (0, 3), (2, 5), 8, 7),
-        # QLinearMatMul: a, a_scale, a_zp, b, b_scale, b_zp, y_scale, y_zp
-        "QLinearMatMul": _as(matmul, (0, 3), (2, 5), None, 7),
-        # ConvInteger: x, w, x_zp, w_zp; MatMulInteger: A, B, a_zp, b_zp (int32 results)
-        "ConvInteger": _as(conv, (0, 1), (2, 3), None, None),
-        "MatMulInteger": _as(matmul, (0, 1), (2, 3), None, None),
+        "DynamicQuantizeLinear": _dynamic_quantize,
+        **{op: _twin(twin, handlers) for op, twin in STANDARD_TWINS.items()},
     }
 
+
+def microsoft_ops(handlers: Mapping[str, Handler]) -> dict[str, Handler]:
+    """Handlers of onnxruntime's quantized ops (domain com.microsoft), built on the float ops' `handlers`."""
+    return {"QLinearConcat": _concat_twin(handlers),
+            **{op: _twin(twin, handlers) for op, twin in MICROSOFT_TWINS.items()}}
