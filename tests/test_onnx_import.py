@@ -6,6 +6,7 @@ the ONNX file), never copied from the importer's output.
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from math import prod
 from pathlib import Path
@@ -293,8 +294,26 @@ def test_batch_above_one_is_per_image(tmp_path: Path) -> None:
     for vi in [*m.graph.input, *m.graph.output]:
         vi.type.tensor_type.shape.dim[0].dim_value = 4
     result = load_onnx(save(m, tmp_path))
-    assert len(result.warnings) == 1 and "batch 4" in result.warnings[0]
+    assert len(result.warnings) == 1 and "batch 4: a run processes 4 images" in result.warnings[0]
     assert result.graph.layer("/fc/Gemm").in_shape == Shape(8, 16, 16)
+    assert result.graph.declared_batch == 4
+
+
+def test_a_batch_export_runs_its_batch(cli, tmp_path: Path) -> None:
+    """The classifier has 241,664 MACs per image: its batch-4 export estimates 4 x 241,664 = 966,656 MACs, as
+    --batch 4 does; --batch 1 overrides the file's batch, with a note saying so."""
+    m = P.pytorch_classifier(False)
+    for vi in [*m.graph.input, *m.graph.output]:
+        vi.type.tensor_type.shape.dim[0].dim_value = 4
+    path = str(save(m, tmp_path))
+    assert json.loads(cli("info", path, "--json").out)["totals"]["macs"] == 241_664
+    default = json.loads(cli("estimate", path, "--hw", "eyeriss-v1", "--json").out)
+    explicit = json.loads(cli("estimate", path, "--hw", "eyeriss-v1", "--batch", "4", "--json").out)
+    assert default["batch"] == 4 and default["totals"]["macs"] == 966_656 and default["notes"] == []
+    assert default["totals"] == explicit["totals"]
+    one = json.loads(cli("estimate", path, "--hw", "eyeriss-v1", "--batch", "1", "--json").out)
+    assert one["batch"] == 1 and one["totals"]["macs"] == 241_664
+    assert any("declares batch 4; this run processes 1 image as" in n for n in one["notes"])
 
 
 # ----- (f) padding -------------------------------------------------------------------------------------

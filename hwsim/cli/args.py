@@ -48,7 +48,8 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
     command takes."""
     add_network_arguments(parser)
     parser.add_argument("--hw", required=True, metavar="CONFIG", help="accelerator config: a path or a shipped name")
-    parser.add_argument("--batch", type=batch_arg, default=1, metavar="N", help="images per run (default 1)")
+    parser.add_argument("--batch", type=batch_arg, default=None, metavar="N",
+                        help="images per run (default: the batch an ONNX file declares, else 1)")
     add_mapping_argument(parser)
     add_bits_argument(parser)
     add_sparsity_arguments(parser, "none")

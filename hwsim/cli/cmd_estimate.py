@@ -106,7 +106,8 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
                         "--mapping FILE); cnnergy: the faithful CNNergy model")
     p.add_argument("--layers", metavar="FILE.csv", default=None,
                    help="cnnergy only: a CNNergy layer table (name,R,M,H,C,U,E,sp_if,sp_of,n) instead of a network")
-    p.add_argument("--batch", type=batch_arg, default=1, metavar="N", help="mapping: images per run (default 1)")
+    p.add_argument("--batch", type=batch_arg, default=None, metavar="N",
+                   help="mapping: images per run (default: the batch an ONNX file declares, else 1)")
     add_mapping_argument(p)
     add_bits_argument(p)
     add_sparsity_arguments(p, "none for the mapping model; auto for cnnergy: measured AlexNet values when they fit")
@@ -299,7 +300,8 @@ def run(args: argparse.Namespace) -> int:
     else:
         hw = table_config(args)
     print_notices(warnings, notes, args.json)
-    settings = EstimateSettings(args.model, args.batch, _sparsity(args, source), args.clock_power,
+    batch = args.batch or (source.declared_batch if isinstance(source, Graph) else 1)
+    settings = EstimateSettings(args.model, batch, _sparsity(args, source), args.clock_power,
                                 args.throughput_gmacs)
     if args.sweep:
         swept = sweep_glb_size(source, hw, args.sweep.values_bytes, settings)

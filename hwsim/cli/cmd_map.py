@@ -31,7 +31,8 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
                                    "under an objective), checked; write it to replay or edit")
     add_network_arguments(p)
     p.add_argument("--hw", required=True, metavar="CONFIG", help="accelerator config: a path or a shipped name")
-    p.add_argument("--batch", type=batch_arg, default=1, metavar="N", help="images per run (default 1)")
+    p.add_argument("--batch", type=batch_arg, default=None, metavar="N",
+                   help="images per run (default: the batch an ONNX file declares, else 1)")
     p.add_argument("--out", metavar="FILE.yaml", default=None,
                    help="write the mapping here (YAML, or JSON for a .json name); estimate, simulate and check "
                         "replay it with --mapping FILE")

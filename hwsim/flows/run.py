@@ -73,21 +73,23 @@ class RunSpec:
         return self.mapper.schedule(self.plan, self.graph, self.hardware, self.sparsity)
 
 
-def resolve_run(network: NetworkLike, hw: HardwareLike, batch: int = 1, mapping: MappingLike = None,
+def resolve_run(network: NetworkLike, hw: HardwareLike, batch: int | None = None, mapping: MappingLike = None,
                 sparsity: SparsityLike = None, bits: int | None = None, clock_power_w: float | None = None,
                 throughput_gmacs: float | None = None, search_progress: SearchProgress | None = None) -> RunSpec:
-    """The run `network` on `hw` asks for: words by `bits` (else the graph's declared widths, else the config's),
+    """The run `network` on `hw` asks for: `batch` images (None: the batch the network's file declares, else 1),
+    words by `bits` (else the graph's declared widths, else the config's),
     the zeros of `sparsity` (None: dense), the plan `mapping` names (None: the dataflow's rules for `batch`
     images; a search; a loop-nest mapping or another mapper's plan, given or in a file), checked once, and the
     clock power and its reference throughput where given. A search reports each layer to `search_progress`."""
     given_graph, config = as_graph(network), as_hardware(hw)
+    batch, batch_notes = _batch(batch, given_graph)
     graph, priced = run_precision(given_graph, config, bits)
     priced = with_control(priced, clock_power_w, throughput_gmacs)
     profile = as_profile(sparsity, graph) or DENSE
     plan, searched = _plan(mapping, graph, priced, batch, profile, search_progress)
     if isinstance(plan, PhasePlan) and plan.bits != priced.precision_bits:
         priced = at_precision(config, plan.bits)  # a phase plan sizes its buffers at its own word
-    notes = precision_notes(given_graph, config, bits)
+    notes = (*batch_notes, *precision_notes(given_graph, config, bits))
     try:
         mapper_of(plan).check(plan, graph, priced)
     except HwsimError as exc:  # name the file the plan came from
@@ -96,6 +98,17 @@ def resolve_run(network: NetworkLike, hw: HardwareLike, batch: int = 1, mapping:
         raise MappingError(f"{mapping}: {exc}") from None
     run_batch = plan.batch if isinstance(plan, NetworkMapping) else check_batch(batch)
     return RunSpec(graph, priced, run_batch, plan, profile, notes, searched)
+
+
+def _batch(asked: int | None, graph: Graph) -> tuple[int, tuple[str, ...]]:
+    """The run's batch: `asked`, else the one the network's file declares; a note where `asked` overrides it."""
+    if asked is None:
+        return graph.declared_batch, ()
+    if graph.declared_batch not in (1, asked):
+        images = f"{asked} image{'s' if asked > 1 else ''}"
+        return asked, (f"{graph.name} declares batch {graph.declared_batch}; this run processes {images} as "
+                       "--batch asks",)
+    return asked, ()
 
 
 def _plan(mapping: MappingLike, graph: Graph, hw: Accelerator, batch: int, profile: SparsityProfile,

@@ -292,6 +292,7 @@ class Graph:
     name: str
     layers: tuple[Layer, ...]
     source: str = ""  # where it came from: "zoo" or the ONNX file path
+    declared_batch: int = 1  # images the source's input holds (an ONNX export's batch): a run's default batch
     _index: dict[str, int] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:

@@ -168,8 +168,8 @@ def _import(model: onnx.ModelProto, path: Path, allow_unknown: bool, input_hw: t
         imp.add_outputs(node.outputs)
     imp.warn_constant_outputs()
     imp.warn_unmodelled()
-    return ImportResult(imp.b.build(), tuple(warnings), opset, _elem_bits(graph), imp.unmodelled_layers(),
-                        imp.sources())
+    built = replace(imp.b.build(), declared_batch=batch)
+    return ImportResult(built, tuple(warnings), opset, _elem_bits(graph), imp.unmodelled_layers(), imp.sources())
 
 
 def _declared_dims(graph: onnx.GraphProto) -> dict[str, tuple[int | None, ...]]:
@@ -358,7 +358,8 @@ def _input_specs(graph: onnx.GraphProto, initializers: dict[str, TensorProto],
                 "N×F vectors"
             )
         if dims[0] is not None and dims[0] > 1:
-            warnings.append(f"input '{vi.name}' has batch {dims[0]}; hwsim models one image (shapes are per image)")
+            warnings.append(f"input '{vi.name}' has batch {dims[0]}: a run processes {dims[0]} images unless --batch "
+                            "says otherwise (shapes are per image)")
             batch = max(batch, dims[0])
         dims[0] = 1
         layout = {2: "NC", 3: SIGNAL}.get(len(dims)) or ("NHWC" if _is_nhwc(readers.get(vi.name, [])) else "NCHW")
