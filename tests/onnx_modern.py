@@ -442,3 +442,49 @@ def dynamic_quantized() -> onnx.ModelProto:
              node("Mul", ["fs", "wfs"], "fscale"),
              node("Mul", ["mf", "fscale"], "y")]
     return model(nodes, [tensor("x", [1, 3, 8, 8])], [tensor("y", [1, 10])], inits, 13)
+
+
+def global_response_norm() -> onnx.ModelProto:
+    """ConvNeXt-V2's global response norm on an 8×8×8 map after a 3→8 3×3 conv: ReduceL2 over H and W, its mean
+    over channels, x·(gamma·n) + beta + x."""
+    inits = [zeros("w", (8, 3, 3, 3)), array("gamma", np.ones((1, 8, 1, 1)), np.float32),
+             array("beta", np.zeros((1, 8, 1, 1)), np.float32), array("eps", 1e-6, np.float32)]
+    nodes = [node("Conv", ["x", "w"], "c", kernel_shape=[3, 3], pads=[1] * 4),
+             node("ReduceL2", ["c"], "g", axes=[2, 3], keepdims=1),
+             node("ReduceMean", ["g"], "gm", axes=[1], keepdims=1),
+             node("Add", ["gm", "eps"], "gme"),
+             node("Div", ["g", "gme"], "n"),
+             node("Mul", ["c", "n"], "xn"),
+             node("Mul", ["xn", "gamma"], "xg"),
+             node("Add", ["xg", "beta"], "xb"),
+             node("Add", ["xb", "c"], "y")]
+    return model(nodes, [tensor("x", [1, 3, 8, 8])], [tensor("y", [1, 8, 8, 8])], inits, 13)
+
+
+def weight_standardised_conv() -> onnx.ModelProto:
+    """NFNet's weight standardisation: the 8×3×3×3 weight reshaped to 1×8×27, normalised by a training-mode
+    BatchNormalization (a function of the weight alone), reshaped back and used by a 3→8 3×3 conv."""
+    inits = [zeros("w", (8, 3, 3, 3)), int64s("flat", [1, 8, 27]), int64s("back", [8, 3, 3, 3]),
+             array("gain", np.ones(8), np.float32), array("zero", np.zeros(8), np.float32),
+             array("one", np.ones(8), np.float32)]
+    nodes = [node("Reshape", ["w", "flat"], "wf"),
+             node("BatchNormalization", ["wf", "gain", "zero", "zero", "one"], "wn"),
+             node("Reshape", ["wn", "back"], "ws"),
+             node("Conv", ["x", "ws"], "y", name="conv", kernel_shape=[3, 3], pads=[1] * 4)]
+    return model(nodes, [tensor("x", [1, 3, 8, 8])], [tensor("y", [1, 8, 8, 8])], inits, 15)
+
+
+def constant_grid_encoding() -> onnx.ModelProto:
+    """EdgeNeXt's positional encoding: a constant 1×4×8×8 grid (Range, Sin, Cos) through a 4→8 1×1 conv, added to
+    the features of a 3→8 3×3 conv. The grid branch depends on no input: a constant."""
+    inits = [zeros("w", (8, 3, 3, 3)), zeros("wp", (8, 4, 1, 1)), array("start", 0.0, np.float32),
+             array("limit", 128.0, np.float32), array("delta", 1.0, np.float32), int64s("shape", [1, 2, 8, 8])]
+    nodes = [node("Range", ["start", "limit", "delta"], "r"),
+             node("Reshape", ["r", "shape"], "grid_half"),
+             node("Sin", ["grid_half"], "s"),
+             node("Cos", ["grid_half"], "co"),
+             node("Concat", ["s", "co"], "grid", axis=1),
+             node("Conv", ["grid", "wp"], "pos", kernel_shape=[1, 1]),
+             node("Conv", ["x", "w"], "c", kernel_shape=[3, 3], pads=[1] * 4),
+             node("Add", ["c", "pos"], "y")]
+    return model(nodes, [tensor("x", [1, 3, 8, 8])], [tensor("y", [1, 8, 8, 8])], inits, 13)

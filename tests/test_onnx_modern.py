@@ -418,3 +418,26 @@ def test_dynamic_quantization(tmp_path: Path) -> None:
     assert (conv.macs, fc.macs, g.total_macs) == (6_912, 2_560, 6_912 + 2_560)
     assert conv.precision == Precision(8, 8, 32) and fc.precision == Precision(8, 8, 32)
     assert conv.activation == "relu"
+
+
+def test_reduce_l2_of_a_global_response_norm(tmp_path: Path) -> None:
+    """ReduceL2 over H and W of the 8×8×8 conv output is a reduce layer to 8×1×1; the conv keeps its
+    8 × 64 × 27 = 13,824 MACs, the only ones."""
+    g = load(M.global_response_norm(), tmp_path).graph
+    reduce = next(l for l in g if l.name == "g")
+    assert reduce.kind == LayerKind.REDUCE and reduce.out_shape == Shape(8, 1, 1)
+    assert g.total_macs == 13_824
+
+
+def test_weight_standardisation_folds_into_the_weight(tmp_path: Path) -> None:
+    """The normalisation runs on the weight alone: a constant, no layer; the conv has 8 × 64 × 27 = 13,824 MACs."""
+    g = load(M.weight_standardised_conv(), tmp_path).graph
+    assert kinds(g) == ["input", "conv", "output"] and g.total_macs == 13_824
+
+
+def test_a_constant_grid_branch_is_folded(tmp_path: Path) -> None:
+    """The positional grid and its 1×1 conv depend on no input: precomputed (as onnxruntime's constant folding
+    does), the sum is the 3×3 conv plus a constant. MACs: 8 × 64 × 27 = 13,824, not the grid conv's 2,048."""
+    g = load(M.constant_grid_encoding(), tmp_path).graph
+    assert g.total_macs == 13_824
+    assert [l.kind for l in g if l.kind == LayerKind.CONV] == [LayerKind.CONV]

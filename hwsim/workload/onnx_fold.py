@@ -387,6 +387,12 @@ FOLDS: dict[str, Callable[[OnnxNode, Args], list[Array]]] = {
     "ReduceMean": _reducer(np.mean),
     "ReduceMax": _reducer(np.max),
     "ReduceMin": _reducer(np.min),
+    "ReduceL1": _reducer(lambda a, axis, keepdims: np.sum(np.abs(a), axis=axis, keepdims=keepdims)),
+    "ReduceL2": _reducer(lambda a, axis, keepdims: np.sqrt(np.sum(np.square(a), axis=axis, keepdims=keepdims))),
+    "ReduceSumSquare": _reducer(lambda a, axis, keepdims: np.sum(np.square(a), axis=axis, keepdims=keepdims)),
+    "Sin": _unary(np.sin),
+    "Cos": _unary(np.cos),
+    "Tanh": _unary(np.tanh),
 }
 
 # Ops whose output is a view of their first input: on weights (whose values are
@@ -396,7 +402,12 @@ VIEW_OPS = frozenset({"Identity", "Dropout", "Unsqueeze", "Squeeze", "Reshape", 
 # Ops whose output has their first input's shape.
 SAME_SHAPE_OPS = frozenset({"Cast", "CastLike", "Neg", "Abs", "Sqrt", "Reciprocal", "Exp", "Log", "Floor",
                             "Ceil", "Round", "Sign", "Not", "DequantizeLinear", "QuantizeLinear", "Relu",
-                            "Sigmoid", "Tanh", "Clip", "ScatterND", "ScatterElements", "Scatter"})
+                            "Sigmoid", "Tanh", "Clip", "ScatterND", "ScatterElements", "Scatter", "Sin", "Cos",
+                            "Erf", "LeakyRelu", "Elu", "Selu", "Softplus", "Softsign", "HardSigmoid", "HardSwish",
+                            "Gelu", "Mish", "Softmax", "LogSoftmax",
+                            # normalisations of a weight (NFNet's weight standardisation): a weight again
+                            "BatchNormalization", "InstanceNormalization", "LayerNormalization",
+                            "GroupNormalization", "LpNormalization"})
 # Element-wise ops whose output has the broadcast shape of their inputs.
 BROADCAST_OPS = frozenset({"Add", "Sub", "Mul", "Div", "Pow", "Sum", "Max", "Min", "Mod", "Equal", "Less",
                            "LessOrEqual", "Greater", "GreaterOrEqual", "And", "Or", "Xor", "Where"})

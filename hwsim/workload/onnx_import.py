@@ -790,10 +790,13 @@ class _Importer:
         if node.op in BROADCAST_OPS:
             return [tuple(np.broadcast_shapes(*(dims_of(v) for v in ins if v is not None)))]
         known = [self.known_dims(o) for o in node.outputs if o]
-        if node.op in FOLDS and all(d is not None for d in known):
+        if (node.op in FOLDS or node.op in FEATURE_OPS) and known and all(d is not None for d in known):
+            # an op on constants alone (a Conv over a constant positional grid) is a constant: precomputed, as
+            # onnxruntime's constant folding does, at the shape ONNX's inference gives it
             return [d for d in known if d is not None]
         if node.op in FEATURE_OPS:
-            raise Unsupported("has no feature-map input; hwsim cannot tell what it computes")
+            raise Unsupported("has no feature-map input and no inferred output shape; hwsim cannot tell what "
+                              "it computes")
         raise Unsupported("is not an op hwsim knows" if node.op not in FOLDS else "has an output of unknown shape")
 
     def unsupported(self, node: OnnxNode, ins: Inputs, reason: str) -> None:
