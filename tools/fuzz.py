@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
 import re
 import resource
@@ -38,7 +39,7 @@ import numpy as np
 from hwsim.trace.seal import seal
 
 REPO = Path(__file__).resolve().parents[1]
-FAMILIES = ("config", "sweep", "onnx", "trace")
+FAMILIES = ("config", "sweep", "onnx", "trace", "hostile")
 OUTCOMES = ("ok", "error", "traceback", "hang", "memory", "nonfinite", "other")
 # commands whose exit 1 is a verdict printed on stdout, not a failure: a sweep that recorded a failed point with
 # its error in the table, a trace that breaks a validator rule
@@ -192,18 +193,40 @@ def _damage_hdf5(target: Path, choice: float, rng: random.Random) -> str:
             dataset = rng.choice(["levels/dram", "levels/glb", "occupancy"])
             rows = file[dataset][...]
             column = rng.choice(list(rows.dtype.names or ()))
-            value = rng.choice([-1, 250, 999, 2**31 - 1, -(2**40)])
+            value = rng.choice([-1, 250, 999, 2**31 - 1, -(2**40), 2**62])
             if len(rows):
                 k = rng.randrange(len(rows))
                 info = np.iinfo(rows.dtype[column])
                 rows[column][k] = min(max(value, info.min), info.max)
                 file[dataset][...] = rows
             return f"{dataset}.{column} = {value}"
+        if choice < 0.85:
+            return _damage_tables(file, rng)
         key = rng.choice(["hwsim_trace_version", "clock_hz", "word_bits", "batch", "hardware_json", "schedule_json",
                           "mapping_json", "levels", "ops", "complete"])
+        if rng.random() < 0.3:
+            del file.attrs[key]
+            return f"attribute {key} deleted"
         value = rng.choice([0, -1, 99, "three", float("nan"), float("inf"), "{bad json", ""])
         file.attrs[key] = value
         return f"attribute {key} = {value!r}"
+
+
+def _damage_tables(file: h5py.File, rng: random.Random) -> str:
+    """A name table with a repeated name, or a layer index of the wrong shape."""
+    if rng.random() < 0.5:
+        names = file["names/layers"][()]
+        if len(names) > 1:
+            names[1] = names[0]
+        del file["names/layers"]
+        file.create_dataset("names/layers", data=names)
+        return "layer names repeated"
+    level = rng.choice([n for n in ("index/dram", "index/glb", "index/pe") if n in file] or ["index/dram"])
+    index = file[level][()] if level in file else np.zeros((1, 2), np.int64)
+    if level in file:
+        del file[level]
+    file.create_dataset(level, data=index.reshape(-1)[:max(1, index.size - 1)])
+    return f"{level} flattened"
 
 
 # ----- the runs ------------------------------------------------------------------------------------------
@@ -268,13 +291,65 @@ def trace_runs(out: Path, rng: random.Random, n: int) -> list[Run]:
                               ("trace", "query", str(path), "--level", "dram", "--limit", "5"),
                               ("trace", "export", str(path), "--perfetto", str(out / f"trace-{k}.json")),
                               ("trace", "validate", str(path)),
+                              ("trace", "query", str(path), "--layer", "0", "--limit", "5"),
                               ("report", str(path), "--html", str(out / f"trace-{k}.html"))])
         runs.append(Run("trace", what, command))
     return runs
 
 
+def _sweep_file(path: Path, axes: str) -> Path:
+    path.write_text(f"config: eyeriss-v1\nnetworks: [phases_example]\naxes:\n{axes}")
+    return path
+
+
+def _lrn_graph(size: int) -> object:
+    from onnx import TensorProto, helper
+
+    node = helper.make_node("LRN", ["x"], ["y"], size=size)
+    graph = helper.make_graph([node], "lrn", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 8, 16, 16])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+
+
+def hostile_runs(out: Path, rng: random.Random, n: int) -> list[Run]:
+    """The hostile inputs known to have broken hwsim once, each run as it was reported (n is not used): sweep
+    ranges to infinity or NaN, a sweep of 10**8 points, FIFOs and /dev/zero as inputs, an LRN of size 0, a 1 KiB
+    GLB with a 512 B filter partition."""
+    from onnx import save
+
+    runs = []
+    for what, axes in (("to: .inf", "  pe_array.rows: {from: 1, to: .inf, step: 1}\n"),
+                       ("step: .nan", "  pe_array.rows: {from: 1, to: 9, step: .nan}\n"),
+                       ("1e308 by 1e-308", "  pe_array.rows: {from: 1, to: 1e308, step: 1e-308}\n"),
+                       ("log2 to .inf", "  pe_array.rows: {from: 1, to: .inf, scale: log2}\n"),
+                       ("two 1..9999 axes", "  pe_array.rows: {from: 1, to: 9999, step: 1}\n"
+                                            "  pe_array.cols: {from: 1, to: 9999, step: 1}\n")):
+        path = _sweep_file(out / f"hostile-sweep-{len(runs)}.yaml", axes)
+        runs.append(Run("hostile", f"sweep {what}", ("sweep", str(path), "--out", str(out / "s"), "--limit", "2")))
+    for suffix in (".onnx", ".yaml"):
+        os.mkfifo(out / f"fifo{suffix}")
+        (out / f"zero{suffix}").symlink_to("/dev/zero")
+    for argv in (("info", str(out / "fifo.onnx")), ("info", str(out / "zero.onnx")),
+                 ("sweep", str(out / "fifo.yaml")), ("sweep", str(out / "zero.yaml")),
+                 ("estimate", "alexnet", "--hw", str(out / "fifo.yaml")),
+                 ("estimate", "alexnet", "--hw", "eyeriss-v1", "--mapping", str(out / "fifo.yaml"))):
+        runs.append(Run("hostile", "a special file as input", argv))
+    for size in (0, -1):
+        save(_lrn_graph(size), out / f"lrn{size}.onnx")
+        runs.append(Run("hostile", f"LRN size {size}", ("info", str(out / f"lrn{size}.onnx"))))
+    tiny = out / "tiny-glb.yaml"
+    text = (REPO / "configs" / "eyeriss-v1.yaml").read_text()
+    tiny.write_text(re.sub(r"(?m)^  size: 108 KiB", "  size: 1 KiB", re.sub(r"(?m)^  filter: 8 KiB.*$",
+                                                                             "  filter: 512 B", text)))
+    for net in ("alexnet", "resnet18"):
+        runs.append(Run("hostile", f"1 KiB GLB, 512 B filters, {net}", ("estimate", net, "--hw", str(tiny))))
+        runs.append(Run("hostile", f"1 KiB GLB, 512 B filters, {net}",
+                        ("simulate", net, "--hw", str(tiny), "--out", str(out / f"tiny-{net}.h5"))))
+    return runs
+
+
 MAKERS: dict[str, Callable[[Path, random.Random, int], list[Run]]] = {
-    "config": config_runs, "sweep": sweep_runs, "onnx": onnx_runs, "trace": trace_runs}
+    "config": config_runs, "sweep": sweep_runs, "onnx": onnx_runs, "trace": trace_runs, "hostile": hostile_runs}
 
 
 def _limit_memory(memory_bytes: int) -> Callable[[], None]:
@@ -340,7 +415,8 @@ def main() -> int:
         for f in families:
             print(f"{f:8} {sum(counts[f].values()):>6} " + " ".join(f"{counts[f][k]:>9}" for k in OUTCOMES))
         bad = sum(c[k] for c in counts.values() for k in OUTCOMES[2:])
-        print(f"{len(runs)} runs over {sum(args.mutants for _ in families)} mutants (seed {args.seed}); "
+        mutants = sum(args.mutants for f in families if f != "hostile")
+        print(f"{len(runs)} runs over {mutants} mutants and the known hostile inputs (seed {args.seed}); "
               f"{bad} neither ok nor a one-line error (listed in {args.out / 'bad.txt'})")
     return 0
 
