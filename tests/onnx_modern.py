@@ -488,3 +488,22 @@ def constant_grid_encoding() -> onnx.ModelProto:
              node("Conv", ["x", "w"], "c", kernel_shape=[3, 3], pads=[1] * 4),
              node("Add", ["c", "pos"], "y")]
     return model(nodes, [tensor("x", [1, 3, 8, 8])], [tensor("y", [1, 8, 8, 8])], inits, 13)
+
+
+def cumsum_grid_and_row_norm() -> onnx.ModelProto:
+    """EdgeNeXt's pieces: a positional grid made by CumSum of ones (1×4×8×8, a constant) through a 4→8 1×1 conv,
+    added to a 3→8 3×3 conv; then XCA's normalisation: the map viewed as 1×8×64 rows, ReduceL2 over each row
+    (1×8×1), Expand back to 1×8×64 and a Div."""
+    inits = [zeros("w", (8, 3, 3, 3)), zeros("wp", (8, 4, 1, 1)), array("ones", np.ones((1, 4, 8, 8)), np.float32),
+             int64s("axis", [3]), int64s("rows", [1, 8, 64]), int64s("wide", [1, 8, 64]),
+             int64s("back", [1, 8, 8, 8])]
+    nodes = [node("CumSum", ["ones", "axis"], "grid"),
+             node("Conv", ["grid", "wp"], "pos", kernel_shape=[1, 1]),
+             node("Conv", ["x", "w"], "c", kernel_shape=[3, 3], pads=[1] * 4),
+             node("Add", ["c", "pos"], "a"),
+             node("Reshape", ["a", "rows"], "r"),
+             node("ReduceL2", ["r"], "n", axes=[2], keepdims=1),
+             node("Expand", ["n", "wide"], "ne"),
+             node("Div", ["r", "ne"], "d"),
+             node("Reshape", ["d", "back"], "y")]
+    return model(nodes, [tensor("x", [1, 3, 8, 8])], [tensor("y", [1, 8, 8, 8])], inits, 13)

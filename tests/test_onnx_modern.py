@@ -441,3 +441,14 @@ def test_a_constant_grid_branch_is_folded(tmp_path: Path) -> None:
     g = load(M.constant_grid_encoding(), tmp_path).graph
     assert g.total_macs == 13_824
     assert [l.kind for l in g if l.kind == LayerKind.CONV] == [LayerKind.CONV]
+
+
+def test_a_cumsum_grid_folds_and_a_row_norm_expands(tmp_path: Path) -> None:
+    """The CumSum grid and its conv depend on no input (a constant); the row norm is a reduce layer to 8 rows of
+    one value, expanded back to 8 × 64 as a zero-cost view read by the division. MACs: the 3×3 conv's
+    8 × 64 × 27 = 13,824 only."""
+    g = load(M.cumsum_grid_and_row_norm(), tmp_path).graph
+    assert g.total_macs == 13_824
+    expand = next(l for l in g if l.kind == LayerKind.PASSTHROUGH)
+    assert expand.op_type == "Expand" and expand.ops == 0
+    assert expand.out_shape.elements == 8 * 64

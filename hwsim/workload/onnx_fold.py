@@ -217,6 +217,18 @@ def _range(node: OnnxNode, args: Args) -> list[Array]:
     return [np.arange(start.item(), limit.item(), delta.item()).astype(start.dtype)]
 
 
+def _cumsum(node: OnnxNode, args: Args) -> list[Array]:
+    """CumSum along the axis input (EdgeNeXt's positional grid is a cumulative sum of ones)."""
+    x = np.asarray(args[0])
+    axis = int(np.asarray(args[1]).reshape(-1)[0]) % max(x.ndim, 1)
+    if node.attr_int("reverse", 0):
+        x = np.flip(x, axis)
+    total = np.cumsum(x, axis=axis, dtype=x.dtype)
+    if node.attr_int("exclusive", 0):
+        total = total - x
+    return [np.flip(total, axis) if node.attr_int("reverse", 0) else total]
+
+
 def _where(node: OnnxNode, args: Args) -> list[Array]:
     return [np.asarray(np.where(args[0], args[1], args[2]))]
 
@@ -346,6 +358,7 @@ FOLDS: dict[str, Callable[[OnnxNode, Args], list[Array]]] = {
     "Tile": _tile,
     "ConstantOfShape": _constant_of_shape,
     "Range": _range,
+    "CumSum": _cumsum,
     "Where": _where,
     "ScatterND": _scatter_nd,
     "ScatterElements": _scatter_elements,
@@ -402,7 +415,7 @@ VIEW_OPS = frozenset({"Identity", "Dropout", "Unsqueeze", "Squeeze", "Reshape", 
 # Ops whose output has their first input's shape.
 SAME_SHAPE_OPS = frozenset({"Cast", "CastLike", "Neg", "Abs", "Sqrt", "Reciprocal", "Exp", "Log", "Floor",
                             "Ceil", "Round", "Sign", "Not", "DequantizeLinear", "QuantizeLinear", "Relu",
-                            "Sigmoid", "Tanh", "Clip", "ScatterND", "ScatterElements", "Scatter", "Sin", "Cos",
+                            "Sigmoid", "Tanh", "Clip", "ScatterND", "ScatterElements", "Scatter", "Sin", "Cos", "CumSum",
                             "Erf", "LeakyRelu", "Elu", "Selu", "Softplus", "Softsign", "HardSigmoid", "HardSwish",
                             "Gelu", "Mish", "Softmax", "LogSoftmax",
                             # normalisations of a weight (NFNet's weight standardisation): a weight again

@@ -208,8 +208,12 @@ def expand(imp: ImportContext, node: OnnxNode, ins: Inputs) -> None:
         return
     grown = [i for i, (a, b) in enumerate(zip(x.dims, dims)) if a != b]
     if len(dims) != len(x.dims) or any(x.layout[i] not in "HW" for i in grown) or "C" not in x.layout:
-        raise Unsupported(f"broadcasts a {x.layout} feature map {list(x.dims)} to {list(dims)}; hwsim expands "
-                          "height and width only")
+        # a broadcast along another axis (a norm spread over its row, as XCA's normalisation does): the reader
+        # takes the copies, so the expand itself is a zero-cost view at the broadcast shape
+        layout = x.layout if len(dims) == len(x.dims) else "?" * len(dims)
+        tensor = imp.b.passthrough(imp.layer_name(node), [x.tensor], ir_shape(dims, layout), "Expand")
+        imp.produce(node, 0, tensor, dims, layout)
+        return
     h, w = x.layout.index("H"), x.layout.index("W")
     tensor = imp.b.upsample(imp.layer_name(node), x.tensor, (dims[h] // x.dims[h], dims[w] // x.dims[w]))
     imp.produce(node, 0, tensor, dims, x.layout)
