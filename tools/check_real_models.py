@@ -130,8 +130,9 @@ def simulate(model: Path, hw: str, traces: Path, *more: str) -> Outcome:
 def check(entry: dict[str, Any], exports: Path, hw: str, traces: Path, run_simulate: bool) -> Row:
     model = exports / entry["file"]
     info = hwsim("info", str(model))
-    macs = int(info.doc["totals"]["macs"]) if info.ok else None
     estimate = hwsim("estimate", str(model), "--hw", hw) if info.ok else None
+    # the run's MACs: every image of the batch the file declares (info counts one image)
+    macs = int(estimate.doc["totals"]["macs"]) if estimate is not None and estimate.ok else None
     sim = simulate(model, hw, traces) if info.ok and run_simulate else None
     return Row(entry["name"], entry["network"], entry["exporter"], macs, int(entry["independent_macs"]), info,
                estimate, sim)
