@@ -415,9 +415,9 @@ VIEW_OPS = frozenset({"Identity", "Dropout", "Unsqueeze", "Squeeze", "Reshape", 
 # Ops whose output has their first input's shape.
 SAME_SHAPE_OPS = frozenset({"Cast", "CastLike", "Neg", "Abs", "Sqrt", "Reciprocal", "Exp", "Log", "Floor",
                             "Ceil", "Round", "Sign", "Not", "DequantizeLinear", "QuantizeLinear", "Relu",
-                            "Sigmoid", "Tanh", "Clip", "ScatterND", "ScatterElements", "Scatter", "Sin", "Cos", "CumSum",
-                            "Erf", "LeakyRelu", "Elu", "Selu", "Softplus", "Softsign", "HardSigmoid", "HardSwish",
-                            "Gelu", "Mish", "Softmax", "LogSoftmax",
+                            "Sigmoid", "Tanh", "Clip", "ScatterND", "ScatterElements", "Scatter", "Sin", "Cos",
+                            "CumSum", "Erf", "LeakyRelu", "Elu", "Selu", "Softplus", "Softsign", "HardSigmoid",
+                            "HardSwish", "Gelu", "Mish", "Softmax", "LogSoftmax",
                             # normalisations of a weight (NFNet's weight standardisation): a weight again
                             "BatchNormalization", "InstanceNormalization", "LayerNormalization",
                             "GroupNormalization", "LpNormalization"})
