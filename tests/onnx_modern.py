@@ -507,3 +507,21 @@ def cumsum_grid_and_row_norm() -> onnx.ModelProto:
              node("Div", ["r", "ne"], "d"),
              node("Reshape", ["d", "back"], "y")]
     return model(nodes, [tensor("x", [1, 3, 8, 8])], [tensor("y", [1, 8, 8, 8])], inits, 13)
+
+
+def as_strided_view(transposed: bool = False) -> onnx.ModelProto:
+    """The dynamo exporter's `as_strided`: a 3→8 3×3 conv's 8×16×16 output flattened, then a Gather whose
+    1×8×8×16 index enumerates rows 0..7 of every channel (a box), read by a 8→4 1×1 conv; `transposed` swaps the
+    index's last two axes (not a box in order)."""
+    c, h, w = np.meshgrid(np.arange(8), np.arange(8), np.arange(16), indexing="ij")
+    index = (c * 256 + h * 16 + w).reshape(1, 8, 8, 16)
+    if transposed:
+        index = index.transpose(0, 1, 3, 2).copy()
+    inits = [zeros("w", (8, 3, 3, 3)), zeros("w2", (4, 8, 1, 1)), int64s("flat", [-1]),
+             numpy_helper.from_array(index.astype(np.int64), "index")]
+    nodes = [node("Conv", ["x", "w"], "c", kernel_shape=[3, 3], pads=[1] * 4),
+             node("Reshape", ["c", "flat"], "f"),
+             node("Gather", ["f", "index"], "v", axis=0),
+             node("Conv", ["v", "w2"], "y", name="head", kernel_shape=[1, 1])]
+    out = [1, 4, 16, 8] if transposed else [1, 4, 8, 16]
+    return model(nodes, [tensor("x", [1, 3, 16, 16])], [tensor("y", out)], inits, 13)

@@ -452,3 +452,17 @@ def test_a_cumsum_grid_folds_and_a_row_norm_expands(tmp_path: Path) -> None:
     expand = next(l for l in g if l.kind == LayerKind.PASSTHROUGH)
     assert expand.op_type == "Expand" and expand.ops == 0
     assert expand.out_shape.elements == 8 * 64
+
+
+def test_an_as_strided_view_is_a_crop(tmp_path: Path) -> None:
+    """The gathered box is rows 0..7 of the 8×16×16 map: a slice to 8×8×16 read by the 1×1 conv. MACs:
+    8 × 256 × 27 = 55,296 and 4 × 128 × 8 = 4,096."""
+    g = load(M.as_strided_view(), tmp_path).graph
+    view = only(g, LayerKind.SLICE)
+    assert view.out_shape == Shape(8, 8, 16) and view.padding == Padding(0, 0, -8, 0)
+    assert g.layer("head").in_shape == Shape(8, 8, 16) and g.total_macs == 55_296 + 4_096
+
+
+def test_a_gather_that_is_no_box_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(NetworkError, match="scattered indices"):
+        load(M.as_strided_view(transposed=True), tmp_path)

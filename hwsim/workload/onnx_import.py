@@ -872,6 +872,8 @@ class _Importer:
                 return
         if len(new) == 2 and new[0] == 1:
             self.alias(node, x, new, "NC" if (s.h, s.w) == (1, 1) else "NF")
+        elif new == (s.elements,) and x.layout == "NCHW":
+            self.alias(node, x, new, "F")  # flattened in C, H, W order (dynamo's as_strided views gather from it)
         elif len(new) == 4 and new == (1, s.c, s.h, s.w):
             self.alias(node, x, new, "NCHW")
         elif len(new) == 4 and new[0] == 1 and any(ch in x.layout for ch in "CHW"):

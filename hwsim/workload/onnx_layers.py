@@ -290,6 +290,9 @@ def gather(imp: ImportContext, node: OnnxNode, ins: Inputs) -> None:
         raise Unsupported("gives no indices")
     axis = node.attr_int("axis", 0) % len(x.dims)
     picked = [i % x.dims[axis] for i in ints(index)]
+    if picked and x.layout == "F" and picked != list(range(picked[0], picked[0] + len(picked))):
+        _strided_view(imp, node, x, index)
+        return
     if not picked or picked != list(range(picked[0], picked[0] + len(picked))):
         raise Unsupported("gathers scattered indices of a feature map; hwsim gathers one run of indices")
     dims = x.dims[:axis] + tuple(index.shape) + x.dims[axis + 1:]
@@ -303,6 +306,27 @@ def gather(imp: ImportContext, node: OnnxNode, ins: Inputs) -> None:
     assert isinstance(out, Feature)
     layout = {0: out.layout[:axis] + out.layout[axis + 1:], 1: out.layout}.get(index.ndim, "?" * len(dims))
     imp.values[node.outputs[0]] = replace(out, dims=dims, layout=layout)
+
+
+def _strided_view(imp: ImportContext, node: OnnxNode, x: Feature, index: np.ndarray) -> None:
+    """A Gather from a map flattened in C, H, W order whose indices enumerate a box of it in order (how the
+    dynamo exporter writes `as_strided`): a crop of that box, shaped as the index."""
+    s = imp.b.shape(x.tensor)
+    flat = (np.asarray(index).reshape(-1) % s.elements).astype(np.int64)
+    c, h, w = np.unravel_index(flat, (s.c, s.h, s.w))
+    box = [(int(a.min()), int(a.max()) + 1) for a in (c, h, w)]
+    expected = np.ravel_multi_index(np.meshgrid(*(np.arange(lo, hi) for lo, hi in box), indexing="ij"),
+                                    (s.c, s.h, s.w)).reshape(-1)
+    if not np.array_equal(flat, expected):
+        raise Unsupported("gathers scattered indices of a feature map; hwsim gathers one run of indices or a box "
+                          "of a flattened map")
+    image = replace(x, dims=(1, s.c, s.h, s.w), layout="NCHW")
+    crop(imp, node, image, 0, [slice(0, 1), *(slice(lo, hi) for lo, hi in box)])
+    out = imp.values[node.outputs[0]]
+    assert isinstance(out, Feature)
+    shaped = tuple(int(d) for d in index.shape)
+    layout = "NCHW" if shaped == (1, *(hi - lo for lo, hi in box)) else "?" * len(shaped)
+    imp.values[node.outputs[0]] = replace(out, dims=shaped, layout=layout)
 
 
 # ----- resize ----------------------------------------------------------------------------------------
