@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import CONFIGS, assert_one_line_error
+from conftest import CONFIGS, assert_one_line_error, small_zoo_graph
 
 from hwsim.flows import check_network, estimate_mapping, simulate_network
 from hwsim.hardware import load_config
@@ -286,3 +286,42 @@ def test_a_pass_that_delivers_its_tile_again_stays_inside_the_buffer(tmp_path: P
     assert est.counts.transfers[Level.GLB, Operand.IFMAP, Access.READ] == passes * 4 * 8 * 13 * 37
     report = check_network(graph, EYERISS, mapping=mapping, trace_path=tmp_path / "c3.h5")
     assert report.ok, report.mismatches
+
+
+def _odd_shapes() -> Graph:
+    """Layers the zoo lacks: transposed convolutions (U-Net's 2×2 stride 2, 3×3 and 4×4 stride 2, an 8×8 stride 4),
+    grouped, depthwise and dilated convolutions, 1×N and N×1 kernels, a 1-D signal's 1×80 stride 4."""
+    b = GraphBuilder("odd")
+    x = b.input("x", 64, 28, 28)
+    for name, k, s in (("up2", 2, 2), ("up3", 3, 2), ("up4", 4, 2), ("up8", 8, 4)):
+        b.output(f"{name}_out", b.conv_transpose(name, x, 32, k, stride=s))
+    for name, conv in (("grouped", dict(kernel=3, padding=1, groups=4)), ("depthwise", dict(kernel=3, groups=64)),
+                       ("dilated", dict(kernel=3, padding=6, dilation=6)), ("one_by_n", dict(kernel=(1, 7))),
+                       ("n_by_one", dict(kernel=(7, 1))), ("strided", dict(kernel=5, stride=3))):
+        b.output(f"{name}_out", b.conv(name, x, 64, **conv))
+    signal = b.input("signal", 1, 1, 8000)
+    b.output("m5_out", b.conv("m5", signal, 128, (1, 80), stride=(1, 4)))
+    return b.build()
+
+
+@pytest.mark.parametrize("config", sorted(p.stem for p in CONFIGS.glob("*.yaml")))
+def test_the_rule_mapper_never_emits_a_mapping_its_checker_refuses(config: str) -> None:
+    """Every layer of every zoo network (at about 64 pixels) and of the odd shapes above, on every shipped config:
+    the dataflow's rule either maps it to a nest the checker accepts, or refuses it itself with a MappingError
+    naming the hardware limit (a GLB too small for one output row, a psum RF smaller than the outputs a transposed
+    convolution's pixel owns); it never emits a nest the checker then refuses."""
+    from hwsim.mapping.mapper import NO_STEPS, check_layer, layer_hardware, layer_mapping
+
+    hw = load_config(config)
+    for graph in [*(small_zoo_graph(n) for n in zoo.names()), _odd_shapes()]:
+        for layer in graph:
+            if layer.kind in NO_STEPS:
+                continue
+            at_word = layer_hardware(hw, layer.word_bits)
+            try:
+                entry = layer_mapping(layer, at_word, 1)
+            except MappingError as exc:
+                assert "raise glb.size" in str(exc) or "psum RF of at least" in str(exc), str(exc)
+                continue
+            mapping = NetworkMapping(graph.name, hw.name, hw.pe_array.dataflow, 1, (entry,))
+            check_layer(mapping, layer, at_word)

@@ -60,10 +60,10 @@ def check_mapping(mapping: NetworkMapping, graph: Graph, hw: Accelerator) -> Non
     for layer in graph:
         if layer.kind in NO_STEPS:
             continue
-        _check_layer(mapping, layer, layer_hardware(hw, layer.word_bits))
+        check_layer(mapping, layer, layer_hardware(hw, layer.word_bits))
 
 
-def _check_layer(mapping: NetworkMapping, layer: Layer, hw: Accelerator) -> None:
+def check_layer(mapping: NetworkMapping, layer: Layer, hw: Accelerator) -> None:
     """Raise MappingError if the mapping's entry for `layer` does not fit it on `hw` (the layer's word)."""
     entry = mapping.layer(layer.name)
     if isinstance(entry, LoopNest):

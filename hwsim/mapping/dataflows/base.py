@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from hwsim.hardware.schema import Accelerator
-from hwsim.mapping.nest.format import Loop, LoopNest
+from hwsim.mapping.nest.format import Loop, LoopNest, MappingError
 from hwsim.mapping.nest.problem import Problem
 
 DefaultMapper = Callable[[Problem, Accelerator], LoopNest]
@@ -43,6 +43,19 @@ class Dataflow:
         for op, mode in self.delivery.items():
             if nest.array.delivery.get(op) != mode:
                 yield f"array.delivery.{op}: a {self.name} array delivers it by {mode}; write {op}: {mode}"
+
+
+def require_pixel_psums(problem: Problem, hw: Accelerator) -> int:
+    """The outputs one grid pixel of one filter owns (`Problem.pixel_outputs`), which a PE keeping psums holds
+    at once; a psum RF smaller than that is a MappingError naming the fix, before any nest is built."""
+    owned = problem.pixel_outputs()
+    room = hw.pe_array.rf.psum_words if hw.pe_array.rf is not None else 1
+    if owned > room:
+        raise MappingError(f"layer {problem.layer!r}: each input pixel of the transposed convolution scatters into "
+                           f"{owned} outputs a PE keeps, beyond its {room}-word psum RF; give the config a psum RF "
+                           f"of at least {owned} words (pe_array.rf.psum) or a dataflow that keeps no psums in "
+                           "the PEs")
+    return owned
 
 
 def _outside(where: str, allowed: frozenset[str], loops: tuple[Loop, ...], name: str) -> Iterator[str]:

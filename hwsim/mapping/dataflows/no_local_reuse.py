@@ -15,14 +15,15 @@ from hwsim.hardware.kinds import DATAFLOWS
 from hwsim.hardware.schema import Accelerator
 from hwsim.mapping.dataflows.base import Dataflow
 from hwsim.mapping.nest.format import Array, Loop, LoopNest, MappingError, Storage
-from hwsim.mapping.nest.problem import Problem
+from hwsim.mapping.nest.problem import Problem, tile_bound_words
 from hwsim.vocab import ceil_div
 
 
-def _band_words(problem: Problem, rows_out: int, channels: int, filters: int) -> int:
-    p, d = problem, problem.dims
-    rows = min(p.in_h, (rows_out - 1) * p.stride[0] + (d["R"] - 1) * p.dilation[0] + 1)
-    return channels * rows * p.in_w + filters * rows_out * d["Q"]
+def _band_words(problem: Problem, rows_out: int) -> int:
+    """GLB words of a band of `rows_out` output (grid) rows with every channel and filter: its ifmap hull and
+    its psums (a transposed convolution's grid rows own their stride's output rows)."""
+    extent = {**problem.dims, "N": 1, "G": 1, "P": rows_out}
+    return sum(tile_bound_words(problem, op, extent) for op in ("ifmap", "psum"))
 
 
 def nlr_nest(problem: Problem, hw: Accelerator) -> LoopNest:
@@ -31,7 +32,7 @@ def nlr_nest(problem: Problem, hw: Accelerator) -> LoopNest:
     tc, tm = min(d["C"], hw.pe_array.rows), min(d["M"], hw.pe_array.cols)
     band = d["P"]
     room = hw.glb.data_bytes // hw.word_bytes
-    while _band_words(problem, band, d["C"], d["M"]) > room:
+    while _band_words(problem, band) > room:
         if band == 1:
             raise MappingError(f"layer {problem.layer!r}: one output row's ifmap and psums need more than the "
                                f"{hw.glb.data_bytes} B GLB holds; raise glb.size in the config")

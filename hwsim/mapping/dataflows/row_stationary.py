@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 from hwsim.hardware.kinds import DATAFLOWS
 from hwsim.hardware.schema import Accelerator
-from hwsim.mapping.dataflows.base import Dataflow
+from hwsim.mapping.dataflows.base import Dataflow, require_pixel_psums
 from hwsim.mapping.nest.format import Array, Loop, LoopNest, MappingError, Storage
 from hwsim.mapping.nest.problem import Problem
 from hwsim.vocab import ceil_div
@@ -60,16 +60,19 @@ def _span(s: int, dilation: int) -> int:
     return (s - 1) * dilation + 1
 
 
-def _rf_rules(d: dict[str, int], hw: Accelerator, r_fold: int, s_rf: int, dilation: int
+def _rf_rules(problem: Problem, hw: Accelerator, r_fold: int, s_rf: int, dilation: int
               ) -> tuple[int, int, int, int, int, str]:
     """sets, q, p, chP, fP and the rule used (CNNergy rules 1, 2, 4, 5 in integers); a channel's ifmap window
-    is the span of its filter row's columns."""
+    is the span of its filter row's columns, and each of a PE's p filters keeps the psums its pixel owns (a
+    transposed convolution's pixel owns its stride's rows times columns)."""
+    d = problem.dims
     rf = hw.pe_array.rf
     if rf is None:
         raise MappingError(f"{hw.name}: a row-stationary array needs pe_array.rf (its PEs keep filter rows)")
     sets = max(1, hw.pe_array.rows // r_fold)
     q = max(1, min(d["C"], rf.ifmap_words // _span(s_rf, dilation)))
-    p = max(1, min(rf.psum_words, (rf.filter_words // s_rf) // q))
+    owned = require_pixel_psums(problem, hw)
+    p = max(1, min(rf.psum_words // owned, (rf.filter_words // s_rf) // q))
     if q >= d["C"]:
         chP, fP, rule = d["C"], p * sets, "1"
     elif q * sets > d["C"]:
@@ -100,7 +103,7 @@ def rs_params(problem: Problem, hw: Accelerator) -> RsParams:
     dilation = problem.dilation[1]
     s_folds = ceil_div(d["S"], max(1, (ifmap_words - 1) // dilation + 1))  # taps whose span fits the ifmap RF
     s_rf = ceil_div(d["S"], s_folds)
-    sets, q, p, chP, fP, rule = _rf_rules(d, hw, r_fold, s_rf, dilation)
+    sets, q, p, chP, fP, rule = _rf_rules(problem, hw, r_fold, s_rf, dilation)
     y_of = min(hw.pe_array.cols, d["P"])
     y_oc, x_oc, n = d["P"], d["Q"], d["N"]
     glb = hw.glb.data_bytes // hw.word_bytes

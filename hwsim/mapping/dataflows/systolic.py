@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from hwsim.hardware.kinds import DATAFLOWS
 from hwsim.hardware.schema import Accelerator
-from hwsim.mapping.dataflows.base import Dataflow
+from hwsim.mapping.dataflows.base import Dataflow, require_pixel_psums
 from hwsim.mapping.nest.format import Array, Loop, LoopNest, Storage
 from hwsim.mapping.nest.problem import Problem, tile_bound_words
 from hwsim.vocab import ceil_div
@@ -60,6 +60,8 @@ def _glb_keeps(problem: Problem, hw: Accelerator) -> frozenset[str]:
 def systolic_nest(dataflow: str, problem: Problem, hw: Accelerator) -> LoopNest:
     """SCALE-Sim's folds of the layer's im2col GEMM as a loop nest (see the module docstring)."""
     row_dim, col_dim, stream_dim, keeps, ifmap, filters = ROLES[dataflow]
+    if keeps == "psum":
+        require_pixel_psums(problem, hw)
     d = problem.dims
     rows, cols = min(d[row_dim], hw.pe_array.rows), min(d[col_dim], hw.pe_array.cols)
     others = tuple(Loop(dim, d[dim]) for dim in ("N", "Q", "R", "S") if d[dim] > 1)  # a convolution's (transposed)

@@ -46,6 +46,14 @@ class Problem:
     transposed: bool
     up: tuple[int, int] = (1, 1)  # output rows and columns each grid row and column owns (transposed: the stride)
 
+    def pixel_outputs(self) -> int:
+        """Outputs one grid pixel of one filter owns: 1 for a direct convolution; for a transposed one, its
+        stride's rows times columns (the last row and column the remainder of the output)."""
+        if not self.transposed:
+            return 1
+        return owned_bound(1, self.up[0], self.dims["P"], self.out_h) * \
+            owned_bound(1, self.up[1], self.dims["Q"], self.out_w)
+
     @property
     def relevant(self) -> dict[str, frozenset[str]]:
         """Dims each operand's data depends on."""
@@ -114,8 +122,8 @@ def tile_bound_words(problem: Problem, op: str, extent: dict[str, int]) -> int:
     if op == "filter":
         return t["G"] * t["M"] * t["C"] * t["R"] * t["S"]
     if op == "psum":
-        return t["N"] * t["G"] * t["M"] * _owned_bound(t["P"], problem.up[0], problem.dims["P"], problem.out_h) \
-            * _owned_bound(t["Q"], problem.up[1], problem.dims["Q"], problem.out_w)
+        return t["N"] * t["G"] * t["M"] * owned_bound(t["P"], problem.up[0], problem.dims["P"], problem.out_h) \
+            * owned_bound(t["Q"], problem.up[1], problem.dims["Q"], problem.out_w)
     if problem.transposed:
         rows, cols = t["P"], t["Q"]
     else:
@@ -124,7 +132,7 @@ def tile_bound_words(problem: Problem, op: str, extent: dict[str, int]) -> int:
     return t["N"] * t["G"] * t["C"] * min(rows, problem.in_h) * min(cols, problem.in_w)
 
 
-def _owned_bound(tile: int, up: int, grid: int, total: int) -> int:
+def owned_bound(tile: int, up: int, grid: int, total: int) -> int:
     """The most output rows `tile` grid rows own: `up` each, the last grid row the remainder of the output (a
     transposed convolution whose kernel outreaches its stride)."""
     return min(total, (tile - 1) * up + max(up, total - up * (grid - 1)))
