@@ -20,7 +20,7 @@ ALLOWED = {
     "hwsim": set(),  # hwsim/__init__.py: the version
     "workload": {"errors", "vocab", "files"},
     "hardware": {"errors", "vocab", "registry", "files", "hwsim"},
-    "trace": {"errors", "vocab"},
+    "trace": {"errors", "vocab", "files"},
     "sparsity": {"errors", "vocab", "registry", "files", "workload", "hardware"},
     "mapping": {"errors", "vocab", "registry", "files", "workload", "hardware", "sparsity"},
     "analytic": {"errors", "vocab", "workload", "hardware", "sparsity", "mapping"},
