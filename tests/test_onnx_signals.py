@@ -11,7 +11,7 @@ import pytest
 from conftest import assert_one_line_error
 from onnx import TensorProto, helper, numpy_helper, save
 
-from hwsim.workload.ir import LayerKind
+from hwsim.workload.ir import LayerKind, Shape
 from hwsim.workload.onnx_import import load_onnx
 
 
@@ -44,10 +44,10 @@ def test_an_m5_like_network_by_hand(tmp_path: Path) -> None:
     pool: 2000 / 4 = 500; conv2: 500 x 32 x 16 x 3 = 768,000; fc 32 x 10 = 320. Total 3,328,320."""
     graph = load_onnx(m5_like(tmp_path / "m5.onnx")).graph
     c1, p1, c2 = graph.layer("c1"), graph.layer("p1"), graph.layer("c2")
-    assert (c1.kind, c1.in_shapes[0], c1.out_shape) == (LayerKind.CONV, (1, 1, 8000), (16, 1, 2000))
+    assert (c1.kind, c1.in_shapes[0], c1.out_shape) == (LayerKind.CONV, Shape(1, 1, 8000), Shape(16, 1, 2000))
     assert (c1.kernel, c1.stride, c1.activation) == ((1, 80), (1, 4), "relu")
     assert (c1.padding.top, c1.padding.left, c1.padding.bottom, c1.padding.right) == (0, 38, 0, 38)
-    assert p1.out_shape == (16, 1, 500) and c2.out_shape == (32, 1, 500)
+    assert p1.out_shape == Shape(16, 1, 500) and c2.out_shape == Shape(32, 1, 500)
     assert [graph.layer(n).macs for n in ("c1", "c2")] == [2_560_000, 768_000]
     assert graph.total_macs == 2_560_000 + 768_000 + 320
 
@@ -67,10 +67,10 @@ def test_a_pad_op_and_a_transposed_conv_on_a_signal(tmp_path: Path) -> None:
     save(model, path)
     graph = load_onnx(path).graph
     c1 = graph.layer("c1")
-    assert (c1.padding.left, c1.padding.right, c1.out_shape) == (3, 5, (8, 1, 104))
+    assert (c1.padding.left, c1.padding.right, c1.out_shape) == (3, 5, Shape(8, 1, 104))
     assert c1.macs == 16_640
     t = next(l for l in graph if l.kind == LayerKind.CONV_TRANSPOSE)
-    assert t.out_shape == (2, 1, 210)
+    assert t.out_shape == Shape(2, 1, 210)
     assert t.macs == 104 * 8 * 2 * 4
 
 

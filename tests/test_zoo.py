@@ -324,7 +324,7 @@ def test_builds_at_default_resolution(name: str) -> None:
 def test_builds_at_another_resolution(name: str) -> None:
     h, w = zoo.entry(name).default_hw
     g = zoo.build(name, (h * 3 // 2, w * 3 // 2))
-    assert g.inputs[0].out_shape[1:] == (h * 3 // 2, w * 3 // 2)
+    assert g.inputs[0].out_shape.axes[1:] == (h * 3 // 2, w * 3 // 2)
     assert g.total_macs > zoo.build(name).total_macs
 
 

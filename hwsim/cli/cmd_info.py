@@ -9,7 +9,7 @@ from rich.console import JustifyMethod
 
 from hwsim.cli.args import add_network_arguments, bits_arg
 from hwsim.cli.output import console, emit_json, format_bytes, format_count, table
-from hwsim.workload.ir import Graph, Layer
+from hwsim.workload.ir import NO_FRAMES, Graph, Layer
 from hwsim.workload.network import load_network
 from hwsim.workload.precision import graph_bits
 
@@ -32,12 +32,13 @@ def layer_record(layer: Layer, bits: int) -> dict[str, Any]:
         "name": layer.name,
         "kind": str(layer.kind),
         "inputs": list(layer.inputs),
-        "in_shapes": [list(s) for s in layer.in_shapes],
-        "out_shape": list(layer.out_shape),
+        "in_shapes": [list(s.axes) for s in layer.in_shapes],
+        "out_shape": list(layer.out_shape.axes),
         "kernel": list(layer.kernel),
         "stride": list(layer.stride),
         "dilation": list(layer.dilation),
         "padding": list(layer.padding),
+        "frames": layer.frames._asdict(),
         "groups": layer.groups,
         "fused_bn": layer.fused_bn,
         "activation": layer.activation,
@@ -64,9 +65,13 @@ def totals(graph: Graph, bits: int) -> dict[str, Any]:
 
 
 def _window(layer: Layer) -> str:
+    """A window as kh×kw/stride, over a clip kd×kh×kw/stride (a stride per axis where they differ)."""
     if layer.kind.value in ("conv", "conv_transpose", "max_pool", "avg_pool"):
-        sh, sw = layer.stride
-        text = f"{layer.kernel[0]}x{layer.kernel[1]}/{sh if sh == sw else f'{sh}x{sw}'}"
+        kernel, strides = list(layer.kernel), list(layer.stride)
+        if layer.frames != NO_FRAMES or any(s.d > 1 for s in layer.in_shapes):
+            kernel, strides = [layer.frames.kernel, *kernel], [layer.frames.stride, *strides]
+        stride = strides[0] if len(set(strides)) == 1 else "x".join(map(str, strides))
+        text = f"{'x'.join(map(str, kernel))}/{stride}"
         if layer.groups > 1:
             text += f" g{layer.groups}"
         return text
@@ -92,6 +97,8 @@ def run(args: argparse.Namespace) -> int:
     for warning in loaded.warnings:
         out.print(f"[yellow]warning:[/] {warning}")
     out.print(_layer_table(graph, bits))
+    if any(s.d > 1 for l in graph for s in (*l.in_shapes, l.out_shape)):
+        out.print("clips are shaped CxDxHxW (D frames) and their windows DxHxW; others CxHxW")
     tot = totals(graph, bits)
     out.print(f"{tot['layers']} layers, {format_count(tot['macs'])} MACs, {format_count(tot['params'])} parameters "
               f"({format_bytes(tot['param_bytes'])}), largest activation {format_bytes(tot['max_ofmap_bytes'])}")

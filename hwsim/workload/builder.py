@@ -16,7 +16,9 @@ from hwsim.errors import NetworkError, ShapeError
 from hwsim.vocab import ceil_div
 from hwsim.workload.ir import (
     INTERPOLATION_TAPS,
+    NO_FRAMES,
     NO_PADDING,
+    FrameWindow,
     Graph,
     Layer,
     LayerKind,
@@ -38,6 +40,7 @@ class _LayerFields(TypedDict, total=False):
     padding: Padding
     groups: int
     factor: tuple[int, int]
+    frames: FrameWindow
     has_bias: bool
     fused_bn: bool
     activation: str | None
@@ -223,20 +226,31 @@ class GraphBuilder:
             )
 
     def _window_shape(self, name: str, x: Shape, channels: int, kernel: tuple[int, int], stride: tuple[int, int],
-                      dilation: tuple[int, int], pad: Padding, ceil_mode: bool) -> Shape:
+                      dilation: tuple[int, int], pad: Padding, ceil_mode: bool,
+                      frames: FrameWindow = NO_FRAMES) -> Shape:
         self._check_pads(name, pad, x)
+        self._check_frames(name, frames)
         h = window_out(x.h, pad.top + pad.bottom, kernel[0], stride[0], dilation[0], ceil_mode)
         w = window_out(x.w, pad.left + pad.right, kernel[1], stride[1], dilation[1], ceil_mode)
-        if h <= 0 or w <= 0:
+        d = window_out(x.d, frames.front + frames.back, frames.kernel, frames.stride, frames.dilation, ceil_mode)
+        if h <= 0 or w <= 0 or d <= 0:
             raise ShapeError(
-                f"{self.name}: layer {name!r}: a {kernel[0]}x{kernel[1]} window with padding {tuple(pad)} "
-                f"does not fit the {x.h}x{x.w} input; enlarge the network input or reduce the kernel"
+                f"{self.name}: layer {name!r}: a {frames.kernel}x{kernel[0]}x{kernel[1]} window with padding "
+                f"{tuple(pad)} and {frames.front}, {frames.back} frames does not fit the {x} input; enlarge the "
+                "network input or reduce the kernel"
             )
-        return Shape(channels, h, w)
+        return Shape(channels, h, w, d)
+
+    def _check_frames(self, name: str, frames: FrameWindow) -> None:
+        """A window along frames is bounded like the others: kernel, stride, dilation 1..MAX_WINDOW, pads within
+        MAX_WINDOW."""
+        if min(frames[:3]) < 1 or max(frames[:3]) > MAX_WINDOW or max(abs(frames.front), abs(frames.back)) > MAX_WINDOW:
+            raise ShapeError(f"{self.name}: layer {name!r}: the window along frames {tuple(frames)} (kernel, stride, "
+                             f"dilation, pads) must lie between 1 and {MAX_WINDOW}; fix the layer's attributes")
 
     # ----- layers --------------------------------------------------------------
-    def input(self, name: str, channels: int, height: int, width: int) -> str:
-        out = Shape(channels, height, width)
+    def input(self, name: str, channels: int, height: int, width: int, frames: int = 1) -> str:
+        out = Shape(channels, height, width, frames)
         return self._add(Layer(name=name, kind=LayerKind.INPUT, inputs=(), output=name, in_shapes=(), out_shape=out))
 
     def output(self, name: str, x: str) -> str:
@@ -244,8 +258,9 @@ class GraphBuilder:
 
     def conv(self, name: str, x: str, out_channels: int, kernel: Pair, stride: Pair = 1,
              padding: PaddingSpec = 0, dilation: Pair = 1, groups: int = 1, bias: bool = True,
-             bn: bool = False, activation: str | None = None) -> str:
-        """Convolution; `groups == in channels` gives a depthwise conv."""
+             bn: bool = False, activation: str | None = None, frames: FrameWindow = NO_FRAMES) -> str:
+        """Convolution; `groups == in channels` gives a depthwise conv; over a clip, `frames` is its window along
+        the frames (NO_FRAMES: the 2-D kernel on every frame)."""
         s = self.shape(x)
         k, st, d = self._window(name, kernel, stride, dilation, groups)
         if s.c % groups or out_channels % groups:
@@ -254,9 +269,9 @@ class GraphBuilder:
                 f"{out_channels} output channels"
             )
         pad = self._padding(padding, s, k, st, d)
-        out = self._window_shape(name, s, out_channels, k, st, d, pad, ceil_mode=False)
+        out = self._window_shape(name, s, out_channels, k, st, d, pad, False, frames)
         return self._make(name, LayerKind.CONV, [x], out, kernel=k, stride=st, dilation=d, padding=pad,
-                          groups=groups, has_bias=bias, fused_bn=bn, activation=activation)
+                          groups=groups, has_bias=bias, fused_bn=bn, activation=activation, frames=frames)
 
     def conv_transpose(self, name: str, x: str, out_channels: int, kernel: Pair, stride: Pair = 1,
                        padding: PaddingSpec = 0, output_padding: Pair = 0, dilation: Pair = 1,
@@ -264,6 +279,9 @@ class GraphBuilder:
                        activation: str | None = None) -> str:
         """Transposed (fractionally strided) convolution, ONNX output-size rule."""
         s = self.shape(x)
+        if s.d > 1:
+            raise ShapeError(f"{self.name}: layer {name!r}: a transposed convolution over the {s.d} frames of a clip "
+                             "is not modelled; hwsim maps transposed convolutions over images")
         k, st, d = self._window(name, kernel, stride, dilation, groups)
         op = pair(output_padding)
         if isinstance(padding, str):
@@ -285,28 +303,31 @@ class GraphBuilder:
                           activation=activation)
 
     def _pool(self, kind: LayerKind, name: str, x: str, kernel: Pair, stride: Pair | None,
-              padding: PaddingSpec, ceil_mode: bool, dilation: Pair = 1) -> str:
+              padding: PaddingSpec, ceil_mode: bool, dilation: Pair = 1, frames: FrameWindow = NO_FRAMES) -> str:
         s = self.shape(x)
         k, st, d = self._window(name, kernel, kernel if stride is None else stride, dilation, 1)
         pad = self._padding(padding, s, k, st, d)
-        out = self._window_shape(name, s, s.c, k, st, d, pad, ceil_mode)
-        return self._make(name, kind, [x], out, kernel=k, stride=st, dilation=d, padding=pad)
+        out = self._window_shape(name, s, s.c, k, st, d, pad, ceil_mode, frames)
+        return self._make(name, kind, [x], out, kernel=k, stride=st, dilation=d, padding=pad, frames=frames)
 
     def max_pool(self, name: str, x: str, kernel: Pair, stride: Pair | None = None, padding: PaddingSpec = 0,
-                 ceil_mode: bool = False, dilation: Pair = 1) -> str:
-        return self._pool(LayerKind.MAX_POOL, name, x, kernel, stride, padding, ceil_mode, dilation)
+                 ceil_mode: bool = False, dilation: Pair = 1, frames: FrameWindow = NO_FRAMES) -> str:
+        return self._pool(LayerKind.MAX_POOL, name, x, kernel, stride, padding, ceil_mode, dilation, frames)
 
     def avg_pool(self, name: str, x: str, kernel: Pair, stride: Pair | None = None, padding: PaddingSpec = 0,
-                 ceil_mode: bool = False, dilation: Pair = 1) -> str:
-        return self._pool(LayerKind.AVG_POOL, name, x, kernel, stride, padding, ceil_mode, dilation)
+                 ceil_mode: bool = False, dilation: Pair = 1, frames: FrameWindow = NO_FRAMES) -> str:
+        return self._pool(LayerKind.AVG_POOL, name, x, kernel, stride, padding, ceil_mode, dilation, frames)
 
     def global_avg_pool(self, name: str, x: str) -> str:
+        """The mean of every channel over its pixels (and frames)."""
         s = self.shape(x)
-        return self._make(name, LayerKind.GLOBAL_AVG_POOL, [x], Shape(s.c, 1, 1), kernel=(s.h, s.w))
+        return self._make(name, LayerKind.GLOBAL_AVG_POOL, [x], Shape(s.c, 1, 1), kernel=(s.h, s.w),
+                          frames=FrameWindow(kernel=s.d))
 
     def global_max_pool(self, name: str, x: str) -> str:
         s = self.shape(x)
-        return self._make(name, LayerKind.GLOBAL_MAX_POOL, [x], Shape(s.c, 1, 1), kernel=(s.h, s.w))
+        return self._make(name, LayerKind.GLOBAL_MAX_POOL, [x], Shape(s.c, 1, 1), kernel=(s.h, s.w),
+                          frames=FrameWindow(kernel=s.d))
 
     def _broadcast(self, name: str, inputs: Sequence[str]) -> Shape:
         shapes = [self.shape(t) for t in inputs]
@@ -344,11 +365,11 @@ class GraphBuilder:
     def concat(self, name: str, inputs: Sequence[str]) -> str:
         """Channel concatenation; spatial sizes must agree."""
         shapes = [self.shape(t) for t in inputs]
-        if len({(s.h, s.w) for s in shapes}) != 1:
+        if len({(s.h, s.w, s.d) for s in shapes}) != 1:
             raise ShapeError(
                 f"{self.name}: concat {name!r}: spatial sizes differ ({', '.join(map(str, shapes))})"
             )
-        out = Shape(sum(s.c for s in shapes), shapes[0].h, shapes[0].w)
+        out = Shape(sum(s.c for s in shapes), shapes[0].h, shapes[0].w, shapes[0].d)
         return self._make(name, LayerKind.CONCAT, inputs, out)
 
     def linear(self, name: str, x: str, rows: Shape, out_features: int, bias: bool = True) -> str:
@@ -357,7 +378,7 @@ class GraphBuilder:
         `rows` views `x` as in_features × H × W (tokens as in_features × count × 1).
         """
         self._viewed(name, [x], [rows])
-        return self._make(name, LayerKind.CONV, [x], Shape(out_features, rows.h, rows.w), in_shapes=[rows],
+        return self._make(name, LayerKind.CONV, [x], Shape(out_features, rows.h, rows.w, rows.d), in_shapes=[rows],
                           has_bias=bias)
 
     def matmul(self, name: str, a: str, b: str, out_shape: Shape, contraction: int, products: int = 1,
@@ -394,13 +415,13 @@ class GraphBuilder:
     def upsample(self, name: str, x: str, factor: Pair, mode: str = "nearest") -> str:
         """Integer-factor resize; `mode` (nearest, linear, cubic) sets the interpolation window."""
         s, f = self.shape(x), pair(factor)
-        return self._make(name, LayerKind.UPSAMPLE, [x], Shape(s.c, s.h * f[0], s.w * f[1]), factor=f,
+        return self._make(name, LayerKind.UPSAMPLE, [x], Shape(s.c, s.h * f[0], s.w * f[1], s.d), factor=f,
                           kernel=self._taps(name, mode))
 
     def resize(self, name: str, x: str, height: int, width: int, mode: str = "nearest") -> str:
         """Resize to any height × width (DeepLab's 65 → 520, fractional scales)."""
         s = self.shape(x)
-        return self._make(name, LayerKind.RESIZE, [x], Shape(s.c, height, width), kernel=self._taps(name, mode))
+        return self._make(name, LayerKind.RESIZE, [x], Shape(s.c, height, width, s.d), kernel=self._taps(name, mode))
 
     def _taps(self, name: str, mode: str) -> tuple[int, int]:
         if mode not in INTERPOLATION_TAPS:
@@ -413,7 +434,7 @@ class GraphBuilder:
         s = self.shape(x)
         if s.c % (block * block):
             raise ShapeError(f"{self.name}: depth_to_space {name!r}: {s.c} channels not divisible by {block}²")
-        out = Shape(s.c // (block * block), s.h * block, s.w * block)
+        out = Shape(s.c // (block * block), s.h * block, s.w * block, s.d)
         return self._make(name, LayerKind.DEPTH_TO_SPACE, [x], out, factor=(block, block))
 
     def softmax(self, name: str, x: str) -> str:

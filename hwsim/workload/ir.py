@@ -1,7 +1,8 @@
 """The workload IR: a `Graph` of typed `Layer`s connected by named tensors.
 
 Tensors are feature maps of one image (batch 1), shaped channels × height ×
-width; a vector (fully connected output) is C × 1 × 1. Mappers scale by the
+width, and × frames for a video clip (3-D convolutions slide over frames as
+well); a vector (fully connected output) is C × 1 × 1. Mappers scale by the
 batch they choose. A `Layer` is immutable and carries everything a mapper or
 an analytic model needs: kernel, stride, dilation, four-sided padding
 (negative values crop), groups, fused batch-norm and activation, and the
@@ -24,19 +25,26 @@ INTERPOLATION_TAPS = {"nearest": (1, 1), "linear": (2, 2), "cubic": (4, 4)}  # r
 
 
 class Shape(NamedTuple):
-    """A feature map of one image: channels × height × width, in elements."""
+    """A feature map of one image: channels × height × width, in elements, over `d` frames (a video clip's
+    depth; 1 for an image)."""
 
     c: int
     h: int
     w: int
+    d: int = 1
 
     @property
     def elements(self) -> int:
-        """Number of elements (c·h·w)."""
-        return self.c * self.h * self.w
+        """Number of elements (c·d·h·w)."""
+        return self.c * self.d * self.h * self.w
+
+    @property
+    def axes(self) -> tuple[int, ...]:
+        """The sizes in ONNX's axis order without the batch: (C, H, W), a clip's (C, D, H, W)."""
+        return (self.c, self.h, self.w) if self.d == 1 else (self.c, self.d, self.h, self.w)
 
     def __str__(self) -> str:
-        return f"{self.c}x{self.h}x{self.w}"
+        return "x".join(map(str, self.axes))
 
 
 class Padding(NamedTuple):
@@ -53,6 +61,20 @@ class Padding(NamedTuple):
 
 
 NO_PADDING = Padding(0, 0, 0, 0)
+
+
+class FrameWindow(NamedTuple):
+    """A window's extent along the frames of a clip (a 3-D convolution or pooling): kernel depth, stride,
+    dilation and the frames padded before and after (negative values crop)."""
+
+    kernel: int = 1
+    stride: int = 1
+    dilation: int = 1
+    front: int = 0
+    back: int = 0
+
+
+NO_FRAMES = FrameWindow()
 
 
 class Precision(NamedTuple):
@@ -111,7 +133,8 @@ class Layer:
 
     `kernel`, `stride`, `dilation` and `padding` describe the sliding window
     of conv, transposed conv and pooling layers (for a transposed conv,
-    `stride` is the upsampling factor); `kernel` is also the LRN size
+    `stride` is the upsampling factor); `frames` is the window along a clip's frames (3-D layers; `NO_FRAMES`
+    for a 2-D window, applied to every frame alike); `kernel` is also the LRN size
     (kernel[0]), a matmul's contraction length (kernel[0]) and a resize's
     interpolation window (`INTERPOLATION_TAPS`). `factor` is the integer
     scale of an upsample layer or the block size of depth-to-space. `groups`
@@ -142,6 +165,7 @@ class Layer:
     precision: Precision | None = None
     word_bits: int | None = None  # the word this layer's tensors and weights move in (None: the hardware's)
     rows: int = 0  # a matmul's rows per product (of its first operand); `groups` counts its products
+    frames: FrameWindow = NO_FRAMES
 
     @property
     def gemm(self) -> tuple[int, int, int, int] | None:
@@ -174,7 +198,8 @@ class Layer:
 
     @property
     def weight_shape(self) -> tuple[int, int, int, int] | None:
-        """Filter tensor as (M filters, C/groups channels, kh, kw); None if unweighted."""
+        """Filter tensor as (M filters, C/groups channels, kh, kw); None if unweighted. A 3-D filter has
+        `frames.kernel` such slices."""
         kh, kw = self.kernel
         if self.kind is LayerKind.CONV:
             return (self.out_shape.c, self.in_shape.c // self.groups, kh, kw)
@@ -193,7 +218,7 @@ class Layer:
         ws = self.weight_shape
         if ws is None:
             return 0
-        per_output = ws[1] * ws[2] * ws[3]
+        per_output = ws[1] * ws[2] * ws[3] * self.frames.kernel
         if self.kind is LayerKind.CONV_TRANSPOSE:
             # Every input pixel scatters into M/groups·kh·kw outputs.
             return self.in_shape.elements * per_output
@@ -206,7 +231,7 @@ class Layer:
         kh, kw = self.kernel
         match self.kind:
             case LayerKind.MAX_POOL | LayerKind.AVG_POOL:
-                return out * kh * kw
+                return out * kh * kw * self.frames.kernel
             case LayerKind.GLOBAL_AVG_POOL | LayerKind.GLOBAL_MAX_POOL:
                 return self.in_shape.elements
             case LayerKind.ADD | LayerKind.MUL:
@@ -242,7 +267,7 @@ class Layer:
         ws = self.weight_shape
         if ws is None:
             return 0
-        return ws[0] * ws[1] * ws[2] * ws[3]
+        return ws[0] * ws[1] * ws[2] * ws[3] * self.frames.kernel
 
     @property
     def params(self) -> int:
@@ -273,6 +298,17 @@ class Layer:
     def param_bytes(self, bits: int) -> int:
         """Parameters in bytes at `bits` per element."""
         return _bytes(self.params, bits)
+
+
+def require_images(graph: Graph, model: str) -> None:
+    """Refuse a clip network where `model` tiles or prices 2-D maps only (CNNergy's layers, depth-first line
+    buffers, CSDF phases): its frames would be dropped, not modelled."""
+    for layer in graph:
+        clip = next((s for s in (*layer.in_shapes, layer.out_shape) if s.d > 1), None)
+        if clip is not None:
+            where = graph.source if graph.source not in ("", "zoo") else graph.name
+            raise NetworkError(f"{where}: layer {layer.name!r} works on a clip ({clip}, C×D×H×W); {model} covers "
+                               "2-D maps only; estimate, simulate or check it with the default loop-nest mappings")
 
 
 def _bytes(elements: int, bits: int) -> int:

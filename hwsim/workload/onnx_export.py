@@ -25,7 +25,7 @@ from onnx import TensorProto, helper
 
 from hwsim.errors import NetworkError
 from hwsim.workload.builder import window_out
-from hwsim.workload.ir import INTERPOLATION_TAPS, Graph, Layer, LayerKind, Padding
+from hwsim.workload.ir import INTERPOLATION_TAPS, Graph, Layer, LayerKind, Padding, require_images
 from hwsim.workload.onnx_import import ACTIVATIONS, GATES, PASSTHROUGH_DOMAIN
 
 MIN_EXPORT_OPSET, MAX_EXPORT_OPSET = 11, 21
@@ -39,6 +39,7 @@ def export_onnx(graph: Graph, path: str | Path, opset: int = 17) -> None:
     """Write `graph` to `path` as ONNX (weights as ConstantOfShape), atomically."""
     if not MIN_EXPORT_OPSET <= opset <= MAX_EXPORT_OPSET:
         raise NetworkError(f"cannot export opset {opset}; choose one from {MIN_EXPORT_OPSET} to {MAX_EXPORT_OPSET}")
+    require_images(graph, "the ONNX export")
     writer = _Writer(graph, opset)
     for layer in graph:
         writer.emit(layer)
@@ -176,12 +177,12 @@ class _Writer:
 
 
 def _input(w: _Writer, layer: Layer) -> str:
-    w.inputs.append(_float_info(layer.name, [1, *layer.out_shape]))
+    w.inputs.append(_float_info(layer.name, [1, *layer.out_shape.axes]))
     return layer.name
 
 
 def _output(w: _Writer, layer: Layer) -> str:
-    w.outputs.append(_float_info(layer.name, [1, *layer.out_shape]))
+    w.outputs.append(_float_info(layer.name, [1, *layer.out_shape.axes]))
     return w.node("Identity", [layer.inputs[0]], f"{layer.name}/identity")
 
 
@@ -223,7 +224,7 @@ def _fc(w: _Writer, layer: Layer) -> str:
     if layer.has_bias:
         inputs.append(w.weight(layer, "bias", [layer.out_shape.c]))
     y = w.node("Gemm", inputs, layer.name, {"transB": 1})
-    return w.node("Reshape", [y, w.ints(f"{layer.name}/shape", [1, *layer.out_shape])], f"{layer.name}/reshape")
+    return w.node("Reshape", [y, w.ints(f"{layer.name}/shape", [1, *layer.out_shape.axes])], f"{layer.name}/reshape")
 
 
 def _pool(w: _Writer, layer: Layer) -> str:
@@ -274,7 +275,7 @@ def _unary(w: _Writer, layer: Layer) -> str:
 
 
 def _channel_shuffle(w: _Writer, layer: Layer) -> str:
-    c, h, wd = layer.in_shape
+    c, h, wd = layer.in_shape.c, layer.in_shape.h, layer.in_shape.w
     g = layer.groups
     split = w.node("Reshape", [layer.inputs[0], w.ints(f"{layer.name}/split", [1, g, c // g, h, wd])],
                    f"{layer.name}/split")
@@ -304,7 +305,7 @@ def _slice(w: _Writer, layer: Layer) -> str:
 def _passthrough(w: _Writer, layer: Layer) -> str:
     w.custom = True
     value = w.node(layer.op_type or "Passthrough", list(layer.inputs), layer.name, domain=PASSTHROUGH_DOMAIN)
-    w.value_info.append(_float_info(value, [1, *layer.out_shape]))
+    w.value_info.append(_float_info(value, [1, *layer.out_shape.axes]))
     return value
 
 

@@ -33,6 +33,7 @@ from hwsim.workload.builder import GraphBuilder, same_padding
 from hwsim.workload.ir import (
     NO_PADDING,
     WEIGHTED_KINDS,
+    FrameWindow,
     Graph,
     Layer,
     LayerKind,
@@ -66,6 +67,7 @@ from hwsim.workload.onnx_values import (
     DEFAULT_DOMAINS,
     INTEGER_BITS,
     SIGNAL,
+    VOLUME,
     Feature,
     Inputs,
     Param,
@@ -74,10 +76,14 @@ from hwsim.workload.onnx_values import (
     as_feature,
     default_layout,
     dims_of,
+    frame_value,
+    frame_window,
+    frames_of,
     ir_shape,
     present,
     spatial,
     value_bits,
+    window_axes,
     window_pads,
     window_pair,
 )
@@ -352,20 +358,24 @@ def _input_specs(graph: onnx.GraphProto, initializers: dict[str, TensorProto],
             raise NetworkError(f"{path}: input '{vi.name}' has no shape; re-export the model with a fixed input shape")
         dims: list[int | None] = [d.dim_value if d.HasField("dim_value") and d.dim_value > 0 else None
                                   for d in tt.shape.dim]
-        if len(dims) not in (2, 3, 4):
+        if len(dims) not in (2, 3, 4, 5):
             raise NetworkError(
-                f"{path}: input '{vi.name}' has rank {len(dims)}; hwsim reads N×C×H×W images, N×C×L signals or "
-                "N×F vectors"
+                f"{path}: input '{vi.name}' has rank {len(dims)}; hwsim reads N×C×H×W images, N×C×D×H×W clips, "
+                "N×C×L signals or N×F vectors"
             )
         if dims[0] is not None and dims[0] > 1:
             warnings.append(f"input '{vi.name}' has batch {dims[0]}: a run processes {dims[0]} images unless --batch "
                             "says otherwise (shapes are per image)")
             batch = max(batch, dims[0])
         dims[0] = 1
-        layout = {2: "NC", 3: SIGNAL}.get(len(dims)) or ("NHWC" if _is_nhwc(readers.get(vi.name, [])) else "NCHW")
+        layout = {2: "NC", 3: SIGNAL, 5: VOLUME}.get(len(dims)) or (
+            "NHWC" if _is_nhwc(readers.get(vi.name, [])) else "NCHW")
         if len(dims) == 3:
             _signal_length(dims, input_hw, path, vi.name)
-        if len(dims) == 4:
+        if len(dims) == 5 and dims[2] is None:
+            raise NetworkError(f"{path}: input '{vi.name}' has a symbolic frame count; re-export the model with a "
+                               "fixed clip length")
+        if len(dims) >= 4:
             h, w = layout.index("H"), layout.index("W")
             if input_hw is not None:
                 dims[h], dims[w] = input_hw
@@ -580,12 +590,12 @@ class _Importer:
             raise Unsupported(f"has {len(dims)}-D weights; hwsim expects {rank}-D")
         return dims
 
-    def image(self, node: OnnxNode, v: Value | None, signal_ok: bool = False) -> Feature:
-        """A feature in NCHW order, as Conv, pooling and pixel shuffles need (or an N×C×L signal, where
-        `signal_ok`: windows slide along it as along a map of height 1)."""
+    def image(self, node: OnnxNode, v: Value | None, windows_ok: bool = False) -> Feature:
+        """A feature in NCHW order, as Conv, pooling and pixel shuffles need (or, where `windows_ok`, an N×C×L
+        signal, along which windows slide as along a map of height 1, or an N×C×D×H×W clip)."""
         if not isinstance(v, Feature):
             raise Unsupported("has a constant where hwsim expects a feature map")
-        if signal_ok and v.layout == SIGNAL:
+        if windows_ok and v.layout in (SIGNAL, VOLUME):
             return v
         if v.layout == "????" and v.dims[0] == 1:
             return self.as_image(node, v)
@@ -871,7 +881,7 @@ class _Importer:
                     self.produce(node, 0, tensor, new, layout)
                 return
         if len(new) == 2 and new[0] == 1:
-            self.alias(node, x, new, "NC" if (s.h, s.w) == (1, 1) else "NF")
+            self.alias(node, x, new, "NC" if (s.h, s.w, s.d) == (1, 1, 1) else "NF")
         elif new == (s.elements,) and x.layout == "NCHW":
             self.alias(node, x, new, "F")  # flattened in C, H, W order (dynamo's as_strided views gather from it)
         elif len(new) == 4 and new == (1, s.c, s.h, s.w):
@@ -883,78 +893,96 @@ class _Importer:
             self.alias(node, x, new, "?" * len(new))
 
     def window_padding(self, node: OnnxNode, x: Feature, kernel: tuple[int, int], stride: tuple[int, int],
-                       dilation: tuple[int, int]) -> Padding:
-        """Conv/pool padding from pads or auto_pad, plus any Pad absorbed from the input."""
+                       dilation: tuple[int, int], depth: tuple[int, int, int]) -> tuple[Padding, FrameWindow]:
+        """Conv/pool padding from pads or auto_pad, plus any Pad absorbed from the input, and the window along a
+        clip's frames (`depth`: its kernel, stride and dilation)."""
         auto = node.attr_str("auto_pad", "NOTSET")
         h, w = spatial(x)
         if auto in ("SAME_UPPER", "SAME_LOWER"):
             upper = auto == "SAME_UPPER"
             top, bottom = same_padding(h, kernel[0], stride[0], dilation[0], upper)
             left, right = same_padding(w, kernel[1], stride[1], dilation[1], upper)
+            ends = same_padding(frames_of(x), *depth, upper)
         elif auto == "VALID":
             top = left = bottom = right = 0
+            ends = (0, 0)
         else:
-            top, left, bottom, right = window_pads(node.attr_ints("pads") or _no_pads(x), x.layout == SIGNAL)
+            (top, left, bottom, right), ends = window_pads(node.attr_ints("pads") or _no_pads(x), x.layout)
         p = x.pad
-        return Padding(top + p.top, left + p.left, bottom + p.bottom, right + p.right)
+        return Padding(top + p.top, left + p.left, bottom + p.bottom, right + p.right), frame_window(*depth, ends)
 
 
 # ----- feature-map handlers ----------------------------------------------------------------
-def _conv_attrs(imp: ImportContext, node: OnnxNode, ins: Inputs
-                ) -> tuple[Feature, tuple[int, ...], tuple[int, int], tuple[int, int], tuple[int, int], int]:
-    """Input feature, weight dims, kernel, stride, dilation and groups of a Conv or ConvTranspose."""
-    x = imp.image(node, ins[0], signal_ok=True)
-    signal = x.layout == SIGNAL
-    w = imp.weight_dims(ins[1], 3 if signal else 4)
-    kernel = window_pair(node.attr_ints("kernel_shape") or w[2:], "kernel", signal)
-    stride = window_pair(node.attr_ints("strides") or _ones(x), "stride", signal)
-    dilation = window_pair(node.attr_ints("dilations") or _ones(x), "dilation", signal)
-    return x, w, kernel, stride, dilation, node.attr_int("group", 1)
+Window = tuple[tuple[int, int], tuple[int, int], tuple[int, int], tuple[int, int, int]]
+
+
+def _window_attrs(node: OnnxNode, x: Feature, kernel: Sequence[int]) -> Window:
+    """Kernel, stride and dilation as (h, w) pairs of a window op on `x`, and its (kernel, stride, dilation) along
+    a clip's frames (1, 1, 1 elsewhere)."""
+    values = (kernel, node.attr_ints("strides") or _ones(x), node.attr_ints("dilations") or _ones(x))
+    names = ("kernel", "stride", "dilation")
+    k, st, d = (window_pair(v, n, x.layout) for v, n in zip(values, names))
+    kd, sd, dd = (frame_value(v, n, x.layout) for v, n in zip(values, names))
+    return k, st, d, (kd, sd, dd)
+
+
+def _conv_attrs(imp: ImportContext, node: OnnxNode, ins: Inputs) -> tuple[Feature, tuple[int, ...], Window, int]:
+    """Input feature, weight dims, window and groups of a Conv or ConvTranspose."""
+    x = imp.image(node, ins[0], windows_ok=True)
+    w = imp.weight_dims(ins[1], 2 + window_axes(x.layout))
+    window = _window_attrs(node, x, node.attr_ints("kernel_shape") or w[2:])
+    return x, w, window, node.attr_int("group", 1)
 
 
 def _ones(x: Feature) -> tuple[int, ...]:
     """A window attribute's default (1 per window axis)."""
-    return (1,) if x.layout == SIGNAL else (1, 1)
+    return (1,) * window_axes(x.layout)
 
 
 def _no_pads(x: Feature) -> tuple[int, ...]:
-    return (0, 0) if x.layout == SIGNAL else (0, 0, 0, 0)
+    return (0,) * (2 * window_axes(x.layout))
 
 
 def _produce_window(imp: ImportContext, node: OnnxNode, x: Feature, tensor: str) -> None:
-    """Output 0 of a window op on `x`: a map, or a signal again when `x` is one."""
+    """Output 0 of a window op on `x`: a map, or a signal or a clip again when `x` is one."""
+    s = imp.b.shape(tensor)
     if x.layout == SIGNAL:
-        s = imp.b.shape(tensor)
         imp.produce(node, 0, tensor, (1, s.c, s.w), SIGNAL)
+    elif x.layout == VOLUME:
+        imp.produce(node, 0, tensor, (1, s.c, s.d, s.h, s.w), VOLUME)
     else:
         imp.produce(node, 0, tensor)
 
 
 def _conv(imp: ImportContext, node: OnnxNode, ins: Inputs) -> None:
-    x, w, kernel, stride, dilation, groups = _conv_attrs(imp, node, ins)
+    x, w, (kernel, stride, dilation, depth), groups = _conv_attrs(imp, node, ins)
     if w[1] * groups != x.dims[1]:
         raise ShapeError(
             f"{imp.where(node)}: weights {list(w)} with {groups} groups expect {w[1] * groups} input channels, "
             f"but the input has {x.dims[1]}; the model is inconsistent"
         )
-    pad = imp.window_padding(node, x, kernel, stride, dilation)
+    pad, frames = imp.window_padding(node, x, kernel, stride, dilation, depth)
     name = imp.layer_name(node)
     imp.weight_sources[name] = (node.inputs[1], False)
-    tensor = imp.b.conv(name, x.tensor, w[0], kernel, stride, pad, dilation, groups, bias=present(ins, 2))
+    tensor = imp.b.conv(name, x.tensor, w[0], kernel, stride, pad, dilation, groups, bias=present(ins, 2),
+                        frames=frames)
     _produce_window(imp, node, x, tensor)
 
 
 def _conv_transpose(imp: ImportContext, node: OnnxNode, ins: Inputs) -> None:
-    x, w, kernel, stride, dilation, groups = _conv_attrs(imp, node, ins)
+    x, w, (kernel, stride, dilation, _), groups = _conv_attrs(imp, node, ins)
+    if x.layout == VOLUME:
+        raise Unsupported("is a 3-D transposed convolution; hwsim maps transposed convolutions over images and "
+                          "signals")
     signal = x.layout == SIGNAL
-    axes = len(_ones(x))  # window axes: 1 over a signal, 2 over a map
-    out_pad = window_pair(node.attr_ints("output_padding") or (0,) * axes, "output padding", signal)
+    axes = window_axes(x.layout)
+    out_pad = window_pair(node.attr_ints("output_padding") or (0,) * axes, "output padding", x.layout)
     if signal:
         out_pad = (0, out_pad[1])  # a signal's height stays 1: nothing added to it
     auto = node.attr_str("auto_pad", "NOTSET")
     size = spatial(x)
     given = node.attr_ints("output_shape")  # the window axes' sizes, possibly after N and C
-    target: tuple[int, ...] = window_pair(given[-axes:], "output shape", signal) if given else ()
+    target: tuple[int, ...] = window_pair(given[-axes:], "output shape", x.layout) if given else ()
     if not target and auto in ("SAME_UPPER", "SAME_LOWER"):
         target = (size[0] * stride[0], size[1] * stride[1])
     if target:
@@ -968,7 +996,7 @@ def _conv_transpose(imp: ImportContext, node: OnnxNode, ins: Inputs) -> None:
     elif auto == "VALID":
         pad = NO_PADDING
     else:
-        pad = window_pads(node.attr_ints("pads") or _no_pads(x), signal)
+        pad, _ = window_pads(node.attr_ints("pads") or _no_pads(x), x.layout)
     name = imp.layer_name(node)
     imp.weight_sources[name] = (node.inputs[1], False)
     tensor = imp.b.conv_transpose(name, x.tensor, w[1] * groups, kernel, stride, pad, out_pad, dilation, groups,
@@ -977,22 +1005,19 @@ def _conv_transpose(imp: ImportContext, node: OnnxNode, ins: Inputs) -> None:
 
 
 def _pool(imp: ImportContext, node: OnnxNode, ins: Inputs) -> None:
-    x = imp.image(node, ins[0], signal_ok=True)
-    signal = x.layout == SIGNAL
+    x = imp.image(node, ins[0], windows_ok=True)
     if len(node.outputs) > 1 and imp.consumers[node.outputs[1]]:
         raise Unsupported("uses the Indices output, which hwsim does not model")
-    kernel = window_pair(node.attr_ints("kernel_shape"), "kernel", signal)
-    stride = window_pair(node.attr_ints("strides") or _ones(x), "stride", signal)
-    dilation = window_pair(node.attr_ints("dilations") or _ones(x), "dilation", signal)
+    kernel, stride, dilation, depth = _window_attrs(node, x, node.attr_ints("kernel_shape"))
     ceil_mode = bool(node.attr_int("ceil_mode", 0))
-    pad = imp.window_padding(node, x, kernel, stride, dilation)
+    pad, frames = imp.window_padding(node, x, kernel, stride, dilation, depth)
     make = imp.b.max_pool if node.op == "MaxPool" else imp.b.avg_pool
-    tensor = make(imp.layer_name(node), x.tensor, kernel, stride, pad, ceil_mode, dilation)
+    tensor = make(imp.layer_name(node), x.tensor, kernel, stride, pad, ceil_mode, dilation, frames)
     _produce_window(imp, node, x, tensor)
 
 
 def _global_pool(imp: ImportContext, node: OnnxNode, ins: Inputs) -> None:
-    x = imp.image(node, ins[0], signal_ok=True)
+    x = imp.image(node, ins[0], windows_ok=True)
     make = imp.b.global_max_pool if node.op == "GlobalMaxPool" else imp.b.global_avg_pool
     _produce_window(imp, node, x, make(imp.layer_name(node), x.tensor))
 

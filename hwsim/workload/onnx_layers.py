@@ -138,7 +138,8 @@ def decomposed_layer_norm(imp: ImportContext, node: OnnxNode, x: Feature, axes: 
 
 
 def reduce(imp: ImportContext, node: OnnxNode, ins: Inputs) -> None:
-    """ReduceMean/ReduceMax over height and width is a global pool; other reductions a reduce layer."""
+    """ReduceMean/ReduceMax over height and width (and a clip's frames) is a global pool; other reductions a reduce
+    layer."""
     x = as_feature(ins[0])
     axes = reduce_axes(node, imp.consts(node, ins), len(x.dims))
     if not axes:
@@ -150,7 +151,7 @@ def reduce(imp: ImportContext, node: OnnxNode, ins: Inputs) -> None:
     else:
         dims, layout = tuple(x.dims[i] for i in keep), "".join(x.layout[i] for i in keep)
     name = imp.layer_name(node)
-    if sorted(x.layout[a] for a in axes) == ["H", "W"] and node.op in ("ReduceMean", "ReduceMax"):
+    if "".join(sorted(x.layout[a] for a in axes)) in ("HW", "DHW") and node.op in ("ReduceMean", "ReduceMax"):
         make = imp.b.global_max_pool if node.op == "ReduceMax" else imp.b.global_avg_pool
         tensor = make(name, x.tensor)
     else:
