@@ -28,7 +28,7 @@ from hwsim.workload.ir import Layer, LayerKind
 
 LEVEL_OF = {"dram": Level.DRAM, "l2": Level.L2, "glb": Level.GLB, "rf": Level.RF}
 OPERAND_OF = {"ifmap": Operand.IFMAP, "filter": Operand.FILTER, "psum": Operand.PSUM}
-SLIDING = ("P", "Q", "R", "S")
+SLIDING = ("F", "P", "Q", "T", "R", "S")
 
 
 @dataclass
@@ -53,26 +53,31 @@ class _Geometry:
     out_hw: tuple[int, int]
     transposed: bool
     up: tuple[int, int]
+    frames: tuple[int, int, int, int, int] = (1, 1, 0, 1, 1)  # stride, dilation, front pad, in and out frames
+
+
+def _dims(**given: int) -> dict[str, int]:
+    return {d: given.get(d, 1) for d in ("N", "G", "M", "C", "F", "P", "Q", "T", "R", "S")}
 
 
 def geometry(layer: Layer, batch: int, lowering: str = "conv") -> _Geometry:
-    if lowering == "im2col":  # the GEMM: a 1×1 convolution over T × 1 pixels with K channels
+    if lowering == "im2col":  # the GEMM: a 1×1 convolution over the output pixels with C·T·R·S channels
         d = geometry(layer, batch).dims
-        k, t = d["C"] * d["R"] * d["S"], d["N"] * d["P"] * d["Q"]
-        return _Geometry({"N": 1, "G": d["G"], "M": d["M"], "C": k, "P": t, "Q": 1, "R": 1, "S": 1}, (1, 1),
-                         (1, 1), (0, 0), (t, 1), (t, 1), False, (1, 1))
+        k, t = d["C"] * d["T"] * d["R"] * d["S"], d["N"] * d["F"] * d["P"] * d["Q"]
+        return _Geometry(_dims(G=d["G"], M=d["M"], C=k, P=t), (1, 1), (1, 1), (0, 0), (t, 1), (t, 1), False, (1, 1))
     ins, out = layer.in_shape, layer.out_shape
     kh, kw = layer.kernel
     if layer.kind is LayerKind.FC:
-        return _Geometry({"N": batch, "G": 1, "M": out.c, "C": ins.c, "P": 1, "Q": 1, "R": ins.h, "S": ins.w},
-                         (1, 1), (1, 1), (0, 0), (ins.h, ins.w), (1, 1), False, (1, 1))
+        return _Geometry(_dims(N=batch, M=out.c, C=ins.c, T=ins.d, R=ins.h, S=ins.w), (1, 1), (1, 1), (0, 0),
+                         (ins.h, ins.w), (1, 1), False, (1, 1), (1, 1, 0, ins.d, 1))
     g = layer.groups
     if layer.kind is LayerKind.CONV_TRANSPOSE:
-        return _Geometry({"N": batch, "G": g, "M": out.c // g, "C": ins.c // g, "P": ins.h, "Q": ins.w, "R": kh,
-                          "S": kw}, (1, 1), (1, 1), (0, 0), (ins.h, ins.w), (out.h, out.w), True, layer.stride)
-    return _Geometry({"N": batch, "G": g, "M": out.c // g, "C": ins.c // g, "P": out.h, "Q": out.w, "R": kh,
-                      "S": kw}, layer.stride, layer.dilation, (layer.padding.top, layer.padding.left),
-                     (ins.h, ins.w), (out.h, out.w), False, (1, 1))
+        return _Geometry(_dims(N=batch, G=g, M=out.c // g, C=ins.c // g, P=ins.h, Q=ins.w, R=kh, S=kw), (1, 1),
+                         (1, 1), (0, 0), (ins.h, ins.w), (out.h, out.w), True, layer.stride)
+    fw = layer.frames
+    return _Geometry(_dims(N=batch, G=g, M=out.c // g, C=ins.c // g, F=out.d, P=out.h, Q=out.w, T=fw.kernel, R=kh,
+                           S=kw), layer.stride, layer.dilation, (layer.padding.top, layer.padding.left),
+                     (ins.h, ins.w), (out.h, out.w), False, (1, 1), (fw.stride, fw.dilation, fw.front, ins.d, out.d))
 
 
 @dataclass
@@ -122,19 +127,22 @@ def _elements(op: str, g: _Geometry, c: dict[str, np.ndarray]) -> tuple[np.ndarr
     d = g.dims
     pts = np.arange(len(c["N"]))
     if op == "filter":
-        return ((((c["G"] * d["M"] + c["M"]) * d["C"] + c["C"]) * d["R"] + c["R"]) * d["S"] + c["S"]), pts
+        return (((((c["G"] * d["M"] + c["M"]) * d["C"] + c["C"]) * d["T"] + c["T"]) * d["R"] + c["R"]) * d["S"]
+                + c["S"]), pts
+    f_stride, f_dilation, f_pad, D, OD = g.frames
     if op == "ifmap":
         if g.transposed:
-            h, w = c["P"], c["Q"]
+            f, h, w = c["F"], c["P"], c["Q"]
         else:
+            f = c["F"] * f_stride + c["T"] * f_dilation - f_pad
             h = c["P"] * g.stride[0] + c["R"] * g.dilation[0] - g.pad[0]
             w = c["Q"] * g.stride[1] + c["S"] * g.dilation[1] - g.pad[1]
         H, W = g.in_hw
-        ok = (h >= 0) & (h < H) & (w >= 0) & (w < W)
-        ids = (((c["N"] * d["G"] + c["G"]) * d["C"] + c["C"]) * H + h) * W + w
+        ok = (f >= 0) & (f < D) & (h >= 0) & (h < H) & (w >= 0) & (w < W)
+        ids = ((((c["N"] * d["G"] + c["G"]) * d["C"] + c["C"]) * D + f) * H + h) * W + w
         return ids[ok], pts[ok]
     OH, OW = g.out_hw
-    base = ((c["N"] * d["G"] + c["G"]) * d["M"] + c["M"])
+    base = ((c["N"] * d["G"] + c["G"]) * d["M"] + c["M"]) * OD + c["F"]
     if not g.transposed:
         return (base * OH + c["P"]) * OW + c["Q"], pts
     ids, owners = [], []
@@ -160,9 +168,9 @@ class Oracle:
         self.loops = _loop_list(nest)
         self.p = _points(nest, self.loops)
         self.relevant = {
-            "ifmap": {"N", "G", "C", "P", "Q"} | (set() if self.g.transposed else {"R", "S"}),
-            "filter": {"G", "M", "C", "R", "S"},
-            "psum": {"N", "G", "M", "P", "Q"},
+            "ifmap": {"N", "G", "C", "F", "P", "Q"} | (set() if self.g.transposed else {"T", "R", "S"}),
+            "filter": {"G", "M", "C", "T", "R", "S"},
+            "psum": {"N", "G", "M", "F", "P", "Q"},
         }
         self.table = np.zeros(ACCESS_SHAPE, dtype=np.int64)
         self.hops = {"ifmap": 0, "filter": 0, "psum": 0}

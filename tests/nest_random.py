@@ -11,13 +11,14 @@ from hwsim.mapping.dataflows import DATAFLOWS
 from hwsim.mapping.nest.format import DIMS, OPERANDS, Array, Loop, LoopNest, Storage
 from hwsim.mapping.nest.problem import NEST_KINDS, lowering_for, nest_problem
 from hwsim.workload import GraphBuilder
-from hwsim.workload.ir import Layer
+from hwsim.workload.ir import FrameWindow, Layer
 
 PLACES = ("dram", "l2", "glb", "stream", "rows", "cols", "rf")
 
 
 def random_layer(rng: random.Random) -> Layer:
-    """A small CONV (strided, dilated, padded, grouped or depthwise), FC or transposed conv."""
+    """A small CONV (strided, dilated, padded, grouped or depthwise; 2-D or over a clip's frames), FC (of a map or
+    a clip) or transposed conv."""
     while True:
         try:
             return _layer(rng)
@@ -27,10 +28,18 @@ def random_layer(rng: random.Random) -> Layer:
 
 def _layer(rng: random.Random) -> Layer:
     b = GraphBuilder("t")
-    kind = rng.choice(["conv", "conv", "conv", "fc", "tconv", "dw"])
-    if kind == "fc":
-        x = b.input("x", rng.randint(1, 4), rng.randint(1, 3), rng.randint(1, 3))
+    kind = rng.choice(["conv", "conv", "conv", "fc", "tconv", "dw", "conv3d", "fc3d"])
+    if kind in ("fc", "fc3d"):
+        frames = rng.randint(2, 3) if kind == "fc3d" else 1
+        x = b.input("x", rng.randint(1, 4), rng.randint(1, 3), rng.randint(1, 3), frames)
         y = b.fc("c", x, rng.randint(1, 6))
+    elif kind == "conv3d":
+        x = b.input("x", rng.randint(1, 3), rng.randint(3, 6), rng.randint(3, 6), rng.randint(2, 5))
+        k, kd = rng.randint(1, 3), rng.randint(1, 3)
+        pad_d = rng.randint(0, kd - 1)
+        window = FrameWindow(kd, rng.randint(1, 2), rng.randint(1, 2), pad_d, pad_d)
+        y = b.conv("c", x, rng.randint(1, 4), k, stride=rng.randint(1, 2), padding=rng.randint(0, k - 1),
+                   frames=window)
     elif kind == "tconv":
         x = b.input("x", rng.randint(1, 3), rng.randint(2, 5), rng.randint(2, 5))
         y = b.conv_transpose("c", x, rng.randint(1, 4), rng.randint(1, 3), stride=rng.randint(1, 3))

@@ -125,6 +125,8 @@ def test_oracle_closed_form_and_simulation_agree(dataflow: str, tmp_path: Path) 
     assert rejected < len(cases)  # the generator mostly draws valid nests: the cases are not a lucky few
     kinds = {c.layer.kind for c in cases}
     assert len(kinds) >= 3, kinds  # convolutions, FC, transposed convolutions all drawn
+    clips = [c for c in cases if c.layer.in_shape.d > 1]
+    assert len(clips) >= LAYERS_PER_DATAFLOW // 20  # 3-D convolutions and FCs over clips drawn too
     simulated = simulate(cases, tmp_path)
     for i, c in enumerate(cases):
         pe = c.hw.pe_array

@@ -356,7 +356,8 @@ def test_attention_products_are_gemms_with_a_streamed_second_operand(tmp_path: P
     qk, av = g.layer("qk"), g.layer("av")
     assert qk.gemm == (2, 6, 4, 6) and av.gemm == (2, 6, 6, 4)
     for layer, (heads, rows, k, cols) in ((qk, qk.gemm), (av, av.gemm)):
-        expected = {"N": 1, "G": 3 * heads, "M": cols, "C": k, "P": rows, "Q": 1, "R": 1, "S": 1}  # batch 3
+        expected = {"N": 1, "G": 3 * heads, "M": cols, "C": k, "F": 1, "P": rows, "Q": 1, "T": 1, "R": 1,
+                    "S": 1}  # batch 3; no frames
         assert nest_problem(layer, 3).dims == expected and window_of(layer, 3).dims == expected
         assert 3 * heads * cols * k * rows == 3 * layer.macs == 3 * 288
 

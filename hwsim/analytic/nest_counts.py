@@ -58,13 +58,15 @@ from hwsim.vocab import ACCESS_SHAPE, Level, Operand, ceil_div
 from hwsim.workload.ir import Layer, LayerKind
 
 LEVEL = {"dram": Level.DRAM, "l2": Level.L2, "glb": Level.GLB, "rf": Level.RF}
-SLIDES = frozenset({"P", "Q", "R", "S"})
+SLIDES = frozenset({"F", "P", "Q", "T", "R", "S"})
+WINDOW_PAIRS = (("F", "T"), ("P", "R"), ("Q", "S"))  # an ifmap's frames, rows and columns: output and kernel dim
 SYSTOLIC_FILL = {"weight_stationary": 2, "input_stationary": 2, "output_stationary": 1}  # R's in a fold's skew
 
 
 @dataclass(frozen=True)
 class Window:
-    """A layer's sliding window, read off the layer (here, independently of the mapper)."""
+    """A layer's sliding window, read off the layer (here, independently of the mapper); `frames` is the window
+    along a clip's frames: (stride, dilation, frames padded in front, input frames, output frames)."""
 
     dims: dict[str, int]
     stride: tuple[int, int]
@@ -74,33 +76,49 @@ class Window:
     out_hw: tuple[int, int]
     up: tuple[int, int]
     transposed: bool
+    frames: tuple[int, int, int, int, int] = (1, 1, 0, 1, 1)
+
+    def axis(self, out_dim: str) -> tuple[int, int, int, int, int, int]:
+        """(stride, dilation, pad, input size, output rows each grid row owns, output size) along the axis of
+        `out_dim` (F: frames, P: rows, Q: columns)."""
+        if out_dim == "F":
+            stride, dilation, pad, size, out = self.frames
+            return stride, dilation, pad, size, 1, out
+        i = "PQ".index(out_dim)
+        return self.stride[i], self.dilation[i], self.pad[i], self.in_hw[i], self.up[i], self.out_hw[i]
+
+
+def _nest_dims(n: int, g: int, m: int, c: int, f: int, p: int, q: int, t: int, r: int, s: int) -> dict[str, int]:
+    return {"N": n, "G": g, "M": m, "C": c, "F": f, "P": p, "Q": q, "T": t, "R": r, "S": s}
 
 
 def window_of(layer: Layer, batch: int, lowering: str = "conv") -> Window:
-    """The layer's window, or that of its im2col GEMM: a 1×1 convolution over T × 1 pixels with K channels."""
+    """The layer's window, or that of its im2col GEMM: a 1×1 convolution over its output pixels with C·T·R·S
+    channels."""
     if lowering == "im2col":
         d = window_of(layer, batch).dims
-        k, t = d["C"] * d["R"] * d["S"], d["N"] * d["P"] * d["Q"]
-        return Window({"N": 1, "G": d["G"], "M": d["M"], "C": k, "P": t, "Q": 1, "R": 1, "S": 1}, (1, 1), (1, 1),
-                      (0, 0), (t, 1), (t, 1), (1, 1), False)
+        k, t = d["C"] * d["T"] * d["R"] * d["S"], d["N"] * d["F"] * d["P"] * d["Q"]
+        return Window(_nest_dims(1, d["G"], d["M"], k, 1, t, 1, 1, 1, 1), (1, 1), (1, 1), (0, 0), (t, 1), (t, 1),
+                      (1, 1), False)
     ins, out = layer.in_shape, layer.out_shape
     kh, kw = layer.kernel
     if layer.kind is LayerKind.MATMUL and layer.gemm is not None:
         # (rows × k)·(k × cols) per product and image: a 1×1 convolution over the rows, filters = the second
         # operand, which no image or product shares with another (so they are groups, N = 1)
         products, rows, k, cols = layer.gemm
-        return Window({"N": 1, "G": batch * products, "M": cols, "C": k, "P": rows, "Q": 1, "R": 1, "S": 1},
-                      (1, 1), (1, 1), (0, 0), (rows, 1), (rows, 1), (1, 1), False)
-    if layer.kind is LayerKind.FC:
-        return Window({"N": batch, "G": 1, "M": out.c, "C": ins.c, "P": 1, "Q": 1, "R": ins.h, "S": ins.w}, (1, 1),
-                      (1, 1), (0, 0), (ins.h, ins.w), (1, 1), (1, 1), False)
+        return Window(_nest_dims(1, batch * products, cols, k, 1, rows, 1, 1, 1, 1), (1, 1), (1, 1), (0, 0),
+                      (rows, 1), (rows, 1), (1, 1), False)
+    if layer.kind is LayerKind.FC:  # the kernel covers the whole input, every frame of a clip
+        return Window(_nest_dims(batch, 1, out.c, ins.c, 1, 1, 1, ins.d, ins.h, ins.w), (1, 1), (1, 1), (0, 0),
+                      (ins.h, ins.w), (1, 1), (1, 1), False, (1, 1, 0, ins.d, 1))
     g = layer.groups
-    grid_hw = (ins.h, ins.w) if layer.kind is LayerKind.CONV_TRANSPOSE else (out.h, out.w)
-    dims = {"N": batch, "G": g, "M": out.c // g, "C": ins.c // g, "P": grid_hw[0], "Q": grid_hw[1], "R": kh, "S": kw}
     if layer.kind is LayerKind.CONV_TRANSPOSE:
+        dims = _nest_dims(batch, g, out.c // g, ins.c // g, 1, ins.h, ins.w, 1, kh, kw)
         return Window(dims, (1, 1), (1, 1), (0, 0), (ins.h, ins.w), (out.h, out.w), layer.stride, True)
+    fw = layer.frames
+    dims = _nest_dims(batch, g, out.c // g, ins.c // g, out.d, out.h, out.w, fw.kernel, kh, kw)
     return Window(dims, layer.stride, layer.dilation, (layer.padding.top, layer.padding.left), (ins.h, ins.w),
-                  (out.h, out.w), (1, 1), False)
+                  (out.h, out.w), (1, 1), False, (fw.stride, fw.dilation, fw.front, ins.d, out.d))
 
 
 def progression_union(a0: np.ndarray, a1: np.ndarray, k0: np.ndarray, k1: np.ndarray, stride: int, dilation: int,
@@ -177,9 +195,9 @@ class NestCounter:
         self._grid: dict[tuple[str, int], tuple[np.ndarray, np.ndarray]] = {}
         self._places: dict[tuple[frozenset[str], str], tuple[int, ...]] = {}
         self.relevant = {
-            "ifmap": {"N", "G", "C", "P", "Q"} | (set() if self.w.transposed else {"R", "S"}),
-            "filter": {"G", "M", "C", "R", "S"},
-            "psum": {"N", "G", "M", "P", "Q"},
+            "ifmap": {"N", "G", "C", "F", "P", "Q"} | (set() if self.w.transposed else {"T", "R", "S"}),
+            "filter": {"G", "M", "C", "T", "R", "S"},
+            "psum": {"N", "G", "M", "F", "P", "Q"},
         }
 
     # -- grids -----------------------------------------------------------------------------------------
@@ -245,7 +263,7 @@ class NestCounter:
 
     def _groups(self, op: str) -> list[tuple[str, ...]]:
         if op == "ifmap" and not self.w.transposed:
-            return [("N",), ("G",), ("C",), ("P", "R"), ("Q", "S")]
+            return [("N",), ("G",), ("C",), *WINDOW_PAIRS]
         return [(d,) for d in DIMS if d in self.relevant[op]]
 
     def _group_sum(self, op: str, group: tuple[str, ...], cuts: tuple[int, ...], axes: frozenset[str]) -> int:
@@ -255,10 +273,8 @@ class NestCounter:
         w = self.w
         if len(group) == 1 and not (op == "psum" and w.transposed and group[0] in ("P", "Q")):
             return w.dims[group[0]]
-        axis = 0 if group[0] == "P" else 1
         grids = tuple(self._grid_key(d, c, axes) for d, c in zip(group, cuts))
-        key = (len(group), grids, w.stride[axis], w.dilation[axis], w.pad[axis], w.in_hw[axis], w.up[axis],
-               w.out_hw[axis])
+        key = (len(group), grids, w.axis(group[0]))
         if key not in _group_sums:
             if len(_group_sums) >= _GROUP_SUMS_ENTRIES:
                 _group_sums.pop(next(iter(_group_sums)))
@@ -274,14 +290,13 @@ class NestCounter:
             ((lo, hi),) = ranges
             lengths: np.ndarray = hi - lo
             return lengths
-        axis = 0 if group[0] == "P" else 1
+        stride, dilation, pad, size, up, total = w.axis(group[0])
         if len(group) == 2:
             (a0, a1), (k0, k1) = ranges
-            rows = progression_union(a0[:, None], a1[:, None], k0[None, :], k1[None, :], w.stride[axis],
-                                     w.dilation[axis], w.pad[axis], w.in_hw[axis])
+            rows = progression_union(a0[:, None], a1[:, None], k0[None, :], k1[None, :], stride, dilation, pad, size)
             return rows.ravel()
         ((lo, hi),) = ranges
-        return _owned(lo, hi, w.up[axis], w.dims[group[0]], w.out_hw[axis])
+        return _owned(lo, hi, up, w.dims[group[0]], total)
 
     def coded_words(self, op: str, cut: int, codec: Codec, fraction: float) -> int:
         """Σ over the visits of the first `cut` (storage) loops, image by image for activations, of the coded words
@@ -306,10 +321,9 @@ class NestCounter:
         """The distinct values of `_group_values` with how often each occurs, kept per (grids, window axis) like
         the group sums (a network's layers and a sweep's points share them)."""
         w = self.w
-        axis = 0 if group[0] == "P" else 1
         owned = op == "psum" and w.transposed and group[0] in ("P", "Q")
         key = ("histogram", owned, len(group), tuple(self._grid_key(d, c, frozenset()) for d, c in zip(group, cuts)),
-               w.stride[axis], w.dilation[axis], w.pad[axis], w.in_hw[axis], w.up[axis], w.out_hw[axis])
+               w.axis(group[0]) if group[0] in "FPQ" else ())
         found = _group_histograms.get(key)
         if found is None:
             if len(_group_histograms) >= _GROUP_SUMS_ENTRIES:
@@ -478,7 +492,8 @@ def _counts_key(w: Window, nest: LoopNest, hw: Accelerator, zeros: LayerZeros) -
     """What the counts depend on: the window, the nest without its layer's name, the array's timing and zero
     features, and the layer's zeros."""
     pe = hw.pe_array
-    window = (tuple(w.dims[d] for d in DIMS), w.stride, w.dilation, w.pad, w.in_hw, w.out_hw, w.up, w.transposed)
+    window = (tuple(w.dims[d] for d in DIMS), w.stride, w.dilation, w.pad, w.in_hw, w.out_hw, w.up, w.transposed,
+              w.frames)
     coding = (hw.dram.compression, hw.l2.compression if hw.l2 is not None else None)
     return (window, nest.key(), pe.dataflow, pe.rows, pe.cols, pe.macs_per_cycle, pe.fill_drain_cycles,
             pe.zero_gating, pe.zero_skipping, zeros, coding)

@@ -38,7 +38,7 @@ import numpy as np
 
 from hwsim.analytic.counts import LayerCounts
 from hwsim.analytic.estimate import latency_bound
-from hwsim.analytic.nest_counts import NestCounter, Window
+from hwsim.analytic.nest_counts import WINDOW_PAIRS, NestCounter, Window
 from hwsim.hardware.schema import Accelerator
 from hwsim.mapping.nest.format import DIMS, OPERANDS, LoopNest
 from hwsim.vocab import Access, Level, Operand, ceil_div
@@ -64,17 +64,18 @@ def hull_words(w: Window, op: str, extent: dict[str, int]) -> int:
     columns; a transposed convolution's outputs as the rows its grid rows own)."""
     t = {d: min(w.dims[d], extent[d]) for d in DIMS}
     if op == "filter":
-        return t["G"] * t["M"] * t["C"] * t["R"] * t["S"]
+        return t["G"] * t["M"] * t["C"] * t["T"] * t["R"] * t["S"]
     if op == "psum":
         rows = min(w.out_hw[0], t["P"] * w.up[0] + max(0, w.out_hw[0] - w.up[0] * w.dims["P"]))
         cols = min(w.out_hw[1], t["Q"] * w.up[1] + max(0, w.out_hw[1] - w.up[1] * w.dims["Q"]))
-        return t["N"] * t["G"] * t["M"] * rows * cols
+        return t["N"] * t["G"] * t["M"] * t["F"] * rows * cols
     if w.transposed:
-        rows, cols = t["P"], t["Q"]
-    else:
-        rows = (t["P"] - 1) * w.stride[0] + (t["R"] - 1) * w.dilation[0] + 1
-        cols = (t["Q"] - 1) * w.stride[1] + (t["S"] - 1) * w.dilation[1] + 1
-    return t["N"] * t["G"] * t["C"] * min(rows, w.in_hw[0]) * min(cols, w.in_hw[1])
+        return t["N"] * t["G"] * t["C"] * t["F"] * t["P"] * t["Q"]
+    words = t["N"] * t["G"] * t["C"]
+    for out_dim, kernel_dim in WINDOW_PAIRS:
+        stride, dilation, _, size, _, _ = w.axis(out_dim)
+        words *= min(size, (t[out_dim] - 1) * stride + (t[kernel_dim] - 1) * dilation + 1)
+    return words
 
 
 @dataclass(frozen=True)

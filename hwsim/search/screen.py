@@ -18,6 +18,7 @@ that does not fit beside the live ones (they cannot be prefetched).
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from hwsim.hardware.energy import EnergyTable
@@ -165,8 +166,7 @@ class Screen:
         if pe.dataflow in SYSTOLIC_FILL:
             compute = passes * (SYSTOLIC_FILL[pe.dataflow] * pe.rows + pe.cols + stream - 2)
         else:
-            work = min(work, self.p.dims["N"] * self.p.dims["G"] * self.p.dims["M"] * self.p.dims["C"]
-                       * self.p.dims["P"] * self.p.dims["Q"] * self.p.dims["R"] * self.p.dims["S"])
+            work = min(work, math.prod(self.p.dims[d] for d in DIMS))
             compute = passes * (-(-work // (active * pe.macs_per_cycle)) + pe.fill_drain_cycles)
         bits, noc = hw.precision_bits, hw.noc
         filters = moved["rf.filter"] * bits / noc.filter_bus_bits

@@ -5,8 +5,9 @@ The array spreads input channels over its rows and filters over its columns
 multicast along its row and every PE takes its own filter word, both from the
 GLB (the filters stay there when the filter partition holds them all);
 partial sums are added across the rows (an adder tree) and return to the GLB.
-A pass streams a band of output pixels for one block of channels and filters;
-the band is halved until the GLB holds its ifmap and psums.
+A pass streams a band of output pixels (of one output frame of a clip) for one
+block of channels and filters; the band is halved until the GLB holds its ifmap
+and psums.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from hwsim.vocab import ceil_div
 def _band_words(problem: Problem, rows_out: int) -> int:
     """GLB words of a band of `rows_out` output (grid) rows with every channel and filter: its ifmap hull and
     its psums (a transposed convolution's grid rows own their stride's output rows)."""
-    extent = {**problem.dims, "N": 1, "G": 1, "P": rows_out}
+    extent = {**problem.dims, "N": 1, "G": 1, "F": 1, "P": rows_out}
     return sum(tile_bound_words(problem, op, extent) for op in ("ifmap", "psum"))
 
 
@@ -37,11 +38,12 @@ def nlr_nest(problem: Problem, hw: Accelerator) -> LoopNest:
             raise MappingError(f"layer {problem.layer!r}: one output row's ifmap and psums need more than the "
                                f"{hw.glb.data_bytes} B GLB holds; raise glb.size in the config")
         band = ceil_div(band, 2)
-    dram = (Loop("G", d["G"]), Loop("N", d["N"]), Loop("P", ceil_div(d["P"], band)))
-    glb = (Loop("M", ceil_div(d["M"], tm)), Loop("C", ceil_div(d["C"], tc)), Loop("R", d["R"]), Loop("S", d["S"]))
+    dram = (Loop("G", d["G"]), Loop("N", d["N"]), Loop("F", d["F"]), Loop("P", ceil_div(d["P"], band)))
+    glb = (Loop("M", ceil_div(d["M"], tm)), Loop("C", ceil_div(d["C"], tc)), Loop("T", d["T"]), Loop("R", d["R"]),
+           Loop("S", d["S"]))
     array = Array((Loop("C", tc),), (Loop("M", tm),), (Loop("P", band), Loop("Q", d["Q"])),
                   {"ifmap": "multicast", "filter": "unicast"})
-    filters_fit = d["M"] * d["C"] * d["R"] * d["S"] <= hw.glb.filter_bytes // hw.word_bytes
+    filters_fit = d["M"] * d["C"] * d["T"] * d["R"] * d["S"] <= hw.glb.filter_bytes // hw.word_bytes
     keeps = frozenset({"ifmap", "psum"}) | (frozenset({"filter"}) if filters_fit else frozenset())
     return LoopNest(problem.layer, dict(d), (Storage("dram", dram), Storage("glb", glb, keeps)), array,
                     Storage("rf", (), frozenset()))

@@ -13,9 +13,11 @@ fit J rows (and filter columns folded so that the ifmap columns they span,
 filters per set from the RF sizes, channels chP and filters fP per pass
 (rules 1, 2, 4, 5), K output rows per pass, and a GLB band of y_oc × x_oc
 output pixels for n images, shrunk (rule 6 and the halving loops) until the
-band's ifmaps and psums fit the GLB. As a loop nest:
+band's ifmaps and psums fit the GLB. A 3-D convolution runs as Eyeriss runs
+one: a 2-D convolution per output frame F and kernel frame T, its psums
+accumulated over T in the GLB like another reduction over channels. As a loop nest:
 
-    dram   G, M/fP, N/n, P/y_oc, Q/x_oc, C/chP, R folds, S folds
+    dram   G, M/fP, N/n, F, P/y_oc, Q/x_oc, C/chP, T, R folds, S folds
     glb    P = y_oc/y_of, N = n                  (keeps ifmap, psum; filters when they fit its partition)
     array  rows R · C sets · M sets, cols P = y_of, stream Q = x_oc
     rf     C = q, M = p, S                        (keeps all three)
@@ -141,8 +143,8 @@ def rs_nest(problem: Problem, hw: Accelerator) -> LoopNest:
     msets, p = _split_sets(m.fP, m.p, d["M"])
     staged = msets * p * csets * q * m.r_fold * m.s_rf * hw.word_bytes <= hw.glb.filter_bytes
     dram = (Loop("G", d["G"]), Loop("M", ceil_div(d["M"], msets * p)), Loop("N", ceil_div(d["N"], m.n)),
-            Loop("P", ceil_div(d["P"], m.y_oc)), Loop("Q", ceil_div(d["Q"], m.x_oc)),
-            Loop("C", ceil_div(d["C"], csets * q)), Loop("R", m.folds), Loop("S", m.s_folds))
+            Loop("F", d["F"]), Loop("P", ceil_div(d["P"], m.y_oc)), Loop("Q", ceil_div(d["Q"], m.x_oc)),
+            Loop("C", ceil_div(d["C"], csets * q)), Loop("T", d["T"]), Loop("R", m.folds), Loop("S", m.s_folds))
     glb = Storage("glb", (Loop("P", ceil_div(m.y_oc, m.y_of)), Loop("N", m.n)),
                   KEEPS_ALL if staged else frozenset({"ifmap", "psum"}))
     array = Array((Loop("R", m.r_fold), Loop("C", csets), Loop("M", msets)), (Loop("P", m.y_of),),

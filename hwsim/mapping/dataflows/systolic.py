@@ -1,6 +1,6 @@
 """Systolic arrays in SCALE-Sim's three dataflows, and SCALE-Sim's folding as their default mappings.
 
-A layer is lowered to its im2col GEMM (K = C·R·S window elements, T = N·P·Q
+A layer is lowered to its im2col GEMM (K = C·T·R·S window elements, T = N·F·P·Q
 output pixels, M filters) and one operand is held still in every PE while
 the others flow through the array:
 
@@ -64,7 +64,7 @@ def systolic_nest(dataflow: str, problem: Problem, hw: Accelerator) -> LoopNest:
         require_pixel_psums(problem, hw)
     d = problem.dims
     rows, cols = min(d[row_dim], hw.pe_array.rows), min(d[col_dim], hw.pe_array.cols)
-    others = tuple(Loop(dim, d[dim]) for dim in ("N", "Q", "R", "S") if d[dim] > 1)  # a convolution's (transposed)
+    others = tuple(Loop(dim, d[dim]) for dim in ("N", "F", "Q", "T", "R", "S") if d[dim] > 1)  # a transposed conv's
     folds = (Loop(col_dim, ceil_div(d[col_dim], cols)), Loop(row_dim, ceil_div(d[row_dim], rows)), *others)
     array = Array((Loop(row_dim, rows),), (Loop(col_dim, cols),), (Loop(stream_dim, d[stream_dim]),),
                   {"ifmap": ifmap, "filter": filters})

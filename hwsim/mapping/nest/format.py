@@ -1,8 +1,10 @@
 """Mappings as data: one loop nest per layer, in the vocabulary of Timeloop, saved as YAML or JSON.
 
-A layer's work is the 8-deep loop nest of a grouped convolution over the
+A layer's work is the 10-deep loop nest of a grouped convolution over the
 dims `DIMS`: N images, G groups, M output channels and C input channels per
-group, P × Q output rows and columns, R × S kernel rows and columns (a fully
+group, F output frames, P × Q output rows and columns, T kernel frames, R × S
+kernel rows and columns (F = T = 1 but for the 3-D convolutions of a clip; a
+file without them means 1; a fully
 connected layer is a convolution whose kernel covers its input; a transposed
 convolution runs over its input grid, each input pixel scattering into R × S
 outputs). A `LoopNest` splits every dim into factors placed, outer to inner:
@@ -23,8 +25,8 @@ storage level `keeps` some operands (the others bypass it and move between
 its parent and child directly; DRAM keeps everything).
 
 A nest may instead cover the layer's im2col GEMM (`lowering: im2col`, as
-SCALE-Sim's systolic arrays compute): its dims are then C = K (C·R·S, the
-window), P = T (N·P·Q, the output pixels) and M, with N = Q = R = S = 1; the
+SCALE-Sim's systolic arrays compute): its dims are then C = K (C·T·R·S, the
+window), P = N·F·P·Q (the output pixels) and M, the others 1; the
 ifmap is the im2col matrix (each window element once per output pixel it
 feeds, at every level), the filters and outputs are the layer's.
 
@@ -39,7 +41,7 @@ tile moves, from the mapping alone:
   innermost irrelevant loops keeps it resident (Timeloop's reuse rule); a
   halo shared by neighbouring tiles is fetched again for each.
 - *Streaming.* Inside a pass, when loop j is a stream loop that slides the
-  ifmap's window (over P, Q, R or S) and the RF keeps the ifmap, only the
+  ifmap's window (over F, P, Q, T, R or S) and the RF keeps the ifmap, only the
   words the window gains are delivered (Eyeriss' sliding window).
 - *Partial sums.* A psum tile is read from its parent on every visit but the
   first (partial sums exist only once a reduction loop outside j has
@@ -68,17 +70,18 @@ from hwsim.files import DocumentReader, load_yaml, read_text, write_atomically
 
 FORMAT = "hwsim-mapping 1"
 LOWERINGS = ("conv", "im2col")  # the problem a nest covers: the convolution, or its im2col GEMM
-DIMS = ("N", "G", "M", "C", "P", "Q", "R", "S")
+DIMS = ("N", "G", "M", "C", "F", "P", "Q", "T", "R", "S")
 OPERANDS = ("ifmap", "filter", "psum")
 INPUT_OPERANDS = ("ifmap", "filter")
-REDUCTION = frozenset({"C", "R", "S"})  # dims summed into each output
+REDUCTION = frozenset({"C", "T", "R", "S"})  # dims summed into each output
+WINDOWS = (("F", "T"), ("P", "R"), ("Q", "S"))  # (output dim, kernel dim) of each axis the window slides along
 RELEVANT = {  # dims whose index selects the operand's data, direct convolutions
-    "ifmap": frozenset({"N", "G", "C", "P", "Q", "R", "S"}),
-    "filter": frozenset({"G", "M", "C", "R", "S"}),
-    "psum": frozenset({"N", "G", "M", "P", "Q"}),
+    "ifmap": frozenset({"N", "G", "C", "F", "P", "Q", "T", "R", "S"}),
+    "filter": frozenset({"G", "M", "C", "T", "R", "S"}),
+    "psum": frozenset({"N", "G", "M", "F", "P", "Q"}),
 }
-RELEVANT_TRANSPOSED = {**RELEVANT, "ifmap": frozenset({"N", "G", "C", "P", "Q"})}  # P, Q index the input grid
-SLIDING = frozenset({"P", "Q", "R", "S"})  # dims along which the ifmap window of a direct convolution slides
+RELEVANT_TRANSPOSED = {**RELEVANT, "ifmap": frozenset({"N", "G", "C", "F", "P", "Q"})}  # P, Q index the input grid
+SLIDING = frozenset({"F", "P", "Q", "T", "R", "S"})  # dims along which the ifmap window of a direct convolution slides
 DELIVERIES = ("multicast", "forward_cols", "forward_rows", "unicast")
 STORAGE_LEVELS = ("dram", "l2", "glb")  # above the array, outer to inner
 LEVELS = (*STORAGE_LEVELS, "rf")
@@ -133,6 +136,10 @@ class LoopNest:
     array: Array
     rf: Storage
     lowering: str = "conv"
+
+    def __post_init__(self) -> None:
+        """A dim the nest does not name has extent 1 (a 2-D layer's F and T)."""
+        object.__setattr__(self, "dims", {**{d: self.dims.get(d, 1) for d in DIMS}, **self.dims})
 
     def level(self, name: str) -> Storage | None:
         """The storage level called `name` (dram, l2, glb or rf), or None if the nest has none."""

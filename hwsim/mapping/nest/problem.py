@@ -1,8 +1,9 @@
 """A weighted layer as the convolution problem its loop nest covers: the dims and the window geometry.
 
 A convolution over the output grid: ifmap row h = p·U + r·Dh − pad_top (U the
-stride, Dh the dilation); a fully connected layer is a convolution whose kernel
-covers its input (R × S = H × W, P = Q = 1); a product of two activations (attention's Q·Kᵀ and A·V) is a
+stride, Dh the dilation), and over a clip's frames likewise f·U_F + t·D_F −
+pad_front; a fully connected layer is a convolution whose kernel covers its
+input (T × R × S = D × H × W, F = P = Q = 1); a product of two activations (attention's Q·Kᵀ and A·V) is a
 1×1 convolution over the rows of its first operand with its second as the filters, one group per product and
 image (G = images × products, N = 1: no image shares the other's operand); a transposed convolution runs over
 its input grid (P × Q = H × W), every input pixel scattering into R × S
@@ -17,7 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from hwsim.mapping.nest.format import RELEVANT, RELEVANT_TRANSPOSED, MappingError
+from hwsim.mapping.nest.format import RELEVANT, RELEVANT_TRANSPOSED, WINDOWS, MappingError
 from hwsim.workload.ir import Layer, LayerKind
 
 NEST_KINDS = frozenset({LayerKind.CONV, LayerKind.CONV_TRANSPOSE, LayerKind.FC, LayerKind.MATMUL})
@@ -34,7 +35,7 @@ class Problem:
     """The dims of a layer's loop nest and where its window reads and its outputs land."""
 
     layer: str
-    dims: dict[str, int]  # N, G, M, C, P, Q, R, S
+    dims: dict[str, int]  # N, G, M, C, F, P, Q, T, R, S
     stride: tuple[int, int]  # U, V (1 for transposed and fully connected layers)
     dilation: tuple[int, int]
     pad_top: int
@@ -45,6 +46,19 @@ class Problem:
     out_w: int
     transposed: bool
     up: tuple[int, int] = (1, 1)  # output rows and columns each grid row and column owns (transposed: the stride)
+    frame_stride: int = 1  # the window along a clip's frames: stride, dilation, frames padded in front
+    frame_dilation: int = 1
+    pad_front: int = 0
+    in_d: int = 1  # real ifmap frames (unpadded) and output frames
+    out_d: int = 1
+
+    def axis(self, out_dim: str) -> tuple[int, int, int, int]:
+        """(stride, dilation, pad before, real ifmap size) of the window axis whose output dim is `out_dim`
+        (F, P or Q)."""
+        if out_dim == "F":
+            return self.frame_stride, self.frame_dilation, self.pad_front, self.in_d
+        i = 0 if out_dim == "P" else 1
+        return self.stride[i], self.dilation[i], (self.pad_top, self.pad_left)[i], (self.in_h, self.in_w)[i]
 
     def pixel_outputs(self) -> int:
         """Outputs one grid pixel of one filter owns: 1 for a direct convolution; for a transposed one, its
@@ -58,6 +72,11 @@ class Problem:
     def relevant(self) -> dict[str, frozenset[str]]:
         """Dims each operand's data depends on."""
         return RELEVANT_TRANSPOSED if self.transposed else RELEVANT
+
+    def ifmap_frame_start(self, f0: np.ndarray, t0: np.ndarray) -> np.ndarray:
+        """First real ifmap frame of a tile."""
+        result: np.ndarray = np.maximum(0, f0 * self.frame_stride + t0 * self.frame_dilation - self.pad_front)
+        return result
 
     def ifmap_row_start(self, p0: np.ndarray, r0: np.ndarray) -> np.ndarray:
         """First real ifmap row of a tile (its DRAM address offset)."""
@@ -81,16 +100,16 @@ def lowering_for(layer: Layer, preferred: str) -> str:
 
 def nest_problem(layer: Layer, batch: int, lowering: str = "conv") -> Problem:
     """The loop-nest problem of a CONV, FC or transposed-conv layer for `batch` images, or of its im2col GEMM
-    (a 1×1 convolution over a T × 1 map with K = C·R·S channels)."""
+    (a 1×1 convolution over a pixels × 1 map with C·T·R·S channels)."""
     if lowering == "im2col":
         conv = nest_problem(layer, batch)
         if conv.transposed:
             raise MappingError(f"layer {layer.name!r}: a transposed convolution has no im2col lowering; map it "
                                "as a convolution (lowering: conv)")
         d = conv.dims
-        k, t = d["C"] * d["R"] * d["S"], d["N"] * d["P"] * d["Q"]
-        dims = {"N": 1, "G": d["G"], "M": d["M"], "C": k, "P": t, "Q": 1, "R": 1, "S": 1}
-        return Problem(layer.name, dims, (1, 1), (1, 1), 0, 0, t, 1, t, 1, False)
+        k, t = d["C"] * d["T"] * d["R"] * d["S"], d["N"] * d["F"] * d["P"] * d["Q"]
+        return Problem(layer.name, _dims(1, d["G"], d["M"], k, 1, t, 1, 1, 1, 1), (1, 1), (1, 1), 0, 0, t, 1, t, 1,
+                       False)
     ins, out = layer.in_shape, layer.out_shape
     kh, kw = layer.kernel
     if layer.kind is LayerKind.MATMUL:  # a 1x1 convolution over the rows, the second operand as its filters
@@ -98,21 +117,28 @@ def nest_problem(layer: Layer, batch: int, lowering: str = "conv") -> Problem:
         if gemm is None:
             raise MappingError(f"layer {layer.name!r}: a matmul with a broadcast operand is streamed")
         products, rows, k, cols = gemm  # the images of a batch are further products: each has its own operands
-        dims = {"N": 1, "G": batch * products, "M": cols, "C": k, "P": rows, "Q": 1, "R": 1, "S": 1}
-        return Problem(layer.name, dims, (1, 1), (1, 1), 0, 0, rows, 1, rows, 1, False)
-    if layer.kind is LayerKind.FC:
-        dims = {"N": batch, "G": 1, "M": out.c, "C": ins.c, "P": 1, "Q": 1, "R": ins.h, "S": ins.w}
-        return Problem(layer.name, dims, (1, 1), (1, 1), 0, 0, ins.h, ins.w, 1, 1, False)
+        return Problem(layer.name, _dims(1, batch * products, cols, k, 1, rows, 1, 1, 1, 1), (1, 1), (1, 1), 0, 0,
+                       rows, 1, rows, 1, False)
+    if layer.kind is LayerKind.FC:  # its kernel covers the input, a clip's frames included
+        return Problem(layer.name, _dims(batch, 1, out.c, ins.c, 1, 1, 1, ins.d, ins.h, ins.w), (1, 1), (1, 1), 0,
+                       0, ins.h, ins.w, 1, 1, False, in_d=ins.d)
     g = layer.groups
     if layer.kind is LayerKind.CONV_TRANSPOSE:
-        dims = {"N": batch, "G": g, "M": out.c // g, "C": ins.c // g, "P": ins.h, "Q": ins.w, "R": kh, "S": kw}
+        dims = _dims(batch, g, out.c // g, ins.c // g, 1, ins.h, ins.w, 1, kh, kw)
         return Problem(layer.name, dims, (1, 1), (1, 1), 0, 0, ins.h, ins.w, out.h, out.w, True, layer.stride)
     if layer.kind is not LayerKind.CONV:
         raise MappingError(f"layer {layer.name!r}: a {layer.kind} layer has no loop nest; it is streamed")
-    dims = {"N": batch, "G": g, "M": out.c // g, "C": ins.c // g, "P": out.h, "Q": out.w, "R": kh, "S": kw}
+    fw = layer.frames
+    dims = _dims(batch, g, out.c // g, ins.c // g, out.d, out.h, out.w, fw.kernel, kh, kw)
     pad = layer.padding
     return Problem(layer.name, dims, layer.stride, layer.dilation, pad.top, pad.left, ins.h, ins.w, out.h, out.w,
-                   False)
+                   False, frame_stride=fw.stride, frame_dilation=fw.dilation, pad_front=fw.front, in_d=ins.d,
+                   out_d=out.d)
+
+
+def _dims(n: int, g: int, m: int, c: int, f: int, p: int, q: int, t: int, r: int, s: int) -> dict[str, int]:
+    """A nest's dims in DIMS order."""
+    return {"N": n, "G": g, "M": m, "C": c, "F": f, "P": p, "Q": q, "T": t, "R": r, "S": s}
 
 
 def tile_bound_words(problem: Problem, op: str, extent: dict[str, int]) -> int:
@@ -120,16 +146,18 @@ def tile_bound_words(problem: Problem, op: str, extent: dict[str, int]) -> int:
     have room for."""
     t = {d: min(problem.dims[d], extent[d]) for d in problem.dims}
     if op == "filter":
-        return t["G"] * t["M"] * t["C"] * t["R"] * t["S"]
+        return t["G"] * t["M"] * t["C"] * t["T"] * t["R"] * t["S"]
     if op == "psum":
-        return t["N"] * t["G"] * t["M"] * owned_bound(t["P"], problem.up[0], problem.dims["P"], problem.out_h) \
-            * owned_bound(t["Q"], problem.up[1], problem.dims["Q"], problem.out_w)
+        rows = owned_bound(t["P"], problem.up[0], problem.dims["P"], problem.out_h)
+        return t["N"] * t["G"] * t["M"] * t["F"] * rows * owned_bound(t["Q"], problem.up[1], problem.dims["Q"],
+                                                                        problem.out_w)
     if problem.transposed:
-        rows, cols = t["P"], t["Q"]
-    else:
-        rows = (t["P"] - 1) * problem.stride[0] + (t["R"] - 1) * problem.dilation[0] + 1
-        cols = (t["Q"] - 1) * problem.stride[1] + (t["S"] - 1) * problem.dilation[1] + 1
-    return t["N"] * t["G"] * t["C"] * min(rows, problem.in_h) * min(cols, problem.in_w)
+        return t["N"] * t["G"] * t["C"] * t["F"] * t["P"] * t["Q"]
+    words = t["N"] * t["G"] * t["C"]
+    for out_dim, kernel_dim in WINDOWS:
+        stride, dilation, _, size = problem.axis(out_dim)
+        words *= min(size, (t[out_dim] - 1) * stride + (t[kernel_dim] - 1) * dilation + 1)
+    return words
 
 
 def owned_bound(tile: int, up: int, grid: int, total: int) -> int:

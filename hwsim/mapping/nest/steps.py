@@ -17,7 +17,7 @@ buffer takes its coded words where a level keeps tiles coded (`hwsim.sparsity`:
 from its values when measured, else the codec's expectation).
 
 Addresses: DRAM tiles start at their first element in the tensor (images,
-then channels, rows, columns); on chip each operand has a region (psums at
+then channels, frames, rows, columns); on chip each operand has a region (psums at
 0, ifmaps after them, filters in the GLB's filter partition), tiles at its
 start and a pass's psum sub-tile at its offset within the tile, so a pass
 that reads psums back waits for the pass that wrote those words.
@@ -31,7 +31,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from hwsim.hardware.schema import Accelerator
-from hwsim.mapping.nest.format import DIMS, INPUT_OPERANDS, OPERANDS, LoopNest
+from hwsim.mapping.nest.format import DIMS, INPUT_OPERANDS, OPERANDS, REDUCTION, LoopNest
 from hwsim.mapping.nest.passes import Passes, PassPlan, positions
 from hwsim.mapping.nest.problem import Problem, tile_bound_words
 from hwsim.mapping.nest.tiles import TileCounter
@@ -43,8 +43,8 @@ from hwsim.vocab import Level, Operand, StepKind
 LEVEL = {"dram": Level.DRAM, "l2": Level.L2, "glb": Level.GLB, "rf": Level.RF}
 OPERAND = {"ifmap": Operand.IFMAP, "filter": Operand.FILTER, "psum": Operand.PSUM}
 L2_BUFFERS = ("l2.ifmap", "l2.filter", "l2.psum")  # named buffers of nest tiles in the L2 (ids 0, 1, 2)
-OPERAND_DIMS = {"ifmap": ("N", "G", "C", "P", "Q"), "filter": ("G", "M", "C", "R", "S"),
-                "psum": ("N", "G", "M", "P", "Q")}  # how an operand's tile is laid out on chip, outer to inner
+OPERAND_DIMS = {"ifmap": ("N", "G", "C", "F", "P", "Q"), "filter": ("G", "M", "C", "T", "R", "S"),
+                "psum": ("N", "G", "M", "F", "P", "Q")}  # how an operand's tile is laid out on chip, outer to inner
 AXES = {"multicast": frozenset(), "forward_cols": frozenset({"rows"}), "forward_rows": frozenset({"cols"}),
         "unicast": frozenset({"rows", "cols"})}
 
@@ -171,7 +171,7 @@ class NestSteps:
         red = np.ones(len(passes), dtype=np.int64)
         for i in range(len(self.plan.storage), j + 1):
             loop = self.plan.loops[i]
-            if loop.dim in ("C", "R", "S"):
+            if loop.dim in REDUCTION:
                 red *= positions(passes.length[loop.dim], loop.factor, loop.tile)
         return red
 
@@ -341,17 +341,18 @@ class NestSteps:
     def _dram_address(self, op: str, lo: dict[str, np.ndarray], image: int) -> np.ndarray:
         p, a, dims = self.problem, self.addr, self.problem.dims
         if op == "filter":
-            row: np.ndarray = ((lo["G"] * dims["M"] + lo["M"]) * dims["C"] + lo["C"]) * dims["R"] + lo["R"]
-            filters: np.ndarray = row * dims["S"] + lo["S"] + a.filter
+            slice_ = (((lo["G"] * dims["M"] + lo["M"]) * dims["C"] + lo["C"]) * dims["T"] + lo["T"]) * dims["R"]
+            filters: np.ndarray = (slice_ + lo["R"]) * dims["S"] + lo["S"] + a.filter
             return filters
         if op == "ifmap":
+            d0 = lo["F"] if p.transposed else p.ifmap_frame_start(lo["F"], lo["T"])
             h0, w0 = p.ifmap_row_start(lo["P"], lo["R"]), p.ifmap_col_start(lo["Q"], lo["S"])
-            channel = lo["G"] * dims["C"] + lo["C"]
-            ifmap: np.ndarray = (lo["N"] + image) * a.ifmap_image_words + (channel * p.in_h + h0) * p.in_w + w0
+            frame = (lo["G"] * dims["C"] + lo["C"]) * p.in_d + d0
+            ifmap: np.ndarray = (lo["N"] + image) * a.ifmap_image_words + (frame * p.in_h + h0) * p.in_w + w0
             return ifmap + a.ifmap
-        channel = lo["G"] * dims["M"] + lo["M"]
+        frame = (lo["G"] * dims["M"] + lo["M"]) * p.out_d + lo["F"]
         y0, x0 = lo["P"] * p.up[0], lo["Q"] * p.up[1]
-        ofmap: np.ndarray = (lo["N"] + image) * a.ofmap_image_words + (channel * p.out_h + y0) * p.out_w + x0
+        ofmap: np.ndarray = (lo["N"] + image) * a.ofmap_image_words + (frame * p.out_h + y0) * p.out_w + x0
         return ofmap + a.ofmap
 
 class _Table:

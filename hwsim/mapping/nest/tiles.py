@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from hwsim.mapping.nest.format import DIMS
+from hwsim.mapping.nest.format import DIMS, WINDOWS
 from hwsim.mapping.nest.passes import NestLoop, Passes
 from hwsim.mapping.nest.problem import Problem
 from hwsim.vocab import ceil_div
@@ -36,12 +36,11 @@ def split(cells: Cells, size: int, count: int) -> Cells:
     return sub_lo.reshape(n, -1), sub_hi.reshape(n, -1), exists.reshape(n, -1)
 
 
-def _window_rows(problem: Problem, axis: int, a: Cells, k: Cells) -> np.ndarray:
-    """Per pass: Σ over cell pairs (grid rows × kernel rows) of the distinct ifmap rows each pair reads."""
+def _window_rows(problem: Problem, out_dim: str, a: Cells, k: Cells) -> np.ndarray:
+    """Per pass: Σ over cell pairs (grid rows × kernel rows, or frames, or columns: the axis of `out_dim`) of the
+    distinct ifmap rows each pair reads."""
     (a_lo, a_hi, a_ok), (k_lo, k_hi, k_ok) = a, k
-    stride, dilation = problem.stride[axis], problem.dilation[axis]
-    pad = problem.pad_top if axis == 0 else problem.pad_left
-    size = problem.in_h if axis == 0 else problem.in_w
+    stride, dilation, pad, size = problem.axis(out_dim)
     span_a = int(np.max(a_hi - a_lo, initial=0))
     span_k = int(np.max(k_hi - k_lo, initial=0))
     if span_a == 0 or span_k == 0:
@@ -85,16 +84,16 @@ def count(problem: Problem, op: str, cells: dict[str, Cells], copies: dict[str, 
     for d in DIMS:
         if d not in relevant:
             total *= copies[d]
-    if op == "ifmap":
-        if problem.transposed:
-            total *= _grid_cells(problem, 0, cells["P"]) * _grid_cells(problem, 1, cells["Q"])
-        else:
-            total *= _window_rows(problem, 0, cells["P"], cells["R"]) * _window_rows(problem, 1, cells["Q"],
-                                                                                     cells["S"])
-        singles: tuple[str, ...] = ("N", "G", "C")
+    if op == "ifmap" and problem.transposed:
+        total *= _grid_cells(problem, 0, cells["P"]) * _grid_cells(problem, 1, cells["Q"])
+        singles: tuple[str, ...] = ("N", "G", "C", "F")
+    elif op == "ifmap":
+        for out_dim, kernel_dim in WINDOWS:
+            total *= _window_rows(problem, out_dim, cells[out_dim], cells[kernel_dim])
+        singles = ("N", "G", "C")
     elif op == "psum" and problem.transposed:
         total *= _owned_cells(problem, 0, cells["P"]) * _owned_cells(problem, 1, cells["Q"])
-        singles = ("N", "G", "M")
+        singles = ("N", "G", "M", "F")
     else:
         singles = tuple(d for d in DIMS if d in relevant)
     for d in singles:

@@ -41,7 +41,7 @@ def check_nest(nest: LoopNest, problem: Problem, hw: Accelerator, dataflow: Data
 
 def _problem_key(p: Problem) -> tuple[object, ...]:
     return (tuple(p.dims[d] for d in DIMS), p.stride, p.dilation, p.pad_top, p.pad_left, p.in_h, p.in_w, p.out_h,
-            p.out_w, p.transposed, p.up)
+            p.out_w, p.transposed, p.up, p.frame_stride, p.frame_dilation, p.pad_front, p.in_d, p.out_d)
 
 
 def _hardware_key(hw: Accelerator) -> tuple[object, ...]:
