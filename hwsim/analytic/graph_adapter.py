@@ -59,7 +59,7 @@ from hwsim.hardware.schema import Accelerator
 from hwsim.sparsity.names import DEFAULT_RELU_SPARSITY
 from hwsim.sparsity.profile import LayerZeros, SparsityProfile, default_zero_macs, padded_sparsity
 from hwsim.vocab import ceil_div
-from hwsim.workload.ir import Graph, Layer, LayerKind
+from hwsim.workload.ir import Graph, Layer, LayerKind, require_images
 
 RELU_FAMILY = frozenset({"relu", "relu6", "thresholded_relu"})
 """Activations that output exact zeros for a whole range of inputs."""
@@ -395,6 +395,7 @@ def adapt_graph(graph: Graph, sparsity: SparsityModel, hw: Accelerator,
     A layer that reads a network input is a first layer (its ifmap comes
     from DRAM uncompressed). Batches follow `batch_ladder`.
     """
+    require_images(graph, "CNNergy's model")
     zeros = sparsity.tensor_sparsities(graph)
     inputs = {layer.output for layer in graph.inputs}
     adapted = [adapt_layer(layer, sparsity.layer_sparsity(layer, zeros), bool(inputs & set(layer.inputs)), hw)

@@ -27,7 +27,7 @@ from hwsim.search.depth_first import (
     min_bandwidth_gain,
     tiling_gain,
 )
-from hwsim.workload.ir import Graph
+from hwsim.workload.ir import Graph, require_images
 
 DEFAULT_BITS = 8  # the paper counts features: one byte each
 MODELLED_BITS = (8, 16)
@@ -88,6 +88,7 @@ def depth_first_front(network: NetworkLike, bits: int = DEFAULT_BITS, max_short_
     if max_short_skip < 0:
         raise HwsimError(f"max_short_skip {max_short_skip}: give a number of layers ≥ 0")
     graph = as_graph(network)
+    require_images(graph, "depth-first tiling")
     start = time.perf_counter()
     result = depth_first_pareto(graph, bits, max_short_skip, method)
     seconds = time.perf_counter() - start

@@ -33,7 +33,7 @@ from hwsim.flows.simulate import run_to_trace
 from hwsim.hardware.schema import Accelerator
 from hwsim.mapping.phases import derive_phases
 from hwsim.mapping.plans import SlotPlan
-from hwsim.workload.ir import Graph
+from hwsim.workload.ir import Graph, require_images
 
 PHASES = "phases"
 BOUND = "bound"
@@ -140,6 +140,7 @@ def study_memory(network: NetworkLike, hw: HardwareLike, strategies: Sequence[st
     if unknown:
         raise HwsimError(f"unknown strategy {unknown[0]!r}: choose from {', '.join(ALL_STRATEGIES)}")
     graph = as_graph(network)
+    require_images(graph, "memory planning")
     accelerator, bits = analysis_precision(as_hardware(hw), bits, trace_dir is not None)
     capacity = l2_bytes or (accelerator.l2.size_bytes if accelerator.l2 else None)
     bound = plan_memory(graph, BOUND, bits).bound_bytes

@@ -29,7 +29,7 @@ from hwsim.hardware.schema import Accelerator
 from hwsim.mapping.phased import PhasedGraph
 from hwsim.mapping.phases import derive_phases, phased_graph
 from hwsim.mapping.plans import PhasePlan
-from hwsim.workload.ir import Graph
+from hwsim.workload.ir import Graph, require_images
 
 
 @dataclass(frozen=True)
@@ -153,6 +153,7 @@ def study_phases(network: NetworkLike, hw: HardwareLike, bits: int | None = None
     """Derive the phases by `rule`, analyse both executions at `bits` (default: the config's precision)
     and, with a `trace_dir`, simulate both on `hw` there."""
     graph = as_graph(network)
+    require_images(graph, "the phased (CSDF) model")
     accelerator, bits = analysis_precision(as_hardware(hw), bits, trace_dir is not None)
     phases = derive_phases(graph, rule)
     phased = analyse_phases(graph, phases, accelerator, bits)

@@ -22,7 +22,7 @@ from hwsim.mapping.schedule import Schedule
 from hwsim.registry import Registry
 from hwsim.sparsity.profile import SparsityProfile
 from hwsim.vocab import Level
-from hwsim.workload.ir import Graph
+from hwsim.workload.ir import Graph, require_images
 
 
 class Mapper(ABC):
@@ -32,7 +32,9 @@ class Mapper(ABC):
     dram_per_transaction: ClassVar[bool] = False  # its schedules' DRAM traffic is traced one record per transfer
 
     def check(self, plan: Plan, graph: Graph, hw: Accelerator) -> None:
-        """Raise MappingError when `plan` does not fit `graph` on `hw`, naming the field and the fix."""
+        """Raise MappingError when `plan` does not fit `graph` on `hw`, naming the field and the fix (a clip is a
+        NetworkError: the plans of these mappers tile 2-D maps)."""
+        require_images(graph, f"the {self.name} mapper")
         s = graph.layers[0].out_shape if graph.layers else None
         problem = plan_problems(plan, graph.name, (s.c, s.h, s.w) if s else (0, 0, 0))
         if problem:

@@ -26,7 +26,7 @@ from onnx import numpy_helper
 from hwsim.registry import Registry
 from hwsim.sparsity.measured import MeasuredTensors
 from hwsim.sparsity.profile import SparsityError
-from hwsim.workload.ir import Graph, LayerKind, Shape
+from hwsim.workload.ir import Graph, LayerKind, Shape, require_images
 from hwsim.workload.onnx_import import ImportResult
 
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp", ".tif", ".tiff", ".ppm")
@@ -141,6 +141,7 @@ def measure_onnx(path: str | Path, result: ImportResult, input_path: str | Path,
     if result.sources is None:
         raise SparsityError(f"{path}: measuring needs the ONNX import's sources")
     graph = result.graph
+    require_images(graph, "measuring zeros")
     input_tensor, shape = _input_layer_shape(graph)
     model = onnx.load(str(path), load_external_data=True)
     feed_name = next(i.name for i in model.graph.input if i.name not in {t.name for t in model.graph.initializer})

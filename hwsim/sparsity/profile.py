@@ -124,11 +124,13 @@ def profile_from_record(record: Mapping[str, Any] | None) -> SparsityProfile | N
 
 
 def padded_sparsity(layer: Layer, sparsity: float) -> float:
-    """Zero fraction of the padded ifmap: the tensor's zeros plus the padding ring (crops add none)."""
+    """Zero fraction of the padded ifmap: the tensor's zeros plus the padding ring, and a clip's padded frames (crops
+    add none)."""
     shape = layer.in_shape
     padded_h = shape.h + layer.padding.top + layer.padding.bottom
     padded_w = shape.w + layer.padding.left + layer.padding.right
-    padded_area, area = padded_h * padded_w, shape.h * shape.w
+    padded_d = shape.d + layer.frames.front + layer.frames.back
+    padded_area, area = padded_d * padded_h * padded_w, shape.d * shape.h * shape.w
     if padded_area <= area:
         return sparsity
     return (sparsity * area + padded_area - area) / padded_area
