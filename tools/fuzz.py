@@ -107,33 +107,39 @@ def mutate_yaml(text: str, rng: random.Random) -> tuple[str | bytes, str]:
 
 
 def conv_graph(rng: random.Random) -> tuple[object, str]:
-    """A small ONNX graph (conv, pool, fc) with one attribute, shape or initializer damaged."""
+    """A small ONNX graph (conv, pool, fc) on an image or, one time in three, on a clip of 4 frames (3-D windows),
+    with one attribute, shape or initializer damaged."""
     from onnx import TensorProto, helper, numpy_helper
 
-    attrs: dict[str, object] = {"kernel_shape": [3, 3], "strides": [1, 1], "pads": [1, 1, 1, 1], "dilations": [1, 1],
-                                "group": 1}
-    hw, weights = [1, 3, 32, 32], np.zeros((8, 3, 3, 3), np.float32)
+    clip = rng.random() < 1 / 3
+    axes = 3 if clip else 2
+    attrs: dict[str, object] = {"kernel_shape": [3] * axes, "strides": [1] * axes, "pads": [1] * (2 * axes),
+                                "dilations": [1] * axes, "group": 1}
+    hw = [1, 3, 4, 32, 32] if clip else [1, 3, 32, 32]
+    weights = np.zeros((8, 3, *[3] * axes), np.float32)
     kind = rng.choice(["attr", "attr", "attr", "shape", "init", "cycle", "missing", "pool"])
     what = kind
     if kind == "attr":
         key = rng.choice(sorted(attrs))
-        value = rng.choice([[0, 0], [-1, -1], [1000, 1000], [10**9, 10**9], [1.5, 1.5], [2, 2, 2], 0, -2, 7])
+        value = rng.choice([[0] * axes, [-1] * axes, [1000] * axes, [10**9] * axes, [1.5] * axes, [2, 2], [2] * 4,
+                            0, -2, 7])
         attrs[key] = value if key != "group" or isinstance(value, int) else rng.choice([0, -1, 5, 1000])
         what = f"Conv {key} = {attrs[key]}"
     elif kind == "shape":
         dim = rng.choice([0, -5, 2**31, 46341, 10**12])
-        hw[rng.choice([1, 2, 3])] = dim
+        hw[rng.randrange(1, len(hw))] = dim
         what = f"input dims {hw}"
     conv = helper.make_node("Conv", ["x", "W"], ["c"], **attrs)
-    pool_attrs = {"kernel_shape": [2, 2], "strides": [2, 2]}
+    pool_attrs = {"kernel_shape": [2] * axes, "strides": [2] * axes}
     if kind == "pool":
-        pool_attrs[rng.choice(["kernel_shape", "strides"])] = rng.choice([[0, 0], [-3, -3], [1000, 1000]])
+        pool_attrs[rng.choice(["kernel_shape", "strides"])] = rng.choice([[0] * axes, [-3] * axes, [1000] * axes])
         what = f"MaxPool {pool_attrs}"
+    what = f"{'clip: ' if clip else ''}{what}"
     pool = helper.make_node("MaxPool", ["c"], ["p"], **pool_attrs)
     flat = helper.make_node("Flatten", ["p"], ["f"])
     fc = helper.make_node("Gemm", ["f", "F"], ["y"], transB=1)
     w = numpy_helper.from_array(weights, "W")
-    f = numpy_helper.from_array(np.zeros((10, 8 * 16 * 16), np.float32), "F")
+    f = numpy_helper.from_array(np.zeros((10, 8 * 16 * 16 * (2 if clip else 1)), np.float32), "F")
     if kind == "init":
         w.raw_data = w.raw_data[:rng.choice([0, 10, 100])]
         what = "truncated initializer W"
