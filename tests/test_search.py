@@ -81,6 +81,29 @@ def test_layers_of_one_shape_are_searched_once_and_cached(tmp_path: Path) -> Non
     assert all(never_worse(c, "energy") for c in again.choices)
 
 
+def test_a_change_to_the_cost_model_is_a_new_cache_key(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The key hashes the search's code: a copy of the package with one byte of the cost model changed hashes
+    otherwise (the CLI's code does not count), and a warm cache is not read under another code hash."""
+    import shutil
+
+    import hwsim.search.cache as cache
+
+    root = tmp_path / "pkg"
+    shutil.copytree(cache.PACKAGE_ROOT, root, ignore=shutil.ignore_patterns("__pycache__"))
+    before = cache.code_hash(root)
+    (root / "cli" / "main.py").write_text((root / "cli" / "main.py").read_text() + "\n# a comment\n")
+    assert cache.code_hash.__wrapped__(root) == before
+    cost = root / "search" / "cost.py"
+    cost.write_text(cost.read_text().replace("def ", "def  ", 1))
+    assert cache.code_hash.__wrapped__(root) != before
+    hw = load_config("eyeriss-v1")
+    settings = SearchSettings(objective="energy", effort=QUICK, cache_dir=tmp_path / "cache")
+    assert search_network(_small_net(), hw, 1, settings).searched == 2  # type: ignore[arg-type]
+    assert search_network(_small_net(), hw, 1, settings).searched == 0  # type: ignore[arg-type]
+    monkeypatch.setattr(cache, "code_hash", lambda: "another cost model")
+    assert search_network(_small_net(), hw, 1, settings).searched == 2  # type: ignore[arg-type]
+
+
 def test_map_command_searches_and_writes_a_replayable_mapping(cli, tmp_path: Path) -> None:
     out = tmp_path / "m.yaml"
     result = cli("map", "phases_example", "--hw", "eyeriss-v1", "--objective", "latency", "--budget", "0.5",

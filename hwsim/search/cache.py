@@ -1,6 +1,8 @@
 """Searched layer mappings kept on disk, keyed by what the search depends on: the layer's shape (its problem,
 batch included), the hardware (every config field but its name and descriptions), the objective, the effort,
-the seed and this code's search version. A second search of the same key reads the file instead.
+the seed and a hash of the code that decides what a search returns (`code_hash`: the mapspace, the cost model,
+the closed form it prices with, the hardware model): a change there is a new key, never a stale mapping. A second
+search of the same key reads the file instead.
 
 The cache lives outside any repository: `--cache DIR`, else $HWSIM_CACHE, else $XDG_CACHE_HOME/hwsim, else
 ~/.cache/hwsim; one small JSON file per key under `mappings/`, written atomically.
@@ -9,6 +11,7 @@ The cache lives outside any repository: `--cache DIR`, else $HWSIM_CACHE, else $
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import json
 import os
@@ -20,7 +23,10 @@ from hwsim.hardware.schema import Accelerator
 from hwsim.mapping.nest.format import LoopNest, mapping_from_data, nest_data
 from hwsim.search.cost import LayerCost
 
-SEARCH_VERSION = 1  # raise when a change to the search changes what it returns for the same key
+PACKAGE_ROOT = Path(__file__).resolve().parents[1]  # the hwsim package
+SEARCH_CODE = ("search", "analytic", "mapping", "hardware", "sparsity", "workload/ir.py", "vocab.py")  # what a
+# search's result depends on, under the package: its mapspace and cost model, the closed form and the hardware model
+# that price a candidate, the nest checker, the layer IR
 UNPRICED_FIELDS = ("name", "description", "technology")  # config text that changes nothing the search computes
 
 
@@ -41,9 +47,21 @@ def hardware_data(hw: Accelerator) -> dict[str, object]:
     return data
 
 
+@functools.cache
+def code_hash(root: Path = PACKAGE_ROOT) -> str:
+    """SHA-256 of the Python sources under `root` that `SEARCH_CODE` names, path by path in sorted order."""
+    digest = hashlib.sha256()
+    for name in SEARCH_CODE:
+        top = root / name
+        for path in sorted(top.rglob("*.py")) if top.is_dir() else [top]:
+            digest.update(str(path.relative_to(root)).encode())
+            digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
 def cache_key(signature: tuple[object, ...], hw: Accelerator, objective: str, effort: object, seed: int) -> str:
     """A hash of everything a layer's search depends on."""
-    text = json.dumps([SEARCH_VERSION, repr(signature), hardware_data(hw), objective, repr(effort), seed],
+    text = json.dumps([code_hash(), repr(signature), hardware_data(hw), objective, repr(effort), seed],
                       sort_keys=True, default=str)
     return hashlib.sha256(text.encode()).hexdigest()
 
@@ -89,4 +107,4 @@ def _write(path: str, text: str) -> None:
     Path(path).write_text(text, encoding="utf-8")
 
 
-__all__ = ["SEARCH_VERSION", "SearchCache", "cache_key", "default_cache_dir", "hardware_data"]
+__all__ = ["SearchCache", "cache_key", "code_hash", "default_cache_dir", "hardware_data"]
