@@ -20,6 +20,7 @@ from hwsim.cli.output import (
     table,
 )
 from hwsim.flows.simulate import Simulation, simulate_run
+from hwsim.metrics.derive import not_traced
 from hwsim.metrics.dram_stats import dram_report
 from hwsim.vocab import TRACE_LEVELS
 from hwsim.workload.network import load_network
@@ -45,9 +46,23 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     p.set_defaults(run=run)
 
 
+NOT_TRACED = "not traced"  # a figure the recorded levels cannot give
+
+
+def _traced(values: dict[str, float], missing: tuple[str, ...]) -> dict[str, float | None]:
+    """Energy by component, None for the components the trace's levels cannot derive."""
+    return {k: None if k in missing else v for k, v in values.items()}
+
+
 def document(sim: Simulation) -> dict[str, Any]:
-    """The report: per layer (those with work) timing, stalls, MACs, utilization, energy, DRAM bytes."""
+    """The report: per layer (those with work) timing, stalls, MACs, utilization, energy, DRAM bytes; what the
+    recorded levels cannot derive is null and listed under `not_traced`."""
     by_name = {l.name: l for l in sim.metrics.layers}
+    t = sim.totals
+    hw = sim.hardware
+    absent = {"l2": hw.l2 is None, "line_buffer": hw.line_buffer is None, "link": not hw.links}  # nothing to trace
+    missing = not_traced([c for c in (*t.energy_by_component_pj, "utilization") if not absent.get(c, False)],
+                         sim.levels)
     layers = []
     for run_ in sim.result.layers:
         if run_.steps == 0:  # graph inputs and outputs: nothing to run
@@ -59,19 +74,21 @@ def document(sim: Simulation) -> dict[str, Any]:
             "stall_cycles": {"load": run_.load_wait_cycles, "rf_filter": run_.rf_wait_cycles,
                              "psum": run_.psum_wait_cycles},
             "resource_stall_cycles": run_.resource_stall_cycles,
-            "macs": m.compute.macs, "gated_macs": m.compute.gated_macs, "utilization": m.utilization,
-            "energy_pj": m.energy_pj, "dram_bytes": m.dram_bytes,
+            "macs": m.compute.macs, "gated_macs": m.compute.gated_macs,
+            "utilization": None if "utilization" in missing else m.utilization,
+            "energy_pj": _traced(m.energy_pj, missing), "dram_bytes": m.dram_bytes,
             "word_bits": 8 * m.word_bytes,
             "dram_energy_pj_by_command": m.dram_energy_pj, "zeros": sim.sparsity.zeros(run_.name).record(),
         })
-    t = sim.totals
     return {"network": sim.metrics.network, "hardware": sim.hardware.name, "word_bits": sim.hardware.precision_bits,
             "batch": sim.metrics.batch,
             "trace": str(sim.trace), "cycles": sim.result.cycles, "sparsity": sim.sparsity.record(),
             "latency_s": sim.result.cycles / sim.hardware.clock_hz,
             "layers": layers,
-            "totals": {"energy_pj": dict(t.energy_by_component_pj), "dram_bytes": t.dram_bytes, "macs": t.macs},
+            "totals": {"energy_pj": _traced(dict(t.energy_by_component_pj), missing), "dram_bytes": t.dram_bytes,
+                       "macs": t.macs},
             "peak_occupancy_bytes": dict(sim.peak_occupancy_bytes), "traced_levels": sorted(sim.levels),
+            "not_traced": list(missing),
             "network_macs": sim.network_macs, "dram_model": sim.hardware.dram.model,
             "dram": [asdict(s) for s in dram_report(sim.hardware, sim.metrics.layers)]}
 
@@ -88,14 +105,25 @@ def _layer_table(doc: dict[str, Any]) -> Any:
     for l in doc["layers"]:
         e, z = l["energy_pj"], l["zeros"]
         zeros = [f"{z['ifmap']:.0%}/{z['ofmap']:.0%}", format_count(l["gated_macs"])] if sparse else []
-        t.add_row(l["name"], format_count(l["cycles"]), f"{l['utilization']:.0%}",
+        util = l["utilization"]
+        t.add_row(l["name"], format_count(l["cycles"]), NOT_TRACED if util is None else f"{util:.0%}",
                   format_count(l["stall_cycles"]["load"]), format_count(l["stall_cycles"]["rf_filter"]),
                   format_count(l["stall_cycles"]["psum"]),
                   "/".join(format_count(l["resource_stall_cycles"][k]) for k in ("dram", "glb_port", "noc")),
-                  f"{(e['mac'] + e['rf'] + e['inter_pe']) / 1e6:.2f}",
-                  f"{e['glb'] / 1e6:.2f}", f"{e['dram'] / 1e6:.2f}", f"{(e['clock'] + e['control']) / 1e6:.2f}",
-                  f"{sum(e.values()) / 1e6:.2f}", format_bytes(l["dram_bytes"]), *zeros)
+                  _micro(e, "mac", "rf", "inter_pe"), _micro(e, "glb"), _micro(e, "dram"),
+                  _micro(e, "clock", "control"),
+                  f"{_traced_sum(e) / 1e6:.2f}", format_bytes(l["dram_bytes"]), *zeros)
     return t
+
+
+def _micro(energy_pj: dict[str, float | None], *parts: str) -> str:
+    """The parts' energy in µJ, or "not traced" when a part could not be derived."""
+    values = [energy_pj[p] for p in parts]
+    return NOT_TRACED if any(v is None for v in values) else f"{sum(v or 0.0 for v in values) / 1e6:.2f}"
+
+
+def _traced_sum(energy_pj: dict[str, float | None]) -> float:
+    return sum(v for v in energy_pj.values() if v is not None)
 
 
 def print_report(doc: dict[str, Any]) -> None:
@@ -112,9 +140,12 @@ def print_report(doc: dict[str, Any]) -> None:
             d.add_row(stat["name"], f"{value:.3f}" if stat["unit"] == "fraction" else format_count(value),
                       stat["unit"], stat["description"])
         out.print(d)
-    total = sum(doc["totals"]["energy_pj"].values())
-    out.print(f"{format_count(doc['cycles'])} cycles = {doc['latency_s'] * 1e3:.3f} ms, {total / 1e9:.4g} mJ "
-              f"(DRAM {doc['totals']['energy_pj']['dram'] / 1e9:.4g} mJ), DRAM traffic "
+    energy = doc["totals"]["energy_pj"]
+    missing = doc["not_traced"]
+    dram = "DRAM not traced" if energy["dram"] is None else f"DRAM {energy['dram'] / 1e9:.4g} mJ"
+    of = f" of the traced levels; not traced: {', '.join(missing)} (--trace-levels)" if missing else ""
+    out.print(f"{format_count(doc['cycles'])} cycles = {doc['latency_s'] * 1e3:.3f} ms, "
+              f"{_traced_sum(energy) / 1e9:.4g} mJ{of} ({dram}), DRAM traffic "
               f"{format_bytes(doc['totals']['dram_bytes'])}, peak buffer occupancy "
               + ", ".join(f"{k} {format_bytes(v)}" for k, v in doc["peak_occupancy_bytes"].items())
               + f"; trace {doc['trace']}")

@@ -15,6 +15,7 @@ energy is priced from those commands (`hwsim.hardware.dram`) rather than per wor
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -36,6 +37,22 @@ from hwsim.vocab import (
     Op,
     Operand,
 )
+
+# The trace levels each energy component is priced from (`energy_table(...).price`): a run that did not record
+# one of them cannot derive the component (`--trace-levels`), and says so rather than print 0.
+COMPONENT_LEVELS: dict[str, frozenset[str]] = {
+    "mac": frozenset({"pe"}), "inter_pe": frozenset({"pe"}), "clock": frozenset({"pe"}),
+    "rf": frozenset({"pe", "rf"}), "glb": frozenset({"glb"}), "l2": frozenset({"l2"}),
+    "line_buffer": frozenset({"line_buffer"}), "dram": frozenset({"dram"}), "link": frozenset({"link"}),
+}
+COMPONENT_LEVELS["control"] = frozenset().union(*COMPONENT_LEVELS.values())  # a share of all the others
+UTILIZATION_LEVELS = frozenset({"pe", "glb", "dram"})  # the passes, and the loads and stores that bound a layer's span
+
+
+def not_traced(components: Iterable[str], levels: frozenset[str]) -> tuple[str, ...]:
+    """The components (energy components, or "utilization") a trace of `levels` cannot derive."""
+    need = {**COMPONENT_LEVELS, "utilization": UTILIZATION_LEVELS}
+    return tuple(c for c in components if not need.get(c, frozenset()) <= levels)
 
 
 @dataclass(frozen=True)
