@@ -8,6 +8,9 @@ three independent counts agree —
 word for word per level, operand and access, MACs, RF reads and writes, PE-to-PE hops, passes and the array's
 compute cycles (the dataflow's pass timing: rate-limited, or a systolic fold's skewed fill and drain).
 
+The DRAM transfers per operand and direction and the sum of their start offsets in their tensors agree between
+the closed form (`hwsim.analytic.nest_addresses`) and the trace (`hwsim.metrics.addresses`).
+
 The room the validator reserves per level and operand (`tile_words`, what capacities are checked against and
 the simulator allocates) must hold the largest tile the oracle finds a visit (an RF: one PE) holding.
 """
@@ -25,6 +28,7 @@ from nest_oracle import Oracle, OracleCounts
 from nest_random import big_hardware, random_layer, random_nest
 
 import hwsim.trace
+from hwsim.analytic.nest_addresses import dram_transfer_sums
 from hwsim.analytic.nest_counts import NestCounter
 from hwsim.check.validate import validate_trace
 from hwsim.hardware.schema import Accelerator
@@ -35,8 +39,9 @@ from hwsim.mapping.nest.steps import L2_BUFFERS, NestSteps, TensorAddresses
 from hwsim.mapping.nest.validate import check_nest, tile_words
 from hwsim.mapping.schedule import NestInfo, Schedule, Work
 from hwsim.metrics import derive
+from hwsim.metrics.addresses import dram_transfer_offsets
 from hwsim.sim.run import simulate_to_trace
-from hwsim.vocab import ACCESS_NAMES, LEVEL_NAMES, OPERAND_NAMES
+from hwsim.vocab import ACCESS_NAMES, LEVEL_NAMES, OPERAND_NAMES, Operand
 from hwsim.workload.ir import Layer
 
 LAYERS_PER_DATAFLOW = 200
@@ -104,18 +109,24 @@ def simulate(cases: list[Case], tmp: Path) -> list[dict[str, object]]:
             c = cases[i]
             addr = TensorAddresses(0, c.layer.in_shape.elements, 1 << 24, 1 << 25, c.layer.out_shape.elements)
             steps = NestSteps(c.nest, nest_problem(c.layer, batch, c.nest.lowering), hw, addr)
-            layers.append(Work(c.layer, NestInfo(buffers=L2_BUFFERS if with_l2 else ()), steps.blocks))
+            # each tensor's region reaches to the next one's base (an im2col matrix outgrows the ifmap)
+            regions = ((int(Operand.IFMAP), 0, 1 << 24), (int(Operand.FILTER), 1 << 24, 1 << 24),
+                       *((int(op), 1 << 25, 1 << 24) for op in (Operand.PSUM, Operand.OFMAP)))
+            layers.append(Work(c.layer, NestInfo(buffers=L2_BUFFERS if with_l2 else ()), steps.blocks,
+                               dram_regions=regions))
         path = tmp / f"l2{int(with_l2)}-b{batch}.h5"
         simulate_to_trace(Schedule("random", hw.name, f"nest:{hw.pe_array.dataflow}", batch, tuple(layers)), hw,
                           str(path))
         with hwsim.trace.open(str(path)) as tr:
             metrics = derive(tr).layers
             physics = validate_trace(tr)  # random mappings obey the hardware's timing too
+            offsets = dram_transfer_offsets(tr)
         assert physics.ok, [(r.rule, r.examples) for r in physics.rules if not r.ok]
         for i, m in zip(members, metrics, strict=True):
             assert m.name == cases[i].layer.name
             found[i] = {"transfers": table(m.transfers), "compute": dataclasses.asdict(m.compute),
-                        "passes": m.passes, "compute_cycles": m.compute_cycles}
+                        "passes": m.passes, "compute_cycles": m.compute_cycles,
+                        "addresses": offsets.get(m.name, {})}
     return [found[i] for i in range(len(cases))]
 
 
@@ -148,3 +159,4 @@ def test_oracle_closed_form_and_simulation_agree(dataflow: str, tmp_path: Path) 
         assert sim["transfers"] == closed["transfers"], where
         assert sim["compute"] == dataclasses.asdict(counts.compute), where
         assert (sim["passes"], sim["compute_cycles"]) == (counts.passes, counts.compute_cycles), where
+        assert sim["addresses"] == dram_transfer_sums(c.layer, c.nest, c.batch, c.hw), where

@@ -9,10 +9,16 @@ it issued (row hits cost less than misses), which the closed form does not know:
 DRAM out (the words moved to and from DRAM are still compared). A simulation with
 measured zeros compares the counts the zeros change (`ZERO_DEPENDENT`), the
 energy and the bound within `MEASURED_RTOL`, and says so on each such row.
+
+Where the check has them (`Addresses`), a nest-mapped layer's DRAM transfers per operand and direction and the
+sum of their start offsets in their tensor are compared too, exactly: the closed form derives them from the
+mapping and the tensors' DRAM layout (`hwsim.analytic.nest_addresses`), the trace from its records
+(`hwsim.metrics.addresses`), so a tile moved from the wrong place fails even when it moves the right words.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from typing import Protocol
 
@@ -137,9 +143,32 @@ def _count_rows(name: str, analytic: _Counted, simulated: _Counted, tolerance: f
     return rows
 
 
-def compare(estimate: NetworkEstimate, metrics: TraceMetrics, measured: bool = False) -> CheckReport:
+Sums = Mapping[tuple[str, str], tuple[int, int]]  # (operand, op) -> (DRAM transfers, Σ start offsets)
+
+
+@dataclass(frozen=True)
+class Addresses:
+    """Per layer, the DRAM transfers and their start offsets: the closed form's (the nest-mapped layers) and the
+    trace's."""
+
+    analytic: Mapping[str, Sums]
+    simulated: Mapping[str, Sums]
+
+
+def _address_rows(name: str, analytic: Sums, simulated: Sums) -> list[CountRow]:
+    rows = []
+    for operand, op in sorted({*analytic, *simulated}):
+        a, s = analytic.get((operand, op), (0, 0)), simulated.get((operand, op), (0, 0))
+        rows += [CountRow(name, "dram", operand, f"{op} transfers", a[0], s[0]),
+                 CountRow(name, "dram", operand, f"{op} start offsets", a[1], s[1])]
+    return rows
+
+
+def compare(estimate: NetworkEstimate, metrics: TraceMetrics, measured: bool = False,
+            addresses: Addresses | None = None) -> CheckReport:
     """Every layer of the estimate against the same layer in the trace; `measured`: the simulation took its zeros
-    from measured values, so the counts they change agree within MEASURED_RTOL."""
+    from measured values, so the counts they change agree within MEASURED_RTOL; `addresses`: the DRAM transfers'
+    start offsets of the layers it has on the closed form's side."""
     tolerance = MEASURED_RTOL if measured else 0.0
     by_name = {l.name: l for l in metrics.layers}
     by_command = dram_kind(metrics.hardware.dram.model).prices_commands
@@ -149,7 +178,11 @@ def compare(estimate: NetworkEstimate, metrics: TraceMetrics, measured: bool = F
         m = by_name.get(e.layer.name)
         if m is None:
             raise KeyError(f"layer {e.layer.name!r} is not in the trace")
-        checks.append(LayerCheck(e.layer.name, tuple(_count_rows(e.layer.name, e.counts, m, tolerance)),
+        rows = _count_rows(e.layer.name, e.counts, m, tolerance)
+        if addresses is not None and e.layer.name in addresses.analytic:
+            rows += _address_rows(e.layer.name, addresses.analytic[e.layer.name],
+                                  addresses.simulated.get(e.layer.name, {}))
+        checks.append(LayerCheck(e.layer.name, tuple(rows),
                                  sum(e.energy_pj[c] for c in compared), sum(m.energy_pj[c] for c in compared),
                                  e.latency.bound_cycles, m.cycles, tolerance))
     return CheckReport(estimate.network, estimate.hardware, tuple(checks),

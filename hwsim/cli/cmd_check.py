@@ -82,7 +82,8 @@ def print_report(report: CheckReport) -> None:
     layers = len(report.layers)
     counts = sum(len(l.counts) for l in report.layers)
     out.print(f"{COUNTS}: {counts - len(report.mismatches)}/{counts} equal over {layers} layers (words read, "
-              "filled, updated per level and operand; PE-array work; passes and the cycles the array spends on them)")
+              "filled, updated per level and operand; PE-array work; passes and the cycles the array spends on them; "
+              "DRAM transfers and their start offsets in their tensors)")
     left_out = (f" ({', '.join(report.energy_leaves_out)} left out: priced by the commands it issued)"
                 if report.energy_leaves_out else "")
     out.print(f"{ENERGY}: {sum(l.energy_ok for l in report.layers)}/{layers} layers equal within {ENERGY_RTOL:g}"

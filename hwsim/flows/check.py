@@ -19,7 +19,9 @@ from pathlib import Path
 
 import hwsim.trace
 from hwsim.analytic.estimate import estimate_network
+from hwsim.analytic.nest_addresses import AddressSums, dram_transfer_sums
 from hwsim.check import CheckReport, compare
+from hwsim.check.compare import Addresses
 from hwsim.check.depth_first import DepthFirstCheck
 from hwsim.check.validate import validate_trace
 from hwsim.errors import HwsimError
@@ -27,25 +29,41 @@ from hwsim.flows.depth_first import check_point
 from hwsim.flows.inputs import HardwareLike, MappingLike, NetworkLike, SparsityLike
 from hwsim.flows.run import RunSpec, resolve_run
 from hwsim.flows.simulate import ALL_LEVELS, Progress, Simulation, simulate_run
-from hwsim.mapping.nest.format import NetworkMapping, mapping_from_data
+from hwsim.hardware.precision import layer_hardware
+from hwsim.hardware.schema import Accelerator
+from hwsim.mapping.nest.format import LoopNest, NetworkMapping, mapping_from_data
 from hwsim.mapping.plans import DepthFirstPlan
 from hwsim.metrics import TraceMetrics
+from hwsim.metrics.addresses import dram_transfer_offsets
 from hwsim.sparsity.profile import profile_from_record
 from hwsim.trace import Trace
 from hwsim.workload import zoo
+from hwsim.workload.ir import Graph
 
 PASS, FAIL, NOT_AVAILABLE = "PASS", "FAIL", "not available"
 
 
+def closed_form_addresses(graph: Graph, hw: Accelerator, mapping: NetworkMapping) -> dict[str, AddressSums]:
+    """Per nest-mapped layer, its DRAM transfers and their start offsets from the mapping as data."""
+    out = {}
+    for entry in mapping.layers:
+        if isinstance(entry, LoopNest):
+            layer = graph.layer(entry.layer)
+            out[entry.layer] = dram_transfer_sums(layer, entry, mapping.batch, layer_hardware(hw, layer.word_bits))
+    return out
+
+
 def check_simulation(sim: Simulation) -> CheckReport:
-    """Every layer of the analytic estimate of the simulated network against the simulation's trace, and the
-    trace's physics (the validator's rules)."""
+    """Every layer of the analytic estimate of the simulated network against the simulation's trace (its DRAM
+    transfers' start offsets too), and the trace's physics (the validator's rules)."""
     if sim.levels != ALL_LEVELS:
         raise HwsimError(f"{sim.trace}: records only {', '.join(sorted(sim.levels))}; checking needs every "
                          "level, simulate with the default levels")
     estimate = estimate_network(sim.graph, sim.hardware, sim.mapping, sim.sparsity)
-    report = compare(estimate, sim.metrics, measured=sim.sparsity.tensors is not None)
     with hwsim.trace.open(sim.trace) as trace:
+        addresses = Addresses(closed_form_addresses(sim.graph, sim.hardware, sim.mapping),
+                              dram_transfer_offsets(trace))
+        report = compare(estimate, sim.metrics, measured=sim.sparsity.tensors is not None, addresses=addresses)
         return dataclasses.replace(report, validation=validate_trace(trace))
 
 
@@ -111,8 +129,9 @@ def check_trace(trace: Trace, metrics: TraceMetrics) -> TraceCheck:
                                          "hwsim check --depthfirst")
     mapping = mapping_from_data(json.loads(str(mapping_json)), f"{trace.path}: mapping_json")
     sparsity = profile_from_record(json.loads(str(trace.attrs.get("sparsity_json", "null"))))
+    addresses = Addresses(closed_form_addresses(graph, metrics.hardware, mapping), dram_transfer_offsets(trace))
     report = compare(estimate_network(graph, metrics.hardware, mapping, sparsity), metrics,
-                     measured=sparsity is not None and sparsity.kind == "measured")
+                     measured=sparsity is not None and sparsity.kind == "measured", addresses=addresses)
     if report.ok:
         return TraceCheck(PASS, f"{len(report.layers)} layers: every count equal, energy equal, latency at or "
                                 "above the bound")
