@@ -104,6 +104,30 @@ def test_a_change_to_the_cost_model_is_a_new_cache_key(tmp_path: Path, monkeypat
     assert search_network(_small_net(), hw, 1, settings).searched == 2  # type: ignore[arg-type]
 
 
+def test_check_states_the_search_costs_beside_the_closed_form(tmp_path: Path,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """`check --mapper search` compares the costs the search ranked by with the closed form of the mappings it
+    chose: equal for the search as it is; a cost model that takes the latency bound for the double-buffered
+    latency fails on exactly that figure."""
+    import dataclasses as dc
+
+    import hwsim.search.layer as layer_search
+    from hwsim.flows.check import check_run
+    from hwsim.flows.run import resolve_run
+
+    settings = SearchSettings(objective="latency", effort=QUICK, use_cache=False)  # the broken run must search
+    graph = zoo.build("alexnet", (67, 67))  # layers whose loads are not all hidden: latency above the bound
+    report = check_run(resolve_run(graph, "eyeriss-v1", 1, settings))
+    assert report.ok and {r.figure for r in report.search} == {"energy_pj", "latency_cycles", "bound_cycles",
+                                                              "dram_words"}
+    exact = layer_search.exact_cost
+    monkeypatch.setattr(layer_search, "exact_cost",
+                        lambda *args: dc.replace(exact(*args), latency_cycles=exact(*args).bound_cycles))
+    broken = check_run(resolve_run(graph, "eyeriss-v1", 1, settings))
+    assert not broken.ok and not broken.mismatches  # the simulation still agrees with the closed form
+    assert {r.figure for r in broken.search if not r.ok} == {"latency_cycles"}
+
+
 def test_map_command_searches_and_writes_a_replayable_mapping(cli, tmp_path: Path) -> None:
     out = tmp_path / "m.yaml"
     result = cli("map", "phases_example", "--hw", "eyeriss-v1", "--objective", "latency", "--budget", "0.5",

@@ -107,6 +107,27 @@ class LayerCheck:
         return self.energy_ok and self.latency_ok and all(r.ok for r in self.counts)
 
 
+SEARCH_RTOL = 1e-9
+"""A search ranks candidates by the closed form of each (`hwsim.search.cost.exact_cost`): the costs it states for
+the mappings it chose must be the closed form's of those mappings with the layer's zeros, equal but for rounding.
+A difference is a search ranking by something else (a cost model that drops the zeros, a latency that is not the
+double-buffered estimate)."""
+
+
+@dataclass(frozen=True)
+class SearchRow:
+    """One figure the search stated for a layer's chosen mapping beside the closed form's of that mapping."""
+
+    layer: str
+    figure: str  # energy_pj, latency_cycles, bound_cycles or dram_words
+    searched: float
+    closed_form: float
+
+    @property
+    def ok(self) -> bool:
+        return abs(self.searched - self.closed_form) <= SEARCH_RTOL * max(abs(self.searched), abs(self.closed_form))
+
+
 @dataclass(frozen=True)
 class CheckReport:
     network: str
@@ -114,10 +135,12 @@ class CheckReport:
     layers: tuple[LayerCheck, ...]
     energy_leaves_out: tuple[str, ...] = ()  # components the energy comparison leaves out (a jedec DRAM's)
     validation: Validation | None = None  # the trace's physics (`hwsim.check.validate`), when it was checked
+    search: tuple[SearchRow, ...] = ()  # a searched mapping's stated costs against the closed form's
 
     @property
     def ok(self) -> bool:
-        return all(l.ok for l in self.layers) and (self.validation is None or self.validation.ok)
+        return (all(l.ok for l in self.layers) and (self.validation is None or self.validation.ok)
+                and all(r.ok for r in self.search))
 
     @property
     def mismatches(self) -> list[CountRow]:

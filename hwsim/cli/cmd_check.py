@@ -12,7 +12,7 @@ import argparse
 from typing import Any
 
 from hwsim.check import CheckReport
-from hwsim.check.compare import ENERGY_RTOL
+from hwsim.check.compare import ENERGY_RTOL, SEARCH_RTOL
 from hwsim.check.depth_first import DepthFirstCheck
 from hwsim.cli.args import add_run_arguments, run_config, run_spec
 from hwsim.cli.depthfirst_checks import check_record, print_checks
@@ -27,6 +27,7 @@ from hwsim.workload.network import load_network
 COUNTS = "counts (evidence: two computations, the mapping's closed form and the trace)"
 ENERGY = "energy (consistency only: one price table on both sides)"
 LATENCY = "latency (a lower bound only: simulated ≥ analytic)"
+SEARCH = "search (the costs it ranked by, against the closed form of the mappings it chose)"
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -51,6 +52,7 @@ def document(report: CheckReport) -> dict[str, Any]:
                                     "analytic": r.analytic, "simulated": r.simulated} for r in l.counts]}
                        for l in report.layers],
             "mismatches": [vars(r) for r in report.mismatches],
+            "search": [{**vars(r), "ok": r.ok} for r in report.search],
             "validation": validation_document(report.validation) if report.validation else None}
 
 
@@ -89,6 +91,14 @@ def print_report(report: CheckReport) -> None:
     out.print(f"{ENERGY}: {sum(l.energy_ok for l in report.layers)}/{layers} layers equal within {ENERGY_RTOL:g}"
               + left_out)
     out.print(f"{LATENCY}: {sum(l.latency_ok for l in report.layers)}/{layers} layers at or above the bound")
+    if report.search:
+        bad = [row for row in report.search if not row.ok]
+        for row in bad:
+            out.print(f"{row.layer}: the search stated {row.figure} {row.searched:g}, the closed form of its choice "
+                      f"gives {row.closed_form:g}")
+        searched = len({r.layer for r in report.search})
+        out.print(f"{SEARCH}: {len(report.search) - len(bad)}/{len(report.search)} figures of {searched} searched "
+                  f"layers equal within {SEARCH_RTOL:g} (energy, latency, bound, DRAM words)")
     if report.validation is not None:
         print_validation(report.validation)
     out.print("PASS" if report.ok else "FAIL")

@@ -18,10 +18,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import hwsim.trace
-from hwsim.analytic.estimate import estimate_network
+from hwsim.analytic.estimate import NetworkEstimate, estimate_network
 from hwsim.analytic.nest_addresses import AddressSums, dram_transfer_sums
+from hwsim.analytic.pipeline import pipeline_latency
 from hwsim.check import CheckReport, compare
-from hwsim.check.compare import Addresses
+from hwsim.check.compare import Addresses, SearchRow
 from hwsim.check.depth_first import DepthFirstCheck
 from hwsim.check.validate import validate_trace
 from hwsim.errors import HwsimError
@@ -35,8 +36,10 @@ from hwsim.mapping.nest.format import LoopNest, NetworkMapping, mapping_from_dat
 from hwsim.mapping.plans import DepthFirstPlan
 from hwsim.metrics import TraceMetrics
 from hwsim.metrics.addresses import dram_transfer_offsets
+from hwsim.search.network import SearchedMapping
 from hwsim.sparsity.profile import profile_from_record
 from hwsim.trace import Trace
+from hwsim.vocab import Level
 from hwsim.workload import zoo
 from hwsim.workload.ir import Graph
 
@@ -53,9 +56,27 @@ def closed_form_addresses(graph: Graph, hw: Accelerator, mapping: NetworkMapping
     return out
 
 
-def check_simulation(sim: Simulation) -> CheckReport:
+def search_rows(search: SearchedMapping, estimate: NetworkEstimate, mapping: NetworkMapping,
+                hw: Accelerator) -> tuple[SearchRow, ...]:
+    """Per searched layer, the costs the search stated for its choice beside the closed form's of that mapping:
+    energy and DRAM words with the layer's zeros, the latency bound, the double-buffered latency."""
+    by_name = {e.layer.name: e for e in estimate.layers}
+    rows = []
+    for choice in search.choices:
+        e, nest = by_name[choice.layer], mapping.layer(choice.layer)
+        assert isinstance(nest, LoopNest)
+        latency = pipeline_latency(e.layer, nest, mapping.batch, layer_hardware(hw, e.layer.word_bits), e.counts)
+        closed = {"energy_pj": e.total_pj, "latency_cycles": latency.estimate_cycles,
+                  "bound_cycles": e.latency.bound_cycles, "dram_words": int(e.counts.transfers[Level.DRAM].sum())}
+        rows += [SearchRow(choice.layer, figure, float(value), float(closed[figure]))
+                 for figure, value in choice.cost.as_data().items()]
+    return tuple(rows)
+
+
+def check_simulation(sim: Simulation, search: SearchedMapping | None = None) -> CheckReport:
     """Every layer of the analytic estimate of the simulated network against the simulation's trace (its DRAM
-    transfers' start offsets too), and the trace's physics (the validator's rules)."""
+    transfers' start offsets too), the trace's physics (the validator's rules), and, for a searched mapping, the
+    costs the search stated against the closed form's."""
     if sim.levels != ALL_LEVELS:
         raise HwsimError(f"{sim.trace}: records only {', '.join(sorted(sim.levels))}; checking needs every "
                          "level, simulate with the default levels")
@@ -64,7 +85,8 @@ def check_simulation(sim: Simulation) -> CheckReport:
         addresses = Addresses(closed_form_addresses(sim.graph, sim.hardware, sim.mapping),
                               dram_transfer_offsets(trace))
         report = compare(estimate, sim.metrics, measured=sim.sparsity.tensors is not None, addresses=addresses)
-        return dataclasses.replace(report, validation=validate_trace(trace))
+        searched = search_rows(search, estimate, sim.mapping, sim.hardware) if search is not None else ()
+        return dataclasses.replace(report, validation=validate_trace(trace), search=searched)
 
 
 def check_run(spec: RunSpec, trace_path: str | Path | None = None,
@@ -81,9 +103,9 @@ def check_run(spec: RunSpec, trace_path: str | Path | None = None,
         raise HwsimError(f"{spec.graph.name}: a {spec.mapper.name} plan is checked by `hwsim phases --simulate` or "
                          "`hwsim memplan --simulate`, which compare its buffers with the trace")
     if trace_path is not None:
-        return check_simulation(simulate_run(spec, trace_path, progress=progress))
+        return check_simulation(simulate_run(spec, trace_path, progress=progress), spec.search)
     with tempfile.TemporaryDirectory(prefix="hwsim-check-") as tmp:
-        report = check_simulation(simulate_run(spec, Path(tmp) / "check.h5", progress=progress))
+        report = check_simulation(simulate_run(spec, Path(tmp) / "check.h5", progress=progress), spec.search)
     if report.validation is None:
         return report
     unkept = dataclasses.replace(report.validation, path="the check's trace (not kept: pass --trace FILE to keep it)")
