@@ -272,6 +272,10 @@ def test_a_config_overrides_a_preset_key() -> None:
                                "remove it"),
     ({"turnaround": "4 cycles"}, "dram.turnaround: only the simple model uses it; remove it"),
     ({"timing": "{tccd_l: 2 nCK}"}, "dram.timing.tccd_l: 2 nCK is below tccd_s"),
+    # ddr4-3200-x16: tRCD 22, tRP 22, tRAS 52, tRC 74 = tRAS + tRP, tRRD_S 9 (JESD79-4B)
+    ({"timing": "{tras: 20 nCK, trc: 42 nCK}"}, "dram.timing.tras: 20 nCK is below trcd .22 nCK."),
+    ({"timing": "{trc: 73 nCK}"}, r"dram.timing.trc: 73 nCK is below tRAS \+ tRP .74 nCK."),
+    ({"timing": "{tfaw: 8 nCK}"}, "dram.timing.tfaw: 8 nCK is below trrd_s .9 nCK."),
 ])
 def test_bad_jedec_configs_are_one_line_errors(keys: dict[str, str], message: str) -> None:
     with pytest.raises(ConfigError, match=message) as err:

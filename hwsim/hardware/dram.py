@@ -289,12 +289,19 @@ JEDEC = DRAM_MODELS.register("jedec")(JedecKind(
 def _timing_errors(dram: Dram) -> Iterator[str]:
     t = dram.timing
     assert t is not None
-    pairs = (("trc", t.trc_nck, "tras", t.tras_nck), ("tccd_l", t.tccd_l_nck, "tccd_s", t.tccd_s_nck),
+    pairs = (("tras", t.tras_nck, "trcd", t.trcd_nck), ("trc", t.trc_nck, "tras", t.tras_nck),
+             ("tccd_l", t.tccd_l_nck, "tccd_s", t.tccd_s_nck),
              ("trrd_l", t.trrd_l_nck, "trrd_s", t.trrd_s_nck), ("twtr_l", t.twtr_l_nck, "twtr_s", t.twtr_s_nck),
              ("trefi", t.trefi_nck, "trfc", t.trfc_nck))
     for big, big_value, small, small_value in pairs:
         if big_value < small_value:
             yield f"dram.timing.{big}: {big_value} nCK is below {small} ({small_value} nCK); check the datasheet"
+    if t.trc_nck < t.tras_nck + t.trp_nck:
+        yield (f"dram.timing.trc: {t.trc_nck} nCK is below tRAS + tRP ({t.tras_nck + t.trp_nck} nCK): a bank cannot "
+               "activate, hold the row and precharge in it; check the datasheet")
+    if t.tfaw_nck < t.trrd_s_nck:
+        yield (f"dram.timing.tfaw: {t.tfaw_nck} nCK is below trrd_s ({t.trrd_s_nck} nCK): the four-activate window "
+               "holds at least one activate-to-activate gap; check the datasheet")
     if t.trefi_nck == t.trfc_nck:
         yield "dram.timing.trefi: a refresh interval equal to tRFC leaves no time for accesses; check the datasheet"
 
