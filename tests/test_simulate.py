@@ -142,6 +142,10 @@ def test_a_figure_the_recorded_levels_cannot_give_is_not_traced_not_zero(cli, tm
     text = cli("simulate", "phases_example", "--hw", "eyeriss-v1", "--out", str(tmp_path / "t.h5"),
                "--trace-levels", "dram").out
     assert "not traced" in text and "of the traced levels" in text
+    assert cli("report", str(tmp_path / "t.h5"), "--html", str(tmp_path / "t.html")).code == 0
+    page = (tmp_path / "t.html").read_text()
+    assert "of the traced levels (dram; not traced: mac, rf, inter_pe, glb, clock, control, utilization)" in page
+    assert page.count("<td>not traced</td>") == 6 + 3  # six components, and utilization in each of 3 layers
     full = cli("simulate", "phases_example", "--hw", "eyeriss-v1", "--out", str(tmp_path / "t.h5"), "--json").json()
     assert full["not_traced"] == [] and "not traced" not in cli("simulate", "phases_example", "--hw", "eyeriss-v1",
                                                                 "--out", str(tmp_path / "t.h5")).out

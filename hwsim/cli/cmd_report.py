@@ -22,6 +22,7 @@ from hwsim.cli.output import console, format_bytes, format_count, write_atomical
 from hwsim.flows.check import check_trace
 from hwsim.hardware.energy import COMPONENTS
 from hwsim.metrics import TraceMetrics, derive
+from hwsim.metrics.derive import not_traced
 from hwsim.metrics.dram_stats import dram_report
 from hwsim.metrics.plots import plot, require_matplotlib
 
@@ -47,7 +48,8 @@ def run(args: argparse.Namespace) -> int:
         attrs = dict(trace.attrs)
         figures = {kind: _figure(trace, kind) for kind in FIGURES}
         check = cross_check(trace, metrics)
-    page = render(args.file, attrs, metrics, figures, check)
+        levels = frozenset(trace.levels)
+    page = render(args.file, attrs, metrics, figures, check, levels)
     write_atomically(args.html, lambda tmp: _write_text(tmp, page))
     console().print(f"report on {args.file} written to {args.html} (cross-check: {check['status']})")
     return 0
@@ -81,23 +83,28 @@ def _config_rows(attrs: dict[str, Any]) -> list[tuple[str, str]]:
 
 
 def render(path: str, attrs: dict[str, Any], metrics: TraceMetrics, figures: dict[str, str],
-           check: dict[str, Any]) -> str:
-    """The page."""
+           check: dict[str, Any], levels: frozenset[str]) -> str:
+    """The page; `levels`: those the trace recorded (what it cannot give reads "not traced")."""
     e = html.escape
     hw = metrics.hardware
     clock_hz = hw.clock_hz
-    total_pj = {c: sum(l.energy_pj.get(c, 0.0) for l in metrics.layers) for c in COMPONENTS}
+    missing = not_traced((*COMPONENTS, "utilization"), levels, hw)
+    total_pj = {c: sum(l.energy_pj.get(c, 0.0) for l in metrics.layers) for c in COMPONENTS if c not in missing}
     rows = []
     for l in metrics.layers:
         if l.end_cycle <= 0 and not sum(l.energy_pj.values()):
             continue
+        utilization = "not traced" if "utilization" in missing else f"{l.utilization:.2f}"
         rows.append(f"<tr><td>{e(l.name)}</td><td>{format_count(l.cycles)}</td><td>{l.cycles / clock_hz * 1e3:.3f}</td>"
-                    f"<td>{format_count(l.compute.macs)}</td><td>{l.utilization:.2f}</td>"
-                    f"<td>{sum(l.energy_pj.values()) / 1e6:,.1f}</td>"
+                    f"<td>{format_count(l.compute.macs)}</td><td>{utilization}</td>"
+                    f"<td>{sum(l.energy_pj[c] for c in total_pj) / 1e6:,.1f}</td>"
                     f"<td>{format_bytes(l.dram_bytes)}</td></tr>")
     all_pj = max(1e-12, sum(total_pj.values()))
     energy_rows = "".join(f"<tr><td>{e(c)}</td><td>{pj / 1e6:,.1f}</td><td>{pj / all_pj:.1%}</td></tr>"
                           for c, pj in total_pj.items() if pj)
+    energy_rows += "".join(f"<tr><td>{e(c)}</td><td>not traced</td><td></td></tr>" for c in missing
+                           if c != "utilization")
+    of = f" of the traced levels ({', '.join(sorted(levels))}; not traced: {', '.join(missing)})" if missing else ""
     dram_rows = "".join(f"<tr><td>{e(d.name)}</td><td>{d.value:,.4g}</td><td>{e(d.unit)}</td>"
                         f"<td style='text-align:left'>{e(d.description)}</td></tr>"
                         for d in dram_report(hw, metrics.layers))
@@ -113,7 +120,7 @@ def render(path: str, attrs: dict[str, Any], metrics: TraceMetrics, figures: dic
 <style>{STYLE}</style></head><body>
 <h1>{e(str(attrs.get('network')))} on {e(hw.name)}</h1>
 <p>Trace <code>{e(path)}</code>: {format_count(metrics.cycles)} cycles = {metrics.cycles / clock_hz * 1e3:,.3f} ms,
-{sum(total_pj.values()) / 1e9:,.3f} mJ. Cross-check: <span class="{status_class}">{e(check['status'])}</span>
+{sum(total_pj.values()) / 1e9:,.3f} mJ{e(of)}. Cross-check: <span class="{status_class}">{e(check['status'])}</span>
 ({e(check['detail'])}).</p>
 <h2>Configuration</h2><table>{config}</table>
 <details><summary>accelerator ({e(hw.description or hw.name)})</summary><pre>{hardware_json}</pre></details>

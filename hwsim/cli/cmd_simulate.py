@@ -59,10 +59,7 @@ def document(sim: Simulation) -> dict[str, Any]:
     recorded levels cannot derive is null and listed under `not_traced`."""
     by_name = {l.name: l for l in sim.metrics.layers}
     t = sim.totals
-    hw = sim.hardware
-    absent = {"l2": hw.l2 is None, "line_buffer": hw.line_buffer is None, "link": not hw.links}  # nothing to trace
-    missing = not_traced([c for c in (*t.energy_by_component_pj, "utilization") if not absent.get(c, False)],
-                         sim.levels)
+    missing = not_traced((*t.energy_by_component_pj, "utilization"), sim.levels, sim.hardware)
     layers = []
     for run_ in sim.result.layers:
         if run_.steps == 0:  # graph inputs and outputs: nothing to run

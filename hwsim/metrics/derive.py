@@ -49,10 +49,12 @@ COMPONENT_LEVELS["control"] = frozenset().union(*COMPONENT_LEVELS.values())  # a
 UTILIZATION_LEVELS = frozenset({"pe", "glb", "dram"})  # the passes, and the loads and stores that bound a layer's span
 
 
-def not_traced(components: Iterable[str], levels: frozenset[str]) -> tuple[str, ...]:
-    """The components (energy components, or "utilization") a trace of `levels` cannot derive."""
+def not_traced(components: Iterable[str], levels: frozenset[str], hw: Accelerator) -> tuple[str, ...]:
+    """The components (energy components, or "utilization") a trace of `levels` cannot derive on `hw` (an L2,
+    line buffers or links `hw` does not have are nothing to trace)."""
     need = {**COMPONENT_LEVELS, "utilization": UTILIZATION_LEVELS}
-    return tuple(c for c in components if not need.get(c, frozenset()) <= levels)
+    absent = {"l2": hw.l2 is None, "line_buffer": hw.line_buffer is None, "link": not hw.links}
+    return tuple(c for c in components if not absent.get(c, False) and not need.get(c, frozenset()) <= levels)
 
 
 @dataclass(frozen=True)
