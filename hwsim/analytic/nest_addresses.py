@@ -25,9 +25,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from hwsim.analytic.nest_counts import WINDOW_PAIRS, NestCounter, progression_union
+from hwsim.analytic.nest_counts import NestCounter, progression_union
 from hwsim.hardware.schema import Accelerator
-from hwsim.mapping.nest.format import DIMS, REDUCTION, LoopNest
+from hwsim.mapping.nest.format import DIMS, REDUCTION, WINDOWS, LoopNest
 from hwsim.vocab import ceil_div
 from hwsim.workload.ir import Layer
 
@@ -93,7 +93,7 @@ class _Offsets:
             else:
                 out.append(_Group(len(lo), int(lo.sum()) * self.coef[op][d]))
         if paired:
-            out += [self._window(pair, cut) for pair in WINDOW_PAIRS]
+            out += [self._window(pair, cut) for pair in WINDOWS]
         return out
 
     def _images(self, op: str, lo: np.ndarray, hi: np.ndarray, apart: bool) -> _Group:

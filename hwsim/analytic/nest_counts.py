@@ -50,7 +50,7 @@ import numpy as np
 
 from hwsim.analytic.counts import LayerCounts, add_transfer
 from hwsim.hardware.schema import Accelerator
-from hwsim.mapping.nest.format import DIMS, REDUCTION, LoopNest, Streamed
+from hwsim.mapping.nest.format import DIMS, REDUCTION, SLIDING, WINDOWS, LoopNest, Streamed
 from hwsim.sparsity.codec import Codec, Links
 from hwsim.sparsity.layer import expected_zero_macs
 from hwsim.sparsity.profile import DENSE_LAYER, LayerZeros
@@ -58,8 +58,6 @@ from hwsim.vocab import ACCESS_SHAPE, Level, Operand, ceil_div
 from hwsim.workload.ir import Layer, LayerKind
 
 LEVEL = {"dram": Level.DRAM, "l2": Level.L2, "glb": Level.GLB, "rf": Level.RF}
-SLIDES = frozenset({"F", "P", "Q", "T", "R", "S"})
-WINDOW_PAIRS = (("F", "T"), ("P", "R"), ("Q", "S"))  # an ifmap's frames, rows and columns: output and kernel dim
 SYSTOLIC_FILL = {"weight_stationary": 2, "input_stationary": 2, "output_stationary": 1}  # R's in a fold's skew
 
 
@@ -263,7 +261,7 @@ class NestCounter:
 
     def _groups(self, op: str) -> list[tuple[str, ...]]:
         if op == "ifmap" and not self.w.transposed:
-            return [("N",), ("G",), ("C",), *WINDOW_PAIRS]
+            return [("N",), ("G",), ("C",), *WINDOWS]
         return [(d,) for d in DIMS if d in self.relevant[op]]
 
     def _group_sum(self, op: str, group: tuple[str, ...], cuts: tuple[int, ...], axes: frozenset[str]) -> int:
@@ -359,7 +357,7 @@ class NestCounter:
         nest = self.nest
         sliding = (level == "rf" and op == "ifmap" and not self.w.transposed and "ifmap" in nest.rf.keeps
                    and nest.array.delivery["ifmap"] == "multicast" and j >= 0 and self.loops[j].place == "stream"
-                   and self.loops[j].dim in SLIDES)
+                   and self.loops[j].dim in SLIDING)
         return j + 1, j, self.loops[j].dim if sliding else ""
 
     def _parent(self, op: str, level: str) -> str:

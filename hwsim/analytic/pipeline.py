@@ -38,9 +38,9 @@ import numpy as np
 
 from hwsim.analytic.counts import LayerCounts
 from hwsim.analytic.estimate import latency_bound
-from hwsim.analytic.nest_counts import WINDOW_PAIRS, NestCounter, Window
+from hwsim.analytic.nest_counts import NestCounter, Window
 from hwsim.hardware.schema import Accelerator
-from hwsim.mapping.nest.format import DIMS, OPERANDS, LoopNest
+from hwsim.mapping.nest.format import DIMS, OPERANDS, WINDOWS, LoopNest
 from hwsim.vocab import Access, Level, Operand, ceil_div
 from hwsim.workload.ir import Layer
 
@@ -72,7 +72,7 @@ def hull_words(w: Window, op: str, extent: dict[str, int]) -> int:
     if w.transposed:
         return t["N"] * t["G"] * t["C"] * t["F"] * t["P"] * t["Q"]
     words = t["N"] * t["G"] * t["C"]
-    for out_dim, kernel_dim in WINDOW_PAIRS:
+    for out_dim, kernel_dim in WINDOWS:
         stride, dilation, _, size, _, _ = w.axis(out_dim)
         words *= min(size, (t[out_dim] - 1) * stride + (t[kernel_dim] - 1) * dilation + 1)
     return words
