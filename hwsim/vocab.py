@@ -94,6 +94,31 @@ NOC_BUSES = ("ifmap", "filter", "psum")  # the multicast buses between the GLB a
 BUS_OF_OPERAND = {Operand.IFMAP: "ifmap", Operand.FILTER: "filter", Operand.PSUM: "psum", Operand.OFMAP: "psum"}
 ACCESS_SHAPE = (len(Level), len(Operand), len(Access))  # the [level, operand, access] count tables
 
+class DramCommand(IntEnum):
+    """A JEDEC command a DRAM model issued (the `command` code of `DRAM_COMMAND_DTYPE`). The order is the one
+    commands of one cycle take: a precharge or refresh closes a bank before an activate opens it, and an activate
+    comes before the column commands to its row."""
+
+    PRE = 0
+    REF = 1
+    ACT = 2
+    RD = 3
+    WR = 4
+
+
+DRAM_COMMAND_NAMES = tuple(c.name for c in DramCommand)  # ("PRE", "REF", "ACT", "RD", "WR"): code = index
+NO_BANK = 0xFFFF  # bank and bank group of a command that has none (an all-bank REF)
+DRAM_COMMAND_DTYPE = np.dtype([
+    ("cycle", np.int64),  # DRAM clock cycle (the device's command clock) the command issued at
+    ("command", np.uint8),  # DramCommand
+    ("channel", np.uint16),  # channel
+    ("rank", np.uint16),  # rank within the channel
+    ("group", np.uint16),  # bank group within the channel (rank · groups per rank + group); NO_BANK for REF
+    ("bank", np.uint16),  # bank within the channel (rank · banks per rank + bank); NO_BANK for REF
+    ("row", np.int64),  # row ACT opens, RD/WR reads or writes, PRE closes; -1 for REF
+])
+
+
 NO_LEVEL = 255  # src/dst of steps that have none (COMPUTE; src of ALLOC/FREE)
 NO_ADDRESS = -1  # address of records that have none (NoC transfers, PE-array passes)
 

@@ -99,13 +99,24 @@ def test_tfaw_limits_four_activates() -> None:
 def test_refresh_stalls_requests() -> None:
     d = dram()
     assert read_at(d, 0, 0) == [(44, 48)]
-    # the first refresh blocks [tREFI, tREFI + tRFC) = [12480, 13040) and closes every row: a read of the open
-    # row requested at 12500 waits for its end, then activates: ACT 13040, RD 13062, data 13084
-    assert read_at(d, 64, 12500) == [(13084, 13088)]
-    assert d.refreshes == 1 and d.refresh_stall_dram_cycles == 13040 - 12500
-    # a read requested after the second refresh ([24960, 25520)) finds its row closed again: ACT at 26000
+    # the first refresh is due at tREFI = 12480: bank 0 (ACT 0, RD 22) may precharge at once (tRAS and tRTP long
+    # met), the REF follows tRP later at 12502 and blocks every bank until 12502 + tRFC = 13062. A read of the
+    # open row requested at 12500 finds it closed: ACT 13062, RD 13084, data 13106
+    assert read_at(d, 64, 12500) == [(13106, 13110)]
+    assert d.refreshes == 1 and d.refresh_stall_dram_cycles == 13062 - 12500
+    # the second refresh (due 24960: PRE of bank 0, REF 24982, busy to 25542) closes the row again: ACT at 26000
     assert read_at(d, 128, 26000) == [(26044, 26048)]
-    assert d.refreshes == 2 and d.row_hit_bursts == 0
+    assert d.refreshes == 2 and d.row_hit_bursts == 0 and d.precharges == 2
+
+
+def test_refresh_waits_for_the_open_rows_to_close() -> None:
+    d = dram()
+    # bank 0 opened just before the refresh due at 12480: ACT 12440, RD 12462, data 12484
+    assert read_at(d, 0, 12440) == [(12484, 12488)]
+    # its PRE waits for tRAS (12440 + 52 = 12492; tRTP: 12462 + 12 = 12474), the REF for tRP after it (12514),
+    # the banks for tRFC after that (13074): a read of bank 1 requested at 12500 activates at 13074, RD 13096
+    assert read_at(d, BANK, 12500) == [(13118, 13122)]
+    assert d.refresh_stall_dram_cycles == 13074 - 12500
 
 
 def test_read_to_write_and_write_to_read_turnaround() -> None:

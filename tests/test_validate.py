@@ -103,7 +103,7 @@ def test_a_well_timed_hand_trace_passes_every_rule(tmp_path: Path) -> None:
                          regions={"conv": [[IFMAP, 0, 32]]}))
     assert v.ok, _violations(v)
     assert [r.rule for r in v.rules] == list(RULES)
-    assert all(r.checked > 0 for r in v.rules if r.rule != "occupancy")
+    assert all(r.checked > 0 for r in v.rules if r.rule not in ("occupancy", "jedec", "dram_commands"))  # no JEDEC DRAM
 
 
 def test_minimum_dram_latency_is_the_configured_one() -> None:

@@ -1,10 +1,12 @@
-"""Does `hwsim check` notice a simulator that breaks the hardware's timing? Seven deliberate bugs, one at a time.
+"""Does `hwsim check` notice a simulator that breaks the hardware's timing? Twelve deliberate bugs, one at a time.
 
 Each bug is a small edit of the simulator's source, applied to a scratch copy of the package (this checkout is
 never touched); `hwsim check NET --hw CONFIG --json` then runs on that copy in a fresh process. For each bug the
 tool prints whether the counts comparison still passes, which validator rules broke and one example, and
 whether `hwsim check` as a whole failed (exit 1). A bug that no rule notices is reported as MISSED and makes the
 tool exit 1.
+
+The JEDEC bugs run on a config with the jedec DRAM model (eyeriss-v1-ddr) whatever --hw says.
 
 Usage: python tools/timing_bugs.py [--net alexnet] [--hw eyeriss-v1] [--input WxH] [--only NAME,NAME]
 """
@@ -24,6 +26,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 
 
+JEDEC_HW = "eyeriss-v1-ddr"  # a shipped config whose DRAM is the jedec model
+
+
 @dataclass(frozen=True)
 class Bug:
     """One deliberate timing bug: in `path`, `old` (which must occur exactly once) becomes `new`."""
@@ -33,6 +38,7 @@ class Bug:
     path: str
     old: str
     new: str
+    hw: str = ""  # the config it shows on (default: --hw)
 
 
 BUGS = (
@@ -59,6 +65,18 @@ BUGS = (
         "end = max(end, self._side(src, src_core, True, s[SRC_ADDR], moved, READ, operand, index, at))",
         "end = max(end, self._side(src, src_core, True, s[DST_ADDR] if src == _DRAM else s[SRC_ADDR], moved, READ, "
         "operand, index, at))"),
+    Bug("dram_tccd_l_ignored", "jedec: column commands to one bank group tCCD_S apart, not tCCD_L",
+        "hwsim/sim/dram/banks.py", "gaps = np.where(group[1:] == group[:-1], max(t.ccd_l, t.bl), max(t.ccd_s, t.bl))",
+        "gaps = np.where(group[1:] == group[:-1], max(t.ccd_s, t.bl), max(t.ccd_s, t.bl))", JEDEC_HW),
+    Bug("dram_no_refresh", "jedec: the banks are never refreshed", "hwsim/sim/dram/banks.py",
+        "self.next_refresh = t.refi\n", "self.next_refresh = 1 << 62\n", JEDEC_HW),
+    Bug("dram_trcd_ignored", "jedec: a column command follows its ACT at once (tRCD ignored)",
+        "hwsim/sim/dram/banks.py", "bank_ready[a.bank] = a.act + t.rcd", "bank_ready[a.bank] = a.act", JEDEC_HW),
+    Bug("dram_trp_ignored", "jedec: an ACT follows the PRE of its bank at once (tRP ignored)",
+        "hwsim/sim/dram/banks.py", "self.act_ready[bank] if pre is None else pre + t.rp,",
+        "self.act_ready[bank] if pre is None else pre,", JEDEC_HW),
+    Bug("dram_acts_not_counted", "jedec: activates are not counted (nor priced)", "hwsim/sim/dram/banks.py",
+        "tally.activates += len(acts)", "tally.activates += 0", JEDEC_HW),
 )
 
 
@@ -108,14 +126,15 @@ def main() -> int:
     parser.add_argument("--only", default="", help="comma-separated bug names (default: all)")
     args = parser.parse_args()
     chosen = [b for b in BUGS if not args.only or b.name in args.only.split(",")]
-    print(f"hwsim check {args.net} --hw {args.hw}, with each bug applied in a scratch copy of the package")
-    code, doc = run_check(ROOT, args.net, args.hw, args.input)
-    if not report("(no bug)", code, doc) and code == 0:
-        print(f"{'':24s}the unmodified simulator passes")
+    for hw in dict.fromkeys(b.hw or args.hw for b in chosen):
+        print(f"hwsim check {args.net} --hw {hw}, with each bug applied in a scratch copy of the package")
+        code, doc = run_check(ROOT, args.net, hw, args.input)
+        if not report("(no bug)", code, doc) and code == 0:
+            print(f"{'':24s}the unmodified simulator passes")
     missed = []
     for bug in chosen:
         with tempfile.TemporaryDirectory(prefix=f"hwsim-bug-{bug.name}-") as tmp:
-            code, doc = run_check(scratch_copy(bug, Path(tmp)), args.net, args.hw, args.input)
+            code, doc = run_check(scratch_copy(bug, Path(tmp)), args.net, bug.hw or args.hw, args.input)
             if not report(bug.name, code, doc):
                 missed.append(bug.name)
     print("MISSED: " + ", ".join(missed) if missed else f"all {len(chosen)} bugs caught")

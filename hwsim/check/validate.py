@@ -31,6 +31,9 @@ the simulator; each says what the hardware allows and finds every record that br
   that group, for every level the trace records; every step with RF records has a NoC record (its bus transfer).
 - units: every record is at a unit of its level (a GLB record at a GLB), and a per-core unit is its layer's
   core's, unless the step crosses a link to or from that core.
+- jedec, dram_commands: a JEDEC DRAM's commands keep the device's timing (tRCD, tRP, tRAS, tRC, tRTP, tWR,
+  tCCD_S/L, tRRD_S/L, tFAW, tWTR_S/L, tRTW, refresh every tREFI for tRFC), and they are the commands behind
+  the trace's bursts and DRAM counters (`hwsim.check.dram_commands`).
 """
 
 from __future__ import annotations
@@ -44,6 +47,7 @@ from typing import overload
 
 import numpy as np
 
+from hwsim.check.dram_commands import commands_rule, jedec_rule
 from hwsim.hardware.dram import dram_kind
 from hwsim.hardware.loader import from_dict
 from hwsim.hardware.precision import layer_hardware
@@ -54,7 +58,8 @@ from hwsim.vocab import BUS_OF_OPERAND, NO_ADDRESS, Op, Operand
 
 WINDOW_SHIFT = 8
 WINDOW_CYCLES = 1 << WINDOW_SHIFT  # the DRAM bandwidth rule sums the bytes of the bursts starting in windows this long
-RULES = ("bandwidth", "ports", "dram_latency", "dependencies", "occupancy", "addresses", "levels", "units")
+RULES = ("bandwidth", "ports", "dram_latency", "dependencies", "occupancy", "addresses", "levels", "units", "jedec",
+         "dram_commands")
 _STEP_BITS = 40  # a (layer, step) key is layer << 40 | step
 _NONE = np.iinfo(np.int64).min // 4  # "no bound" in a max
 _LATE = np.iinfo(np.int64).max // 4  # "no record" in a min
@@ -202,6 +207,7 @@ def validate_trace(trace: Trace) -> Validation:
     recorded = set(trace.levels)
     names = trace.layers
     per_step: list[_Steps] = []
+    dram_bursts: dict[str, np.ndarray] | None = None
     psum_access: dict[str, _Records] = {}
     crossing = _crossing_steps(trace, tree) if "link" in recorded else {}
     for bit, level in enumerate(trace.group_level_bits):
@@ -215,12 +221,31 @@ def validate_trace(trace: Trace) -> Validation:
             psum = rec[rec["operand"] == Operand.PSUM]
             psum_access[level] = psum[(psum["op"] == Op.READ) | (psum["op"] == Op.UPDATE)]
         per_step.append(_step_table(rec, bit, level == "dram", level in ("dram", *_SRAM_LEVELS)))
+        if level == "dram" and trace.attrs.get("dram_records", "burst") == "burst":
+            dram_bursts = {"op": rec["op"], "start_cycle": rec["start_cycle"]}
         del rec
     steps = _merge_steps(per_step)
     groups = trace.groups()
     _group_rules(tally, steps, groups, psum_access, hw, trace, recorded)
     _occupancy_rule(tally, trace, tree)
+    if "dram" in recorded and hw.dram.timing is not None and hw.dram.device is not None:
+        _command_rules(tally, trace, hw, dram_bursts)
     return tally.result(trace.path)
+
+
+def _command_rules(tally: _Tally, trace: Trace, hw: Accelerator, bursts: dict[str, np.ndarray] | None) -> None:
+    """The JEDEC rules over the trace's DRAM commands (a trace from before they were recorded: a note)."""
+    commands = trace.dram_commands()
+    if commands is None:
+        tally.notes.append("jedec, dram_commands: the trace holds no DRAM commands (written by an older hwsim); "
+                           "re-run the simulation to check the JEDEC timing")
+        return
+    counters: dict[str, float] = {}
+    for layer in json.loads(str(trace.attrs.get("dram_stats_json", "{}"))).get("layers", {}).values():
+        for key, value in layer.items():
+            counters[key] = counters.get(key, 0.0) + float(value)
+    jedec_rule(tally.add, commands, hw)
+    commands_rule(tally.add, commands, hw, bursts, counters)
 
 
 def _by_layer(views: tuple[Accelerator, ...], rec: _Records, value: Callable[[Accelerator], int]) -> np.ndarray:

@@ -57,8 +57,9 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     q.add_argument("--csv", metavar="OUT.csv", default=None, help="write every matching record here")
     q.add_argument("--json", action="store_true", help="print one JSON document instead of tables")
     q.set_defaults(run=run_query)
-    v = verbs.add_parser("validate", help="check the trace's physics: bandwidth, ports, DRAM latency, dependencies, "
-                                          "occupancy, addresses and levels (exit 1 if a rule is broken)")
+    v = verbs.add_parser("validate", help="check the trace's physics: bandwidth, ports, DRAM latency and JEDEC "
+                                          "timing, dependencies, occupancy, addresses and levels (exit 1 if a rule "
+                                          "is broken)")
     v.add_argument("file", metavar="FILE.h5")
     v.add_argument("--json", action="store_true", help="print one JSON document instead of tables")
     v.set_defaults(run=run_validate)

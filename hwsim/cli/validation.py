@@ -17,6 +17,8 @@ RULE_TEXT = {
     "addresses": "every access inside its buffer or its tensor's DRAM region",
     "levels": "every level the schedule moves data through has records",
     "units": "every record at a unit of its level, on its layer's core (or one its link reaches)",
+    "jedec": "DRAM commands keep the device's timing: tRCD, tRP, tRAS, tRC, tCCD, tRRD, tFAW, tWTR, tRTW, refresh",
+    "dram_commands": "the DRAM commands are those behind the bursts and the DRAM counters",
 }
 
 

@@ -10,8 +10,9 @@ request of the burst's aligned byte address, in the order the bursts moved their
   access (jedec: tRCD + CL for reads, tRCD + CWL for writes; simple: the latency), on the DRAM clock
   (jedec: the device's command clock; simple: the core clock).
 - DRAMPower (command trace, `<timestamp>,<command>,<bank>` per line, timestamp in DRAM clock cycles,
-  bank within the rank; one file per channel and rank): the commands hwsim's jedec model implies for
-  the bursts, rebuilt from the records and the address map: RD/WR at the data cycle less CL/CWL; an
+  bank within the rank; one file per channel and rank): the commands the jedec model issued, as the trace
+  keeps them. A trace without them (written before traces held commands) has them rebuilt from the
+  records and the address map: RD/WR at the data cycle less CL/CWL; an
   ACT tRCD before the first burst of a row its bank has not open (a PRE tRP before that if another row
   was open; closed page: a PRE after each bank's last burst to a row, tRTP after a read, CWL + tBL + tWR
   after a write); every tREFI a PREA and a REF. It needs the jedec model (banks and rows).
@@ -34,7 +35,7 @@ from hwsim.hardware.kinds import DRAM_ADDRESS_MAPS
 from hwsim.hardware.loader import from_dict
 from hwsim.hardware.schema import Accelerator
 from hwsim.trace.reader import Trace
-from hwsim.vocab import Op
+from hwsim.vocab import DRAM_COMMAND_NAMES, DramCommand, Op
 
 LINES_PER_WRITE = 1 << 16  # lines formatted and written at a time
 
@@ -48,6 +49,7 @@ class DramRequests:
     is_write: np.ndarray
     data_cycle: np.ndarray
     hardware: Accelerator
+    commands: np.ndarray | None = None  # the DRAM commands the trace keeps (DRAM_COMMAND_DTYPE; None: none kept)
 
     def __len__(self) -> int:
         return len(self.address)
@@ -68,7 +70,9 @@ def dram_requests(trace: Trace) -> DramRequests:
     start, is_write, byte_address, _ = (np.concatenate(c) for c in zip(*parts))
     order = np.argsort(start, kind="stable")
     address = byte_address[order] // burst * burst
-    return DramRequests(address, is_write[order], _dram_cycles(start[order], hw), hw)
+    commands = trace.dram_commands()
+    return DramRequests(address, is_write[order], _dram_cycles(start[order], hw), hw,
+                        commands if commands is not None and len(commands) else None)
 
 
 def _dram_cycles(core_cycles: np.ndarray, hw: Accelerator) -> np.ndarray:
@@ -137,6 +141,8 @@ def write_drampower(requests: DramRequests, path: str | Path) -> list[Path]:
     if dram.device is None or dram.timing is None:
         raise HwsimError(f"{hw.name}: a DRAMPower command trace needs the jedec DRAM model's banks and rows; "
                          "simulate on a config with dram.model: jedec (e.g. dram.preset: ddr4-3200-x16)")
+    if requests.commands is not None:
+        return _write_recorded(requests.commands, path, dram.channels, dram.ranks, dram.device.banks)
     where = DRAM_ADDRESS_MAPS.get(dram.address_map)(dram).locate(requests.address // dram.device.burst_bytes)
     t = Timing.of(dram.timing)
     column = requests.data_cycle - np.where(requests.is_write, t.cwl, t.cl)
@@ -149,6 +155,20 @@ def write_drampower(requests: DramRequests, path: str | Path) -> list[Path]:
             commands = _commands(column[mine], requests.is_write[mine], where.bank[mine] % banks, where.row[mine],
                                  t, dram.page_policy == "open", end)
             _write_lines(files[ch][rank], (f"{c},{name},{b}\n" for c, name, b in commands))
+    return [f for rank_files in files for f in rank_files]
+
+
+def _write_recorded(commands: np.ndarray, path: str | Path, channels: int, ranks: int, banks: int) -> list[Path]:
+    """The commands the model issued, one file per channel and rank, in cycle order (a cycle's commands in
+    the order PRE, REF, ACT, RD, WR)."""
+    files = drampower_paths(path, channels, ranks)
+    ordered = commands[np.lexsort((commands["command"], commands["cycle"]))]
+    for ch in range(channels):
+        for rank in range(ranks):
+            mine = ordered[(ordered["channel"] == ch) & (ordered["rank"] == rank)]
+            bank = np.where(mine["command"] == DramCommand.REF, 0, mine["bank"].astype(np.int64) % banks)
+            _write_lines(files[ch][rank], (f"{c},{DRAM_COMMAND_NAMES[k]},{b}\n" for c, k, b in
+                                           zip(mine["cycle"].tolist(), mine["command"].tolist(), bank.tolist())))
     return [f for rank_files in files for f in rank_files]
 
 

@@ -44,8 +44,9 @@ occupancy is traced as its own buffer (after the cores' GLB and line buffers).
 An L2 or DRAM ALLOC whose `src_addr` is a word address (≥ 0) places its words there (see
 `hwsim.sim.machine`).
 
-What a run measures goes to a *sink* (`hwsim.trace.sinks`): records per level, occupancy events and the
-schedule's groups. The HDF5 trace writer is one sink; a counting sink keeps totals while the run goes.
+What a run measures goes to a *sink* (`hwsim.trace.sinks`): records per level, occupancy events, the
+schedule's groups and the DRAM's commands. The HDF5 trace writer is one sink; a counting sink keeps totals
+while the run goes.
 """
 
 from __future__ import annotations
@@ -454,6 +455,7 @@ class _Run:
         self.emitted = [0] * len(self.spaces)
         self.ring0 = len(self.spaces)  # occupancy buffer id of named buffer 0
         self.dram_mark = m.dram.stats()
+        m.dram.record_commands("dram" in options.levels)  # the validator checks the JEDEC timing from them
         self.previous_on_core: list[int | None] = []
         last: dict[int, int] = {}
         for i, work in enumerate(schedule.layers):
@@ -501,6 +503,9 @@ class _Run:
         self.dram_mark = dram
         rec.flush()
         self.sink.append_groups(ex.group_log.rows())
+        commands = m.dram.take_commands()
+        if len(commands):
+            self.sink.append_dram_commands(commands)
         self._emit_occupancy(index)
         run = LayerRun(work.name, start, int(m.env.now), ex.steps, ex.runner.passes, ex.runner.compute_cycles,
                        ex.rf_wait, ex.load_wait, ex.psum_wait, {k: after[k] - before[k] for k in after}, counters)

@@ -23,6 +23,7 @@ import numpy as np
 from hwsim.errors import os_reason
 from hwsim.trace._codec import decode_chunk, decode_chunk_columns, is_shuffle_deflate, opaque, worker_threads
 from hwsim.trace.schema import (
+    DRAM_COMMAND_DTYPE,
     GROUP_DTYPE,
     MAX_RECORD_WORDS,
     OCCUPANCY_DTYPE,
@@ -33,7 +34,7 @@ from hwsim.trace.schema import (
     TraceError,
 )
 from hwsim.trace.seal import is_sealed_layout, seal_problem
-from hwsim.vocab import TRACE_LEVELS, WORD_BITS, WORD_BITS_TEXT, ceil_div
+from hwsim.vocab import DRAM_COMMAND_NAMES, TRACE_LEVELS, WORD_BITS, WORD_BITS_TEXT, ceil_div
 
 Code = str | int  # a name from a trace's table, or its index
 Window = tuple[int, int]  # cycles [start, end)
@@ -275,6 +276,21 @@ class Trace:
         dataset = self._file["groups"]
         return _joined(self._scan(dataset, 0, len(dataset), 1 << 20, None), GROUP_DTYPE)
 
+    def dram_commands(self) -> np.ndarray | None:
+        """The JEDEC commands the DRAM issued (DRAM_COMMAND_DTYPE rows, work after work, each work's by cycle);
+        None for a trace written before traces held them. Empty when the DRAM model issues none or the dram
+        level was not recorded."""
+        self._require_open()
+        if "dram_commands" not in self._file:
+            return None
+        dataset = self._file["dram_commands"]
+        if dataset.dtype != DRAM_COMMAND_DTYPE:
+            raise TraceError(f"trace {self.path}: dataset /dram_commands is not of the hwsim command type; re-run "
+                             "the simulation with this hwsim")
+        self._direct.setdefault(dataset.name, is_shuffle_deflate(dataset))
+        self._dtypes.setdefault(dataset.name, DRAM_COMMAND_DTYPE)
+        return _joined(self._scan(dataset, 0, len(dataset), 1 << 20, None), DRAM_COMMAND_DTYPE)
+
     def _level_dataset(self, level: str) -> h5py.Dataset:
         self._require_open()
         if level not in self.levels:
@@ -340,10 +356,14 @@ class Trace:
     def _bad_codes(self, rows: np.ndarray | dict[str, np.ndarray]) -> str:
         """What is wrong with a block of records, occupancy events or groups read back (as an array, or record
         columns) ('' when nothing): a code past its name table, a negative occupancy, an end before a start."""
+        dtype = rows.dtype if isinstance(rows, np.ndarray) else RECORD_DTYPE
+        if dtype == DRAM_COMMAND_DTYPE:
+            if len(rows) and (rows["command"].max() >= len(DRAM_COMMAND_NAMES) or rows["cycle"].min() < 0):
+                return "a command code past the table or a command before cycle 0"
+            return ""
         layer = rows["layer"]
         if len(layer) and (layer.min() < 0 or layer.max() >= len(self.layers)):
             return f"a layer id outside 0..{len(self.layers) - 1}"
-        dtype = rows.dtype if isinstance(rows, np.ndarray) else RECORD_DTYPE
         if dtype == GROUP_DTYPE:
             if len(rows) and (rows["first_step"].min() < 0 or rows["compute_step"].min() < -1
                               or rows["levels"].max() >= 1 << len(self.group_level_bits)):

@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from hwsim.errors import HwsimError
+from hwsim.vocab import DRAM_COMMAND_DTYPE as DRAM_COMMAND_DTYPE  # re-exported: the DRAM commands a trace holds
 from hwsim.vocab import OP_NAMES, TRACE_OPERAND_NAMES
 
 TRACE_VERSION = 5  # bumped when a reader of the old layout would misread the new one (2: 16-bit buffer ids; 3: op skip;
@@ -59,11 +60,17 @@ UNITS = {
     "words": "words (noc and rf per-pass records: accesses)",
     "unit": "index into names/units",
     "buffer": "index into names/buffers",
-    "cycle": "cycles",
+    "cycle": "cycles (dram_commands: cycles of the DRAM's command clock)",
     "bytes": "bytes",
     "first_step": "schedule step index within the layer",
     "compute_step": "schedule step index within the layer (-1: none)",
     "levels": "bit mask: bit k is level k of attribute group_level_bits",
+    "command": "code: index into attribute dram_commands (PRE, REF, ACT, RD, WR)",
+    "channel": "DRAM channel",
+    "rank": "rank within the channel",
+    "group": "bank group within the channel (65535: none, an all-bank REF)",
+    "bank": "bank within the channel (65535: none, an all-bank REF)",
+    "row": "row within the bank (-1: none)",
 }
 
 

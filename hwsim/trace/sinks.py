@@ -1,7 +1,8 @@
 """Where a simulation's records go: the `TraceSink` protocol and the sinks besides the HDF5 writer.
 
 The simulator hands a sink numpy blocks as it runs: access records per level (`RECORD_DTYPE`), buffer
-occupancy events (`OCCUPANCY_DTYPE`) and the schedule's groups (`GROUP_DTYPE`). `hwsim.trace.TraceWriter`
+occupancy events (`OCCUPANCY_DTYPE`), the schedule's groups (`GROUP_DTYPE`) and, from a DRAM model that issues
+JEDEC commands while the dram level is recorded, its commands (`DRAM_COMMAND_DTYPE`). `hwsim.trace.TraceWriter`
 keeps them all in an HDF5 file; `CountingSink` keeps totals only (words per layer, level, unit, op and operand,
 each layer's span and passes, each buffer's peak), in memory bounded by the layers and units, not the records;
 `NullSink` keeps nothing (a run timed for its cycles alone); `Tee` hands every block to several sinks.
@@ -15,7 +16,7 @@ from typing import Protocol
 import numpy as np
 
 from hwsim.trace.schema import OPERANDS, OPS
-from hwsim.vocab import OTHER, Op
+from hwsim.vocab import DRAM_COMMAND_NAMES, OTHER, Op
 
 _CODES = len(OPS) * len(OPERANDS)  # (op, operand) pairs
 
@@ -40,6 +41,9 @@ class TraceSink(Protocol):
     def append_groups(self, block: np.ndarray) -> None:
         """A block of `GROUP_DTYPE` rows."""
 
+    def append_dram_commands(self, block: np.ndarray) -> None:
+        """A block of `DRAM_COMMAND_DTYPE` commands."""
+
 
 class NullSink:
     """Keeps nothing."""
@@ -51,6 +55,9 @@ class NullSink:
         return None
 
     def append_groups(self, block: np.ndarray) -> None:
+        return None
+
+    def append_dram_commands(self, block: np.ndarray) -> None:
         return None
 
 
@@ -72,6 +79,10 @@ class Tee:
         for sink in self.sinks:
             sink.append_groups(block)
 
+    def append_dram_commands(self, block: np.ndarray) -> None:
+        for sink in self.sinks:
+            sink.append_dram_commands(block)
+
 
 class CountingSink:
     """Totals kept while a simulation runs, for `layers` layers and `units` units:
@@ -80,7 +91,8 @@ class CountingSink:
     - `records(level, layer)`: records per [unit, op, operand];
     - `span(layer)`: its first record's start and last record's end (−1, −1: none);
     - `passes(layer)`, `pass_cycles(layer)`: its passes (pe records of op update, operand other) and their cycles;
-    - `peak_bytes(buffer)`: the most bytes a buffer held; `groups(layer)`: its schedule groups.
+    - `peak_bytes(buffer)`: the most bytes a buffer held; `groups(layer)`: its schedule groups;
+    - `dram_commands()`: the DRAM commands issued, per command (`DRAM_COMMAND_NAMES` order).
     """
 
     def __init__(self, layers: int, units: int, buffers: int) -> None:
@@ -93,6 +105,7 @@ class CountingSink:
         self._pass_cycles = np.zeros(layers, dtype=np.int64)
         self._peaks = np.zeros(buffers, dtype=np.int64)
         self._groups = np.zeros(layers, dtype=np.int64)
+        self._commands = np.zeros(len(DRAM_COMMAND_NAMES), dtype=np.int64)
 
     def append(self, level: str, block: np.ndarray) -> None:
         if not len(block):
@@ -121,6 +134,12 @@ class CountingSink:
     def append_groups(self, block: np.ndarray) -> None:
         if len(block):
             np.add.at(self._groups, block["layer"], 1)
+
+    def append_dram_commands(self, block: np.ndarray) -> None:
+        self._commands += np.bincount(block["command"], minlength=len(DRAM_COMMAND_NAMES))[:len(self._commands)]
+
+    def dram_commands(self) -> dict[str, int]:
+        return dict(zip(DRAM_COMMAND_NAMES, self._commands.tolist()))
 
     def words(self, level: str, layer: int) -> np.ndarray:
         """Words of `level` in `layer`, per [unit, op, operand]."""

@@ -13,6 +13,8 @@ Layout (see `schema` for the record fields):
     /levels/<level>   RECORD_DTYPE[n] in append order, chunked, shuffle + deflate
     /occupancy        OCCUPANCY_DTYPE[n] in append order
     /groups           GROUP_DTYPE[n]: the schedule's groups, layer after layer
+    /dram_commands    DRAM_COMMAND_DTYPE[n]: the JEDEC commands the DRAM issued, work after work (empty for a
+                      model without commands or a run without the dram level)
     /index/<level>    int64[n_layers, 2]: first row and one past the last row of
                       each layer's records in /levels/<level> ((0, 0) if none)
     /names/layers     str[n_layers]: layer id -> name
@@ -40,6 +42,7 @@ from hwsim.errors import os_reason, require_finite
 from hwsim.files import OutputLock
 from hwsim.trace._codec import DEFLATE_LEVEL, deflate, opaque, shuffle_chunk, worker_threads
 from hwsim.trace.schema import (
+    DRAM_COMMAND_DTYPE,
     GROUP_DTYPE,
     MAX_BUFFERS,
     MAX_RECORD_WORDS,
@@ -53,11 +56,12 @@ from hwsim.trace.schema import (
     TraceError,
 )
 from hwsim.trace.seal import SEAL_BYTES, seal
-from hwsim.vocab import TRACE_LEVELS
+from hwsim.vocab import DRAM_COMMAND_NAMES, TRACE_LEVELS
 
 AttrValue = str | int | float | bool
 COMPRESSIONS = ("gzip", "lzf", "none")  # gzip: shuffle + deflate in worker threads; lzf: HDF5's filter, one thread
-RESERVED_ATTRS = ("complete", "hwsim_trace_version", "units", "ops", "operands", "levels", "group_level_bits")
+RESERVED_ATTRS = ("complete", "hwsim_trace_version", "units", "ops", "operands", "levels", "group_level_bits",
+                  "dram_commands")
 _NO_ROW = np.iinfo(np.int64).max  # first row of a layer not seen yet
 
 
@@ -136,6 +140,8 @@ class TraceWriter:
                             for level in levels}
             self._occupancy = self._stream("occupancy", OCCUPANCY_DTYPE, compression, 0, self._check_occupancy)
             self._groups = self._stream("groups", GROUP_DTYPE, compression, 0, self._check_groups)
+            self._commands = self._stream("dram_commands", DRAM_COMMAND_DTYPE, compression, 0,
+                                          self._check_commands)
         except OSError as exc:
             self.abort()
             raise TraceError(f"cannot create trace {self.temporary_path} for {self.path} ({exc}); "
@@ -170,6 +176,10 @@ class TraceWriter:
         """Add a block of GROUP_DTYPE rows (the schedule's groups, in layer and step order)."""
         self._push(self._groups, block, GROUP_DTYPE)
 
+    def append_dram_commands(self, block: np.ndarray) -> None:
+        """Add a block of DRAM_COMMAND_DTYPE commands (kept in append order)."""
+        self._push(self._commands, block, DRAM_COMMAND_DTYPE)
+
     def add_attrs(self, attrs: Mapping[str, AttrValue]) -> None:
         """Add root attributes known only once the records are written (a run's totals), before `close`."""
         self._require_open()
@@ -183,7 +193,7 @@ class TraceWriter:
             return
         self._require_open()
         try:
-            for stream in (*self._levels.values(), self._occupancy, self._groups):
+            for stream in (*self._levels.values(), self._occupancy, self._groups, self._commands):
                 self._flush(stream)
             while self._pending:
                 self._write_oldest()
@@ -234,7 +244,7 @@ class TraceWriter:
         root["hwsim_trace_version"] = TRACE_VERSION
         root["units"] = attrs_json(UNITS)
         for key, names in (("ops", OPS), ("operands", OPERANDS), ("levels", levels),
-                           ("group_level_bits", TRACE_LEVELS)):
+                           ("group_level_bits", TRACE_LEVELS), ("dram_commands", DRAM_COMMAND_NAMES)):
             root[key] = np.array(names, dtype=h5py.string_dtype())
         for name, values in (("layers", self.layers), ("buffers", self.buffers), ("units", self.units_table)):
             self._file.create_dataset(f"names/{name}", data=np.array(values, dtype=h5py.string_dtype()),
@@ -346,6 +356,14 @@ class TraceWriter:
         _check_range(where, "layer id", slab["layer"], len(self.layers), "pass every layer to TraceWriter(layers=...)")
         if len(slab) and (slab["first_step"].min() < 0 or slab["compute_step"].min() < -1):
             raise TraceError(f"{where} has a negative step; the trace was abandoned, fix the simulator")
+
+    def _check_commands(self, slab: np.ndarray, first_row: int) -> None:
+        """Reject command codes outside the table and negative cycles."""
+        where = f"trace {self.path}: dram_commands"
+        _check_range(where, "command code", slab["command"], len(DRAM_COMMAND_NAMES),
+                     f"use indices into {DRAM_COMMAND_NAMES}")
+        if len(slab) and slab["cycle"].min() < 0:
+            raise TraceError(f"{where} has a command before cycle 0; the trace was abandoned, fix the simulator")
 
 
 def _check_range(where: str, what: str, values: np.ndarray, count: int, fix: str) -> None:

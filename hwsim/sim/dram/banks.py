@@ -19,8 +19,10 @@ earlier batches left, all in DRAM clock cycles:
   c_i = max(r_i, c_{i−1} + g_i) is solved for the whole segment at once: with G_i = g_0 + … + g_i,
   c_i = G_i + max(c_{−1}, max_{j≤i}(r_j − G_j)) (a running maximum). Read data occupies
   [c + CL, c + CL + tBL), write data [c + CWL, c + CWL + tBL).
-- *Refresh*: every rank of the channel refreshes all banks at k·tREFI (k ≥ 1) for tRFC, precharging
-  every bank first. A segment is cut at its first command at or after the next refresh; the refresh
+- *Refresh*: every rank of the channel refreshes all banks once per tREFI, for tRFC. At k·tREFI (k ≥ 1)
+  each open bank is precharged as soon as it may be (tRAS after its ACT, tRTP after its last read, tWR
+  after its last write data); the REF follows when every bank is idle: tRP after the last precharge and
+  tRC after the last activate. A segment is cut at its first command at or after k·tREFI; the refresh
   closes every row, and the rest of the batch is booked after it. A request arriving during a refresh
   waits for its end.
 - *Page policy*: open keeps each bank's row open after the batch; closed precharges a bank as soon as
@@ -33,6 +35,9 @@ transactions column commands issue in request order (activates overlap freely wi
 
 Ranks share the data bus without a rank-switch gap, and the command bus is not modelled (at most one
 command per clock is not enforced): both cost little next to the constraints above.
+
+When the trace records DRAM commands, a channel keeps every command it issues (`CommandLog`): the trace
+validator checks the JEDEC timing from them alone.
 """
 
 from __future__ import annotations
@@ -43,6 +48,7 @@ from typing import NamedTuple, Protocol
 import numpy as np
 
 from hwsim.hardware.jedec import Timing
+from hwsim.vocab import DRAM_COMMAND_DTYPE, NO_BANK, DramCommand
 
 NEVER = -(1 << 40)  # a command that never happened: every constraint from it is already met
 
@@ -125,6 +131,42 @@ class _Activate(NamedTuple):
     pre: int | None
 
 
+class CommandLog:
+    """The commands one channel issued since they were last taken: single commands (ACT, PRE, REF) one by one,
+    column commands as a block per booked segment."""
+
+    def __init__(self, channel: int) -> None:
+        self.channel = channel
+        self._singles: list[tuple[int, int, int, int, int, int]] = []  # (cycle, command, rank, group, bank, row)
+        self._columns: list[tuple[np.ndarray, bool, np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []
+
+    def single(self, cycle: int, command: DramCommand, rank: int, group: int, bank: int, row: int) -> None:
+        self._singles.append((cycle, int(command), rank, group, bank, row))
+
+    def columns(self, cycle: np.ndarray, is_write: bool, rank: np.ndarray, group: np.ndarray, bank: np.ndarray,
+                row: np.ndarray) -> None:
+        self._columns.append((cycle, is_write, rank, group, bank, row))
+
+    def take(self) -> np.ndarray:
+        """Every command logged since the last take (`DRAM_COMMAND_DTYPE`, in the order they were booked)."""
+        n = len(self._singles) + sum(len(c[0]) for c in self._columns)
+        out = np.empty(n, dtype=DRAM_COMMAND_DTYPE)
+        out["channel"] = self.channel
+        k = len(self._singles)
+        if k:
+            cycle, command, rank, group, bank, row = (np.array(c, dtype=np.int64) for c in zip(*self._singles))
+            for name, values in (("cycle", cycle), ("command", command), ("rank", rank), ("group", group),
+                                 ("bank", bank), ("row", row)):
+                out[name][:k] = values
+        for cycle, is_write, rank, group, bank, row in self._columns:
+            block = out[k:k + len(cycle)]
+            block["cycle"], block["rank"], block["group"], block["bank"], block["row"] = cycle, rank, group, bank, row
+            block["command"] = DramCommand.WR if is_write else DramCommand.RD
+            k += len(cycle)
+        self._singles, self._columns = [], []
+        return out
+
+
 class ChannelBanks:
     """The banks, bank groups and ranks of one channel, and the data bus they share (see the module doc)."""
 
@@ -145,6 +187,9 @@ class ChannelBanks:
         self.write_end, self.group_write_end = NEVER, [NEVER] * groups
         self.done = np.zeros(in_flight, dtype=np.int64)  # data end of the last in_flight bursts, oldest first
         self.next_refresh = t.refi
+        self.banks_per_rank, self.groups_per_rank = banks_per_rank, groups_per_rank
+        self.bank_group = [b // banks_per_rank * groups_per_rank for b in range(banks)]  # set by each activate
+        self.log: CommandLog | None = None  # the commands issued, when the trace records them
         self.ccd_s, self.ccd_l = max(t.ccd_s, t.bl), max(t.ccd_l, t.bl)
         # within a batch the in-flight bound binds only if in_flight bursts take less than a conflict's latency
         self.piece = in_flight if in_flight * t.bl < t.rp + t.rcd + t.cl + t.bl else 1 << 62
@@ -168,26 +213,38 @@ class ChannelBanks:
     # ----- refresh --------------------------------------------------------------------------------------------
 
     def _refresh_until(self, request: int, tally: Tally) -> int:
-        """Perform every refresh that starts by `request` (the request waits for one still running)."""
+        """Perform every refresh due by `request` (the request waits for one still running)."""
         while self.next_refresh <= request:
-            ends = self.next_refresh + self.t.rfc
-            self._refresh(tally)
+            ends = self._refresh(tally)
             if request < ends:
                 tally.refresh_stall_dram_cycles += ends - request
         return request
 
-    def _refresh(self, tally: Tally) -> None:
-        """The all-bank refresh at `next_refresh`: every open row is precharged, every bank blocked for tRFC."""
-        start, t = self.next_refresh, self.t
+    def _refresh(self, tally: Tally) -> int:
+        """The all-bank refresh due at `next_refresh`: every open row precharged as soon as it may be, the REF
+        when every bank is idle, every bank blocked for tRFC after it; the cycle the refresh ends."""
+        due, t, log = self.next_refresh, self.t, self.log
+        ref = due
         for bank, row in enumerate(self.open_row):
-            if row >= 0:
-                tally.precharges += 1
-                tally.row_open_dram_cycles += max(0, start - self.act_at[bank])
-                self.open_row[bank] = -1
-            self.act_ready[bank] = max(self.act_ready[bank], start + t.rfc)
+            if row < 0:
+                ref = max(ref, self.act_ready[bank])  # tRP after its precharge, tRC after its activate
+                continue
+            pre = max(due, self.pre_ready[bank])  # tRAS, tRTP and tWR are in pre_ready
+            tally.precharges += 1
+            tally.row_open_dram_cycles += pre - self.act_at[bank]
+            self.open_row[bank] = -1
+            ref = max(ref, pre + t.rp, self.act_at[bank] + t.rc)
+            if log is not None:
+                log.single(pre, DramCommand.PRE, bank // self.banks_per_rank, self.bank_group[bank], bank, row)
+        end = ref + t.rfc
+        self.act_ready = [max(ready, end) for ready in self.act_ready]
+        if log is not None:
+            for rank in range(len(self.rank_acts)):
+                log.single(ref, DramCommand.REF, rank, NO_BANK, NO_BANK, -1)
         tally.refreshes += len(self.rank_acts)
         tally.refresh_dram_cycles += t.rfc
         self.next_refresh += t.refi
+        return end
 
     # ----- one segment ----------------------------------------------------------------------------------------
 
@@ -271,6 +328,8 @@ class ChannelBanks:
         t = self.t
         acts = [a for a in acts if a.position < segment.n]
         self._commit_activates(acts, tally)
+        if self.log is not None:
+            self.log.columns(c, is_write, segment.rank, segment.group, segment.bank, segment.row + row_base)
         banks, last = segment.bank_last
         after = t.cwl + t.bl + t.wr if is_write else t.rtp
         for b, col in zip(banks, c[last].tolist()):
@@ -303,11 +362,17 @@ class ChannelBanks:
         open_row, act_at, col_ready, act_ready, pre_ready = (self.open_row, self.act_at, self.col_ready,
                                                              self.act_ready, self.pre_ready)
         precharges = open_cycles = 0
+        log = self.log
         for a in acts:
             bank, act = a.bank, a.act
             if a.pre is not None:
                 precharges += 1
                 open_cycles += a.pre - act_at[bank]
+                if log is not None:
+                    log.single(a.pre, DramCommand.PRE, a.rank, self.bank_group[bank], bank, open_row[bank])
+            if log is not None:
+                log.single(act, DramCommand.ACT, a.rank, a.group, bank, a.row)
+            self.bank_group[bank] = a.group
             open_row[bank] = a.row
             act_at[bank] = act
             col_ready[bank] = act + t.rcd
@@ -332,6 +397,8 @@ class ChannelBanks:
             if row < 0 or (b, row) in wanted:
                 continue
             pre = max(self.pre_ready[b], self.act_at[b] + t.ras)
+            if self.log is not None:
+                self.log.single(pre, DramCommand.PRE, b // self.banks_per_rank, self.bank_group[b], b, row)
             tally.precharges += 1
             tally.row_open_dram_cycles += pre - self.act_at[b]
             tally.bank_busy_dram_cycles += t.rp
@@ -365,4 +432,4 @@ def segment_starts(bank: np.ndarray, row: np.ndarray) -> list[int]:
     return cuts
 
 
-__all__ = ["NEVER", "ChannelBanks", "Segment", "Tally", "segment_starts", "segments"]
+__all__ = ["NEVER", "ChannelBanks", "CommandLog", "Segment", "Tally", "segment_starts", "segments"]

@@ -17,6 +17,7 @@ from hwsim.errors import HwsimError
 from hwsim.hardware import schema
 from hwsim.sim.component import Port, Statistic
 from hwsim.sim.timing import RECORD_DTYPE, check_count
+from hwsim.vocab import DRAM_COMMAND_DTYPE
 
 TEMPLATE_CACHE_ENTRIES = 4096
 
@@ -81,6 +82,14 @@ class DramModel(Port):
         template = np.stack((lo // wb, (hi - lo) // wb), axis=1)
         template.flags.writeable = False
         return template
+
+    def record_commands(self, on: bool) -> None:
+        """Keep the JEDEC commands issued from now on for `take_commands` (a model without commands has none)."""
+        return None
+
+    def take_commands(self) -> np.ndarray:
+        """The commands issued since the last call (`DRAM_COMMAND_DTYPE`, by cycle)."""
+        return np.empty(0, dtype=DRAM_COMMAND_DTYPE)
 
     @abstractmethod
     def stall_cycles(self) -> int:

@@ -25,7 +25,7 @@ from hwsim.hardware import schema
 from hwsim.hardware.jedec import Coordinates, Timing
 from hwsim.hardware.kinds import DRAM_ADDRESS_MAPS, DRAM_SCHEDULERS, PAGE_POLICIES
 from hwsim.sim.component import Statistic
-from hwsim.sim.dram.banks import ChannelBanks, Segment, segments
+from hwsim.sim.dram.banks import ChannelBanks, CommandLog, Segment, segments
 from hwsim.sim.dram.base import DramModel
 from hwsim.sim.timing import MAX_RATE_DENOMINATOR
 
@@ -86,6 +86,17 @@ class JedecDram(DramModel):
 
     def stall_cycles(self) -> int:
         return int(self.queue_stall_cycles)
+
+    def record_commands(self, on: bool) -> None:
+        for k, channel in enumerate(self.channels):
+            channel.log = CommandLog(k) if on else None
+
+    def take_commands(self) -> np.ndarray:
+        logs = [channel.log.take() for channel in self.channels if channel.log is not None]
+        if not logs:
+            return super().take_commands()
+        out = np.concatenate(logs) if len(logs) > 1 else logs[0]
+        return out[np.argsort(out["cycle"], kind="stable")]
 
     def to_dram_cycle(self, core_cycle: int) -> int:
         """The first DRAM cycle at or after core cycle `core_cycle`."""
