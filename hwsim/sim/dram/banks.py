@@ -50,6 +50,7 @@ import numpy as np
 from hwsim.hardware.jedec import Timing
 from hwsim.vocab import DRAM_COMMAND_DTYPE, NO_BANK, DramCommand
 
+_PRE, _REF, _ACT = int(DramCommand.PRE), int(DramCommand.REF), int(DramCommand.ACT)  # plain ints: logged fast
 NEVER = -(1 << 40)  # a command that never happened: every constraint from it is already met
 
 
@@ -137,11 +138,9 @@ class CommandLog:
 
     def __init__(self, channel: int) -> None:
         self.channel = channel
-        self._singles: list[tuple[int, int, int, int, int, int]] = []  # (cycle, command, rank, group, bank, row)
+        self._singles: list[int] = []  # (cycle, command, rank, group, bank, row) of each, flat
         self._columns: list[tuple[np.ndarray, bool, np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []
-
-    def single(self, cycle: int, command: DramCommand, rank: int, group: int, bank: int, row: int) -> None:
-        self._singles.append((cycle, int(command), rank, group, bank, row))
+        self.single = self._singles.extend  # log.single((cycle, command, rank, group, bank, row)): one command
 
     def columns(self, cycle: np.ndarray, is_write: bool, rank: np.ndarray, group: np.ndarray, bank: np.ndarray,
                 row: np.ndarray) -> None:
@@ -149,21 +148,20 @@ class CommandLog:
 
     def take(self) -> np.ndarray:
         """Every command logged since the last take (`DRAM_COMMAND_DTYPE`, in the order they were booked)."""
-        n = len(self._singles) + sum(len(c[0]) for c in self._columns)
-        out = np.empty(n, dtype=DRAM_COMMAND_DTYPE)
+        k = len(self._singles) // 6
+        out = np.empty(k + sum(len(c[0]) for c in self._columns), dtype=DRAM_COMMAND_DTYPE)
         out["channel"] = self.channel
-        k = len(self._singles)
         if k:
-            cycle, command, rank, group, bank, row = (np.array(c, dtype=np.int64) for c in zip(*self._singles))
-            for name, values in (("cycle", cycle), ("command", command), ("rank", rank), ("group", group),
-                                 ("bank", bank), ("row", row)):
-                out[name][:k] = values
+            singles = np.array(self._singles, dtype=np.int64).reshape(k, 6)
+            for j, name in enumerate(("cycle", "command", "rank", "group", "bank", "row")):
+                out[name][:k] = singles[:, j]
         for cycle, is_write, rank, group, bank, row in self._columns:
             block = out[k:k + len(cycle)]
             block["cycle"], block["rank"], block["group"], block["bank"], block["row"] = cycle, rank, group, bank, row
             block["command"] = DramCommand.WR if is_write else DramCommand.RD
             k += len(cycle)
-        self._singles, self._columns = [], []
+        self._singles.clear()
+        self._columns = []
         return out
 
 
@@ -235,12 +233,12 @@ class ChannelBanks:
             self.open_row[bank] = -1
             ref = max(ref, pre + t.rp, self.act_at[bank] + t.rc)
             if log is not None:
-                log.single(pre, DramCommand.PRE, bank // self.banks_per_rank, self.bank_group[bank], bank, row)
+                log.single((pre, _PRE, bank // self.banks_per_rank, self.bank_group[bank], bank, row))
         end = ref + t.rfc
         self.act_ready = [max(ready, end) for ready in self.act_ready]
         if log is not None:
             for rank in range(len(self.rank_acts)):
-                log.single(ref, DramCommand.REF, rank, NO_BANK, NO_BANK, -1)
+                log.single((ref, _REF, rank, NO_BANK, NO_BANK, -1))
         tally.refreshes += len(self.rank_acts)
         tally.refresh_dram_cycles += t.rfc
         self.next_refresh += t.refi
@@ -369,9 +367,9 @@ class ChannelBanks:
                 precharges += 1
                 open_cycles += a.pre - act_at[bank]
                 if log is not None:
-                    log.single(a.pre, DramCommand.PRE, a.rank, self.bank_group[bank], bank, open_row[bank])
+                    log.single((a.pre, _PRE, a.rank, self.bank_group[bank], bank, open_row[bank]))
             if log is not None:
-                log.single(act, DramCommand.ACT, a.rank, a.group, bank, a.row)
+                log.single((act, _ACT, a.rank, a.group, bank, a.row))
             self.bank_group[bank] = a.group
             open_row[bank] = a.row
             act_at[bank] = act
@@ -398,7 +396,7 @@ class ChannelBanks:
                 continue
             pre = max(self.pre_ready[b], self.act_at[b] + t.ras)
             if self.log is not None:
-                self.log.single(pre, DramCommand.PRE, b // self.banks_per_rank, self.bank_group[b], b, row)
+                self.log.single((pre, _PRE, b // self.banks_per_rank, self.bank_group[b], b, row))
             tally.precharges += 1
             tally.row_open_dram_cycles += pre - self.act_at[b]
             tally.bank_busy_dram_cycles += t.rp
