@@ -41,7 +41,7 @@ COMMAND_MODULES = {
     "zoo": "cmd_zoo", "info": "cmd_info", "config": "cmd_config", "map": "cmd_map", "estimate": "cmd_estimate",
     "partition": "cmd_partition", "simulate": "cmd_simulate", "check": "cmd_check", "depthfirst": "cmd_depthfirst",
     "memplan": "cmd_memory", "phases": "cmd_memory", "trace": "cmd_trace", "report": "cmd_report",
-    "sweep": "cmd_sweep",
+    "sweep": "cmd_sweep", "dram": "cmd_dram",
 }
 
 
