@@ -131,12 +131,13 @@ def test_simulate_command_writes_a_complete_trace(cli, tmp_path: Path) -> None:
 
 
 def test_a_figure_the_recorded_levels_cannot_give_is_not_traced_not_zero(cli, tmp_path: Path) -> None:
-    """DRAM alone: MAC, RF, GLB, clock, control and utilization are not derivable (eyeriss-v1 has no L2, line
-    buffers or links: nothing of theirs is missing); the DRAM energy and the total of the traced levels are."""
+    """DRAM alone: MAC, RF, GLB, clock and static (over the layer's span), control and utilization are not
+    derivable (eyeriss-v1 has no L2, line buffers or links: nothing of theirs is missing); the DRAM energy and the
+    total of the traced levels are."""
     result = cli("simulate", "phases_example", "--hw", "eyeriss-v1", "--out", str(tmp_path / "t.h5"), "--json",
                  "--trace-levels", "dram")
     doc = result.json()
-    assert doc["not_traced"] == ["mac", "rf", "inter_pe", "glb", "clock", "control", "utilization"]
+    assert doc["not_traced"] == ["mac", "rf", "inter_pe", "glb", "clock", "static", "control", "utilization"]
     assert all(l["utilization"] is None and l["energy_pj"]["mac"] is None and l["energy_pj"]["dram"] > 0
                for l in doc["layers"])
     text = cli("simulate", "phases_example", "--hw", "eyeriss-v1", "--out", str(tmp_path / "t.h5"),
@@ -144,8 +145,9 @@ def test_a_figure_the_recorded_levels_cannot_give_is_not_traced_not_zero(cli, tm
     assert "not traced" in text and "of the traced levels" in text
     assert cli("report", str(tmp_path / "t.h5"), "--html", str(tmp_path / "t.html")).code == 0
     page = (tmp_path / "t.html").read_text()
-    assert "of the traced levels (dram; not traced: mac, rf, inter_pe, glb, clock, control, utilization)" in page
-    assert page.count("<td>not traced</td>") == 6 + 3  # six components, and utilization in each of 3 layers
+    assert ("of the traced levels (dram; not traced: mac, rf, inter_pe, glb, clock, static, control, utilization)"
+            in page)
+    assert page.count("<td>not traced</td>") == 7 + 3  # seven components, and utilization in each of 3 layers
     full = cli("simulate", "phases_example", "--hw", "eyeriss-v1", "--out", str(tmp_path / "t.h5"), "--json").json()
     assert full["not_traced"] == [] and "not traced" not in cli("simulate", "phases_example", "--hw", "eyeriss-v1",
                                                                 "--out", str(tmp_path / "t.h5")).out

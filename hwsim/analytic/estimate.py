@@ -5,8 +5,10 @@ by tile analysis, streamed layers by their pieces) and the layer's zeros (a
 `hwsim.sparsity.profile.SparsityProfile`). Energy prices every access of
 `counts.LayerCounts` with the config's energy table (`hwsim.hardware.energy`):
 a MAC a zero ifmap word gated or skipped (the config's `zero_gating`,
-`zero_skipping`) costs neither its MAC nor its filter RF read. Clock energy
-is CNNergy's P_clk per MAC at the reference throughput; other control is
+`zero_skipping`) costs neither its MAC nor its filter RF read. The clock
+and static power are drawn for the layer's latency bound (the closed form's
+own latency; CNNergy's faithful model, `hwsim.analytic.cnnergy`, keeps its
+P_clk per MAC at the reference throughput); other control is
 `other_fraction` of the on-chip total.
 
 Latency lower bound per layer: the largest of the compute cycles (each pass
@@ -91,9 +93,9 @@ class NetworkEstimate:
         return sum(l.latency.bound_cycles for l in self.layers)
 
 
-def layer_energy(c: LayerCounts, table: EnergyTable) -> tuple[dict[str, float], np.ndarray]:
-    """Energy by component and the [Level, Operand] energy of one layer's counts (pJ)."""
-    return table.price(c.transfers, c.compute)
+def layer_energy(c: LayerCounts, table: EnergyTable, cycles: int) -> tuple[dict[str, float], np.ndarray]:
+    """Energy by component and the [Level, Operand] energy of one layer's counts taking `cycles` (pJ)."""
+    return table.price(c.transfers, c.compute, cycles)
 
 
 def latency_bound(c: LayerCounts, hw: Accelerator) -> LatencyBound:
@@ -147,9 +149,10 @@ def estimate_layer(layer: Layer, entry: LayerMapping | None, hw: Accelerator, ba
                    zeros: LayerZeros) -> LayerEstimate:
     """Counts, energy and latency bound of one layer."""
     counts = layer_counts(layer, entry, hw, batch, zeros)
-    energy, by_level = layer_energy(counts, table)
-    return LayerEstimate(layer, mapping_summary(entry), counts, zeros.zero_macs, energy, by_level,
-                         latency_bound(counts, hw), hw.word_bytes)
+    latency = latency_bound(counts, hw)
+    energy, by_level = layer_energy(counts, table, latency.bound_cycles)
+    return LayerEstimate(layer, mapping_summary(entry), counts, zeros.zero_macs, energy, by_level, latency,
+                         hw.word_bytes)
 
 
 def estimate_network(graph: Graph, hw: Accelerator, mapping: NetworkMapping,

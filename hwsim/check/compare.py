@@ -4,7 +4,10 @@ Per layer: the words read / filled / updated at every level for every
 operand, the PE array's work (MACs, ops, RF accesses of the MACs, words handed
 PE to PE), its passes and the cycles they take must be equal; the energy equal within `ENERGY_RTOL` (both price the
 same counts with the same table, so only rounding may differ); the simulated
-latency must be at or above the analytic lower bound. A jedec DRAM's simulated energy is priced by the commands
+latency must be at or above the analytic lower bound. The clock and static power are drawn over a layer's time
+(and other control is a share that includes the clock): the closed form prices them over its latency bound, so
+its counts are priced again over the simulated cycles for the comparison, which the latency row checks apart.
+A jedec DRAM's simulated energy is priced by the commands
 it issued (row hits cost less than misses), which the closed form does not know: its energy comparison leaves
 DRAM out (the words moved to and from DRAM are still compared). A simulation with
 measured zeros compares the counts the zeros change (`ZERO_DEPENDENT`), the
@@ -27,7 +30,8 @@ import numpy as np
 from hwsim.analytic.estimate import NetworkEstimate
 from hwsim.check.validate import Validation
 from hwsim.hardware.dram import dram_kind
-from hwsim.hardware.energy import COMPONENTS, ComputeCounts
+from hwsim.hardware.energy import COMPONENTS, ComputeCounts, energy_table
+from hwsim.hardware.precision import layer_hardware
 from hwsim.metrics.derive import TraceMetrics
 from hwsim.vocab import ACCESS_NAMES, LEVEL_NAMES, OPERAND_NAMES
 
@@ -197,6 +201,7 @@ def compare(estimate: NetworkEstimate, metrics: TraceMetrics, measured: bool = F
     by_command = dram_kind(metrics.hardware.dram.model).prices_commands
     compared = [c for c in COMPONENTS if not (c == "dram" and by_command)]
     checks = []
+    tables = {b: energy_table(layer_hardware(metrics.hardware, 8 * b)) for b in {e.word_bytes for e in estimate.layers}}
     for e in estimate.layers:
         m = by_name.get(e.layer.name)
         if m is None:
@@ -205,8 +210,9 @@ def compare(estimate: NetworkEstimate, metrics: TraceMetrics, measured: bool = F
         if addresses is not None and e.layer.name in addresses.analytic:
             rows += _address_rows(e.layer.name, addresses.analytic[e.layer.name],
                                   addresses.simulated.get(e.layer.name, {}))
+        at_simulated_time, _ = tables[e.word_bytes].price(e.counts.transfers, e.counts.compute, m.cycles)
         checks.append(LayerCheck(e.layer.name, tuple(rows),
-                                 sum(e.energy_pj[c] for c in compared), sum(m.energy_pj[c] for c in compared),
+                                 sum(at_simulated_time[c] for c in compared), sum(m.energy_pj[c] for c in compared),
                                  e.latency.bound_cycles, m.cycles, tolerance))
     return CheckReport(estimate.network, estimate.hardware, tuple(checks),
                        tuple(c for c in COMPONENTS if c not in compared))

@@ -17,7 +17,8 @@ import numpy as np
 from hwsim.hardware.schema import Accelerator
 from hwsim.vocab import LEVEL_NAMES, Level, Operand
 
-COMPONENTS = ("mac", "rf", "inter_pe", "glb", "l2", "line_buffer", "dram", "clock", "control")
+COMPONENTS = ("mac", "rf", "inter_pe", "glb", "l2", "line_buffer", "dram", "clock", "static", "control")
+TIME_PRICED = ("clock", "static", "control")  # priced over a layer's cycles (control: a share that includes the clock)
 
 
 @dataclass(frozen=True)
@@ -50,23 +51,26 @@ class EnergyTable:
     word_pj: np.ndarray  # [level, access]: one word read, filled or updated (0 for absent levels)
     mac_pj: float  # one multiply-accumulate; a non-MAC operation (compare, add) is priced the same
     inter_pe_pj: float  # one psum word forwarded to a neighbouring PE
-    clock_pj_per_mac: float  # clock network energy per MAC (CNNergy: P_clk / reference throughput)
+    clock_pj_per_cycle: float  # clock network energy per cycle the layer takes (P_clk / f_clk)
+    static_pj_per_cycle: float  # static (leakage) energy per cycle (P_static / f_clk)
     other_fraction: float  # other control energy as a share of the on-chip total
 
     def other_control_pj(self, on_chip_pj: float) -> float:
         """CNNergy's other control: fraction f of the total, i.e. f/(1-f) of the rest of on-chip energy."""
         return self.other_fraction / (1.0 - self.other_fraction) * on_chip_pj
 
-    def price(self, transfers: np.ndarray, compute: ComputeCounts) -> tuple[dict[str, float], np.ndarray]:
-        """Energy by component and by [level, operand] of one layer (pJ).
+    def price(self, transfers: np.ndarray, compute: ComputeCounts,
+              cycles: int) -> tuple[dict[str, float], np.ndarray]:
+        """Energy by component and by [level, operand] of one layer taking `cycles` (pJ).
 
         `transfers[level, operand, access]` are the words the layer's transfers
         read, filled and updated. A MAC a zero ifmap word gated or skipped
         (Eyeriss' zero gating) costs no MAC energy, and neither does its filter
         RF read; its ifmap RF read still happens (it is how the zero is seen); its
         psum RF read and write are spared where the counts say so
-        (`zero_gating_psums`). Clock energy is per MAC the passes cover (CNNergy's
-        P_clk at the reference throughput).
+        (`zero_gating_psums`). The clock and static power are drawn for the layer's
+        `cycles` (the simulated span, or a closed form's own latency); other control is
+        CNNergy's share of the on-chip total with the clock (static power left out).
         """
         by_level = np.einsum("loa,la->lo", transfers.astype(np.float64), self.word_pj)
         rf = Level.RF
@@ -80,9 +84,10 @@ class EnergyTable:
             "rf": float(by_level[rf].sum()),
             "inter_pe": self.inter_pe_pj * compute.hops,
             **{name: float(by_level[i].sum()) for i, name in enumerate(LEVEL_NAMES) if name != "rf"},
-            "clock": self.clock_pj_per_mac * (compute.macs + compute.ops),
+            "clock": self.clock_pj_per_cycle * cycles,
         }
         energy["control"] = self.other_control_pj(sum(v for k, v in energy.items() if k != "dram"))
+        energy["static"] = self.static_pj_per_cycle * cycles
         return {name: energy[name] for name in COMPONENTS}, by_level
 
 
@@ -103,9 +108,9 @@ def energy_table(hw: Accelerator) -> EnergyTable:
         else [0.0] * 3,
         [hw.pe_array.rf.access_energy_pj if hw.pe_array.rf else 0.0] * 3,
     ]
-    clock = hw.control.clock_power_w / (hw.control.reference_throughput_gmacs * 1e9) * 1e12
     return EnergyTable(np.array(rows, dtype=np.float64), hw.pe_array.mac_energy_pj, hw.noc.inter_pe_energy_pj,
-                       clock, hw.control.other_fraction)
+                       hw.control.clock_power_w / hw.clock_hz * 1e12, hw.control.static_power_w / hw.clock_hz * 1e12,
+                       hw.control.other_fraction)
 
 
 def with_glb_data_size(hw: Accelerator, data_bytes: int) -> Accelerator:

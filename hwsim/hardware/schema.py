@@ -369,13 +369,16 @@ class Dram:
 
 @dataclass(frozen=True, kw_only=True)
 class Control:
-    """Clock-tree and control overheads (CNNergy's control model)."""
+    """Clock-tree, control and static overheads (CNNergy's control model; the clock and static power are drawn
+    over the run's time, CNNergy's faithful model prices the clock per MAC at the reference throughput)."""
 
     clock_power_w: float = param(POWER, "clock-network power at the reference throughput")
     reference_throughput_gmacs: float = param(THROUGHPUT, "throughput at which clock_power was measured")
     other_fraction: float = param(FRACTION, "other control energy as a share of the total (CNNergy: 0.15)",
                                   positive=False, maximum=0.99)
     source: str = text("where the control model comes from")
+    static_power_w: float = param(POWER, "static (leakage) power of the chip, drawn for the whole run; 0: not "
+                                         "modelled", 0.0, positive=False)
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -41,7 +41,8 @@ from hwsim.vocab import (
 # The trace levels each energy component is priced from (`energy_table(...).price`): a run that did not record
 # one of them cannot derive the component (`--trace-levels`), and says so rather than print 0.
 COMPONENT_LEVELS: dict[str, frozenset[str]] = {
-    "mac": frozenset({"pe"}), "inter_pe": frozenset({"pe"}), "clock": frozenset({"pe"}),
+    "mac": frozenset({"pe"}), "inter_pe": frozenset({"pe"}), "clock": frozenset({"pe", "glb", "dram"}),
+    "static": frozenset({"pe", "glb", "dram"}),  # clock and static: over the layer's span (its loads, pass, stores)
     "rf": frozenset({"pe", "rf"}), "glb": frozenset({"glb"}), "l2": frozenset({"l2"}),
     "line_buffer": frozenset({"line_buffer"}), "dram": frozenset({"dram"}), "link": frozenset({"link"}),
 }
@@ -169,12 +170,12 @@ def derive(trace: Trace) -> TraceMetrics:
                                 int(p[Op.SKIP, OTHER]), int(p[Op.SKIP, Operand.FILTER]),
                                 int(p[Op.SKIP, Operand.PSUM]))
         word_bytes = int(trace.layer_word_bytes[i])
-        energy, by_level = tables[word_bytes].price(counts[i], compute)
-        if hw.links:
-            energy["link"] = float(sums.link_words[i] @ link_pj[word_bytes])
         start = int(first[i]) if last[i] >= 0 else -1
         end = int(last[i]) if last[i] >= 0 else -1
         span = max(0, end - start)
+        energy, by_level = tables[word_bytes].price(counts[i], compute, span)  # clock and static over the span
+        if hw.links:
+            energy["link"] = float(sums.link_words[i] @ link_pj[word_bytes])
         layers.append(LayerMetrics(name, counts[i], compute, int(sums.passes[i]), start, end, energy, by_level,
                                    compute.macs / (span * lanes) if span else 0.0, word_bytes,
                                    int(sums.pass_cycles[i])))

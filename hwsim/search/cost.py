@@ -22,7 +22,7 @@ from hwsim.workload.ir import Layer
 class LayerCost:
     """A layer's nest priced exactly: what every objective reads."""
 
-    energy_pj: float  # every component (MACs, RFs, hops, GLB, L2, DRAM, clock, control) with the layer's zeros
+    energy_pj: float  # every component (MACs, RFs, hops, GLB, L2, DRAM, clock and static over the bound, control)
     latency_cycles: int  # hwsim.analytic.pipeline's estimate (double buffering)
     bound_cycles: int  # the busiest resource alone
     dram_words: int  # words read from and written to DRAM
@@ -53,8 +53,8 @@ def exact_cost(layer: Layer, nest: LoopNest, batch: int, hw: Accelerator, table:
     """The closed form of `nest` with the layer's `zeros` (gated MACs, coded DRAM words): counts (`NestCounter`),
     energy, latency with double buffering."""
     counts = NestCounter(layer, nest, batch, hw, zeros).counts()
-    energy, _ = table.price(counts.transfers, counts.compute)
     latency = pipeline_latency(layer, nest, batch, hw, counts)
+    energy, _ = table.price(counts.transfers, counts.compute, latency.bound_cycles)  # the closed form's time
     return LayerCost(sum(energy.values()), latency.estimate_cycles, latency.bound_cycles,
                      int(counts.transfers[Level.DRAM].sum()))
 
