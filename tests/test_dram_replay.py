@@ -62,13 +62,27 @@ def test_dramsim3_requests_are_made_at_their_cycles(cli, tmp_path: Path) -> None
     assert (doc["row_hits"], doc["row_misses"], doc["row_conflicts"]) == (1, 2, 0)
 
 
-def test_a_write_after_a_read_pays_the_turnaround(cli, tmp_path: Path) -> None:
-    """test_read_to_write_and_write_to_read_turnaround: RD at 22 (data 44..48); the write to the open row issues
-    tRTW = 12 later at 34, its data [50, 54); a read in the same bank group waits for 54 + tWTR_L 12 = 66 and
-    ends at 66 + 22 + 4 = 92."""
+def test_writes_wait_in_their_queue_while_reads_are_served(cli, tmp_path: Path) -> None:
+    """LD, ST, LD to one row of bank 0 (RoBaRaCoCh), all at once: the controller serves the two reads first (the
+    write waits in its queue, below its watermark, until no read waits): ACT 0, RD 22 and 22 + tCCD_L 8 = 30;
+    then the write, tRTW = 12 after the last RD: WR 42, its data [58, 62). Served in request order it would
+    pay both turnarounds: RD 22, WR 34 (data to 54), RD 54 + tWTR_L 12 = 66, data ending at 92
+    (test_read_to_write_and_write_to_read_turnaround)."""
     trace = tmp_path / "t.ram"
     trace.write_text("LD 0x0\nST 0x40\nLD 0x80\n")
-    assert _replay(cli, trace, _config(tmp_path, "RoBaRaCoCh"), "--format", "ramulator")["cycles"] == 92
+    assert _replay(cli, trace, _config(tmp_path, "RoBaRaCoCh"), "--format", "ramulator")["cycles"] == 62
+
+
+def test_a_later_row_hit_goes_before_an_older_row_switch(cli, tmp_path: Path) -> None:
+    """Bank 0 (RoBaRaCoCh: row r of bank 0 starts at r · 8 banks · 8 KiB), all at once: row 0, row 1, row 0
+    again. FR-FCFS serves both row-0 reads first: ACT 0, RD 22 and 22 + tCCD_L 8 = 30; then row 1: PRE at
+    max(ACT + tRAS 52, RD 30 + tRTP 12) = 52, ACT 74, RD 96, data ending at 96 + 22 + 4 = 122: a hit, a miss and
+    a conflict. In request order the third read would switch back (PRE 126, ACT 148, RD 170, end 196)."""
+    trace = tmp_path / "t.ram"
+    trace.write_text(f"LD 0x0\nLD 0x{8 * 8192:x}\nLD 0x40\n")
+    doc = _replay(cli, trace, _config(tmp_path, "RoBaRaCoCh"))
+    assert doc["cycles"] == 122
+    assert (doc["row_hits"], doc["row_misses"], doc["row_conflicts"]) == (1, 1, 1)
 
 
 def test_the_simple_model_replays_without_rows(cli, tmp_path: Path) -> None:

@@ -24,7 +24,7 @@ import simpy
 from hwsim.errors import HwsimError
 from hwsim.hardware.dram import dram_kind
 from hwsim.hardware.schema import Accelerator
-from hwsim.sim.dram import build_dram
+from hwsim.sim.dram import JedecDram, build_dram
 
 FORMATS = ("auto", "ramulator", "dramsim3")
 DRAMSIM3_WRITES = frozenset({"WRITE", "write", "P_MEM_WR", "BOFF"})  # what DRAMsim3's trace reader takes as writes
@@ -135,11 +135,14 @@ def replay(requests: Requests, hw: Accelerator) -> Replay:
     burst = dram_cfg.burst_bytes
     word_bytes = math.gcd(burst, max(1, hw.precision_bits // 8))
     model = build_dram(simpy.Environment(), dram_cfg, word_bytes)  # no core clock: cycles of the DRAM's own
-    end = 0
-    for address, is_write, cycle in zip((requests.address // burst * burst).tolist(), requests.is_write.tolist(),
-                                        requests.cycle.tolist()):
-        model.book(not is_write, address, burst, cycle, word_bytes)
-        end = max(end, model.reserved_end_cycle)
+    if isinstance(model, JedecDram):  # a controller's queues: reads by FR-FCFS, writes drained at watermarks
+        end = model.serve_queued(requests.address // burst, requests.is_write, requests.cycle)
+    else:
+        end = 0
+        for address, is_write, cycle in zip((requests.address // burst * burst).tolist(),
+                                            requests.is_write.tolist(), requests.cycle.tolist()):
+            model.book(not is_write, address, burst, cycle, word_bytes)
+            end = max(end, model.reserved_end_cycle)
     stats = {name: stat.value for name, stat in model.stats().items()}
     has_banks = dram_kind(dram_cfg.model).prices_commands  # banks with rows; else a row buffer, if any
     kept = {"row_hit_bursts": has_banks or dram_cfg.row_buffer is not None, "row_conflict_bursts": has_banks}

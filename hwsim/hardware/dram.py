@@ -251,6 +251,9 @@ class JedecKind(DramKind):
             yield from _timing_errors(dram)
         if dram.power is not None:
             yield from _power_errors(dram.power)
+        if dram.write_low_watermark > dram.write_high_watermark:
+            yield (f"dram.write_low_watermark: {dram.write_low_watermark:g} is above write_high_watermark "
+                   f"({dram.write_high_watermark:g}); a drain stops below where it starts, give a smaller share")
 
     def with_derived_fields(self, acc: Accelerator) -> Accelerator:
         return with_device_fields(acc)

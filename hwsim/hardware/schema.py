@@ -349,6 +349,12 @@ class Dram:
                               "ChRaBaRoCo", DRAM_ADDRESS_MAPS, "burst_interleave")
     in_flight: int = param(COUNT, "bursts a channel holds at once: their latencies overlap, and the scheduler "
                                   "picks among them", 32, integer=True)
+    write_queue: int = param(COUNT, "writes a channel's controller buffers while it serves reads (model jedec, a "
+                                    "request trace replayed: `hwsim dram replay`)", 32, integer=True)
+    write_high_watermark: float = param(FRACTION, "share of the write queue at which the controller stops serving "
+                                                  "reads and drains writes", 0.8, maximum=1.0)
+    write_low_watermark: float = param(FRACTION, "share of the write queue a drain leaves; reads are served again",
+                                       0.2, positive=False, maximum=1.0)
     preset: str = text("a standard device (jedec): ddr4-2400-x8, ddr4-2400-x16, ddr4-3200-x8, ddr4-3200-x16, "
                        "lpddr4-3200, lpddr5-6400, hbm2; its device, timing and power sections are filled in "
                        "and any of their keys may be given to override them", "")

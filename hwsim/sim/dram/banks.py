@@ -192,17 +192,20 @@ class ChannelBanks:
         # within a batch the in-flight bound binds only if in_flight bursts take less than a conflict's latency
         self.piece = in_flight if in_flight * t.bl < t.rp + t.rcd + t.cl + t.bl else 1 << 62
 
-    def serve(self, batch: tuple[Segment, ...], row_base: int, is_write: bool, request: int,
+    def serve(self, batch: tuple[Segment, ...], row_base: int, is_write: bool, request: int | np.ndarray,
               tally: Tally) -> np.ndarray:
-        """Book the segments of a batch (rows relative to `row_base`) requested at DRAM cycle `request`; the
-        column command cycle of each burst, in service order."""
-        request = self._refresh_until(request, tally)
+        """Book the segments of a batch (rows relative to `row_base`) requested at DRAM cycle `request` (or each
+        burst at its own, in service order); the column command cycle of each burst, in service order."""
+        self._refresh_until(int(request.min()) if isinstance(request, np.ndarray) else request, tally)
         out = []
         pending = list(batch)
+        done = 0
         while pending:
             segment = pending.pop(0)
-            c = self._book_segment(segment, row_base, is_write, request, pending, tally)
+            mine = request[done:done + segment.n] if isinstance(request, np.ndarray) else request
+            c = self._book_segment(segment, row_base, is_write, mine, pending, tally)
             out.append(c)
+            done += len(c)
             if len(c) < segment.n:
                 self._refresh(tally)
                 pending.insert(0, segment.tail(len(c), self.t))
@@ -246,17 +249,26 @@ class ChannelBanks:
 
     # ----- one segment ----------------------------------------------------------------------------------------
 
-    def _book_segment(self, segment: Segment, row_base: int, is_write: bool, request: int,
+    def _book_segment(self, segment: Segment, row_base: int, is_write: bool, request: int | np.ndarray,
                       later: list[Segment], tally: Tally) -> np.ndarray:
-        """Book the bursts of `segment` unless a refresh comes first; the column cycles of those booked."""
+        """Book the bursts of `segment` (requested at `request`, or each at its own) unless a refresh comes first;
+        the column cycles of those booked."""
         n, k = segment.n, min(segment.n, self.in_flight)
         done = self.done[:k].tolist()
-        admit: np.ndarray | int = request  # every burst admitted at the request unless the window is still full
-        if max(done) > request:
-            admit = np.full(n, request, dtype=np.int64)
-            np.maximum(admit[:k], self.done[:k], out=admit[:k])
-        acts, cut = self._activates(segment, row_base, request, done)
-        c = self._columns(segment, is_write, request, admit, acts)
+        admit: np.ndarray | int
+        if isinstance(request, np.ndarray):
+            each = request.copy()
+            np.maximum(each[:k], self.done[:k], out=each[:k])
+            admit, ready, floor = each, each.tolist(), int(request.min())
+        else:
+            admit = request  # every burst admitted at the request unless the window is still full
+            if max(done) > request:
+                admit = np.full(n, request, dtype=np.int64)
+                np.maximum(admit[:k], self.done[:k], out=admit[:k])
+            ready = [max(request, d) for d in done]
+            floor = request
+        acts, cut = self._activates(segment, row_base, floor, ready)
+        c = self._columns(segment, is_write, floor, admit, acts)
         if c[-1] >= self.next_refresh:
             cut = min(cut, int(np.searchsorted(c, self.next_refresh)))
         if cut < n:
@@ -268,10 +280,10 @@ class ChannelBanks:
         return c
 
     def _activates(self, segment: Segment, row_base: int, request: int,
-                   done: list[int]) -> tuple[list[_Activate], int]:
+                   admitted: list[int]) -> tuple[list[_Activate], int]:
         """The activates the segment needs, in service order, and the position of the first burst whose
         activate would fall in the next refresh (the segment's length if none). Burst i is admitted at
-        max(request, done[i]) (request beyond the in-flight window)."""
+        admitted[i] (at `request` beyond the list)."""
         t, open_row, refresh = self.t, self.open_row, self.next_refresh
         rank_acts: dict[int, list[int]] = {}
         group_act: dict[int, int] = {}
@@ -281,7 +293,7 @@ class ChannelBanks:
             was_open = open_row[bank]
             if was_open == row:
                 continue
-            ready = max(request, done[i]) if i < len(done) else request
+            ready = admitted[i] if i < len(admitted) else request
             act_at = self.act_at[bank]
             pre = None if was_open < 0 else max(ready, self.pre_ready[bank], act_at + t.ras)
             history = rank_acts.get(rank)

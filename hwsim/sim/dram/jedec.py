@@ -15,6 +15,7 @@ trace keeps per layer to price DRAM energy by command (`hwsim.hardware.dram`).
 
 from __future__ import annotations
 
+import heapq
 from dataclasses import dataclass
 from fractions import Fraction
 
@@ -139,6 +140,27 @@ class JedecDram(DramModel):
         self._booked = (start, end)
         return first
 
+    def serve_queued(self, burst: np.ndarray, is_write: np.ndarray, arrival: np.ndarray) -> int:
+        """Serve single-burst requests (burst indices in arrival order, arriving at DRAM cycles `arrival`) as a
+        controller's queues do (`_ChannelQueue`, per channel); when the last data ends."""
+        where = self._map.locate(burst)
+        cfg, end = self.cfg, 0
+        high = max(1, int(cfg.write_queue * cfg.write_high_watermark))
+        low = min(high - 1, int(cfg.write_queue * cfg.write_low_watermark))
+        for ch in np.unique(where.channel).tolist():
+            mine = np.flatnonzero(where.channel == ch)
+            w = Coordinates(*(getattr(where, f)[mine] for f in ("channel", "rank", "group", "bank", "row", "column")))
+            end = max(end, _ChannelQueue(self, ch, w, is_write[mine], arrival[mine], high, low).run())
+        return end
+
+    def book_ordered(self, channel: int, where: Coordinates, is_write: bool, request: np.ndarray) -> np.ndarray:
+        """Book bursts of one direction on `channel` in the given order (coordinates with absolute rows), each
+        requested at its DRAM cycle in `request`; their column command cycles."""
+        banks = self.channels[channel]
+        batch = segments(where.bank, where.group, where.rank, where.row, self.timing, banks.piece)
+        self.bursts += len(where.bank)
+        return banks.serve(batch, 0, is_write, request, self)
+
     def _reordered(self, part: _Part, base: int, open_row: list[int]) -> tuple[np.ndarray, tuple[Segment, ...]]:
         """A part whose service order depends on the open rows: its bursts in that order, and their segments."""
         w = part.where
@@ -176,6 +198,90 @@ class JedecDram(DramModel):
         assert self._booked is not None
         start, end = self._booked
         return self.burst_records(start, end, address, amount, word_bytes)
+
+
+class _ChannelQueue:
+    """A channel's controller serving a request trace: a read queue of `in_flight` requests and a write queue of
+    `write_queue`. Requests enter in arrival order when their queue has a free entry (a request finding its queue
+    full waits, and those behind it); an entry frees when its request's column command issues. Each step serves
+    the requests waiting by the time the channel can take them (FR-FCFS): every bank with one serves all waiting
+    requests to one row, its open row if one hits it, else its oldest request's row, the banks taking turns;
+    another row of the bank waits for a later step. The write queue is served from the moment it holds `high`
+    writes until it holds `low`, or when no read waits; reads otherwise."""
+
+    def __init__(self, dram: JedecDram, channel: int, where: Coordinates, is_write: np.ndarray, arrival: np.ndarray,
+                 high: int, low: int) -> None:
+        self.dram, self.channel, self.where = dram, channel, where
+        self.is_write, self.arrival = is_write.tolist(), arrival.tolist()
+        self.high, self.low = high, low
+        self.free = {False: [0] * dram.cfg.in_flight, True: [0] * dram.cfg.write_queue}  # when each entry frees
+        self.queues: dict[bool, list[int]] = {False: [], True: []}
+        self.entered = [0] * len(self.arrival)
+        self.next = 0  # the next request to enter a queue
+        self.end = 0
+        self.draining = False
+
+    def run(self) -> int:
+        while True:
+            self._admit()
+            reads, writes = self.queues[False], self.queues[True]
+            if not reads and not writes:
+                return self.end
+            if len(writes) >= self.high:
+                self.draining = True
+            if self.draining and len(writes) <= self.low:
+                self.draining = False
+            self._step(bool(writes) and (self.draining or not reads))
+
+    def _admit(self) -> None:
+        """Requests enter their queue in arrival order while it has a free entry."""
+        while self.next < len(self.arrival):
+            free = self.free[self.is_write[self.next]]
+            if not free:
+                return
+            self.entered[self.next] = max(self.arrival[self.next], heapq.heappop(free))
+            self.queues[self.is_write[self.next]].append(self.next)
+            self.next += 1
+
+    def _step(self, is_write: bool) -> None:
+        queue = self.queues[is_write]
+        banks = self.dram.channels[self.channel]
+        horizon = max(min(self.entered[i] for i in queue), banks.last_col)
+        waiting = [i for i in queue if self.entered[i] <= horizon]
+        w = self.where
+        chosen: dict[int, int] = {}  # bank -> the row it serves
+        for i in waiting:  # oldest first
+            b, r = int(w.bank[i]), int(w.row[i])
+            if r == banks.open_row[b] or b not in chosen:
+                chosen[b] = r if r == banks.open_row[b] or b not in chosen else chosen[b]
+        served = np.array([i for i in waiting if chosen[int(w.bank[i])] == int(w.row[i])], dtype=np.int64)
+        served = served[_in_turn(w.bank[served])]
+        part = Coordinates(*(getattr(w, f)[served] for f in ("channel", "rank", "group", "bank", "row", "column")))
+        entered = np.array([self.entered[i] for i in served.tolist()], dtype=np.int64)
+        column = self.dram.book_ordered(self.channel, part, is_write, entered)
+        t = self.dram.timing
+        self.end = max(self.end, int(column.max()) + (t.cwl if is_write else t.cl) + t.bl)
+        for c in column.tolist():
+            heapq.heappush(self.free[is_write], c)
+        done = set(served.tolist())
+        self.queues[is_write] = [i for i in queue if i not in done]
+
+
+def _in_turn(bank: np.ndarray) -> np.ndarray:
+    """The order in which banks take turns: each bank's first burst (banks in order of first appearance), then each
+    one's second, ..."""
+    n = len(bank)
+    position = np.arange(n)
+    by_bank = np.lexsort((position, bank))
+    b = bank[by_bank]
+    head = np.r_[True, b[1:] != b[:-1]]
+    starts = np.flatnonzero(head)
+    runs = np.diff(np.r_[starts, n])
+    turn = np.empty(n, dtype=np.int64)
+    turn[by_bank] = position - np.repeat(starts, runs)
+    first = np.empty(n, dtype=np.int64)
+    first[by_bank] = np.repeat(by_bank[starts], runs)
+    return np.lexsort((position, first, turn))
 
 
 __all__ = ["JedecDram"]
