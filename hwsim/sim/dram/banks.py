@@ -211,6 +211,17 @@ class ChannelBanks:
                 pending.insert(0, segment.tail(len(c), self.t))
         return np.concatenate(out) if len(out) > 1 else out[0]
 
+    def activate_ready(self, bank: np.ndarray, row: np.ndarray) -> np.ndarray:
+        """For each burst, the earliest cycle its bank could activate its row by the bank's own state (tRC after
+        its last ACT, tRP after the precharge an open row needs); 0 for a burst to the open row (no activate). A
+        first-ready scheduler serves the banks ready first."""
+        t, out = self.t, np.zeros(len(bank), dtype=np.int64)
+        for k, (b, r) in enumerate(zip(bank.tolist(), row.tolist())):
+            if self.open_row[b] != r:
+                ready = max(self.act_ready[b], self.act_at[b] + t.rc)
+                out[k] = max(ready, self.pre_ready[b] + t.rp) if self.open_row[b] >= 0 else ready
+        return out
+
     # ----- refresh --------------------------------------------------------------------------------------------
 
     def _refresh_until(self, request: int, tally: Tally) -> int:

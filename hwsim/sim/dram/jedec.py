@@ -255,7 +255,8 @@ class _ChannelQueue:
             if r == banks.open_row[b] or b not in chosen:
                 chosen[b] = r if r == banks.open_row[b] or b not in chosen else chosen[b]
         served = np.array([i for i in waiting if chosen[int(w.bank[i])] == int(w.row[i])], dtype=np.int64)
-        served = served[_in_turn(w.bank[served])]
+        ready = banks.activate_ready(w.bank[served], w.row[served])
+        served = served[_in_turn(w.bank[served], ready)]
         part = Coordinates(*(getattr(w, f)[served] for f in ("channel", "rank", "group", "bank", "row", "column")))
         entered = np.array([self.entered[i] for i in served.tolist()], dtype=np.int64)
         column = self.dram.book_ordered(self.channel, part, is_write, entered)
@@ -267,9 +268,9 @@ class _ChannelQueue:
         self.queues[is_write] = [i for i in queue if i not in done]
 
 
-def _in_turn(bank: np.ndarray) -> np.ndarray:
-    """The order in which banks take turns: each bank's first burst (banks in order of first appearance), then each
-    one's second, ..."""
+def _in_turn(bank: np.ndarray, ready: np.ndarray) -> np.ndarray:
+    """The order in which banks take turns: each bank's first burst, then each one's second, ...; within a turn the
+    banks that can activate first (`ready`, 0 for a row hit), then in order of first appearance."""
     n = len(bank)
     position = np.arange(n)
     by_bank = np.lexsort((position, bank))
@@ -281,7 +282,9 @@ def _in_turn(bank: np.ndarray) -> np.ndarray:
     turn[by_bank] = position - np.repeat(starts, runs)
     first = np.empty(n, dtype=np.int64)
     first[by_bank] = np.repeat(by_bank[starts], runs)
-    return np.lexsort((position, first, turn))
+    bank_ready = np.empty(n, dtype=np.int64)
+    bank_ready[by_bank] = np.repeat(ready[by_bank[starts]], runs)
+    return np.lexsort((position, first, bank_ready, turn))
 
 
 __all__ = ["JedecDram"]
