@@ -110,19 +110,17 @@ class FirstReadyFirstComeFirstServed(BurstOrder):
     first, oldest first, and a burst that would close a row waits while later bursts still hit it. Each
     window of `in_flight` bursts is served by row generation: a burst's generation is the position of its
     row among the rows its bank is asked for in the window, in order of first request, with the bank's open
-    row first; bursts of generation 0 (row hits and the first row of closed banks) go first, then generation 1,
-    and so on. Within a generation the banks take turns, as a controller issuing whichever queued burst is
-    ready would: each bank's first burst (banks in the order they were first asked), then each bank's second,
-    ... (a transfer spread over the banks keeps its order; one bank's bursts stay oldest first)."""
+    row first; bursts of generation 0 (row hits and the first row of closed banks) go first, oldest first,
+    then generation 1, and so on. Banks stay interleaved; only row switches are deferred."""
 
     def order(self, bank: np.ndarray, row: np.ndarray, open_row: list[int], window: int) -> np.ndarray | None:
         n = len(bank)
         key = bank * (int(row.max()) + 1) + row
         groups, first, inverse = np.unique(key, return_index=True, return_inverse=True)
         group_bank = bank[first]
+        if len(np.unique(group_bank)) == len(groups):
+            return None  # one row per bank: nothing to defer
         window_of = np.arange(n) // window
-        if len(np.unique(group_bank)) == len(groups):  # one row per bank: no row switch to defer
-            return _banks_in_turn(bank, window_of, np.zeros(n, dtype=np.int64))
         by_bank = np.lexsort((first, window_of[first], group_bank))  # groups by (bank, window, first request)
         gb, gw = group_bank[by_bank], window_of[first][by_bank]
         head = np.r_[True, (gb[1:] != gb[:-1]) | (gw[1:] != gw[:-1])]
@@ -131,28 +129,7 @@ class FirstReadyFirstComeFirstServed(BurstOrder):
         generation[by_bank] = np.arange(len(groups)) - np.repeat(starts, np.diff(np.r_[starts, len(groups)]))
         opened = np.array([open_row[b] for b in group_bank.tolist()]) == groups - group_bank * (int(row.max()) + 1)
         generation = np.where(opened, -1, generation)
-        return _banks_in_turn(bank, window_of, generation[inverse])
-
-
-def _banks_in_turn(bank: np.ndarray, window_of: np.ndarray, generation: np.ndarray) -> np.ndarray | None:
-    """Service order by window, then generation, then turn (a burst's turn: how many bursts of its bank come
-    before it in its window and generation), then the position of its bank's first burst in the window; None
-    where that is the given order."""
-    n = len(bank)
-    position = np.arange(n)
-    same = np.lexsort((position, bank, generation, window_of))  # each (window, generation, bank), oldest first
-    w, g, b = window_of[same], generation[same], bank[same]
-    head = np.r_[True, (w[1:] != w[:-1]) | (g[1:] != g[:-1]) | (b[1:] != b[:-1])]
-    starts = np.flatnonzero(head)
-    turn = np.empty(n, dtype=np.int64)
-    turn[same] = position - np.repeat(starts, np.diff(np.r_[starts, n]))
-    by_bank = np.lexsort((position, bank, window_of))
-    bw, bb = window_of[by_bank], bank[by_bank]
-    bank_head = np.r_[True, (bw[1:] != bw[:-1]) | (bb[1:] != bb[:-1])]
-    first_of_bank = np.empty(n, dtype=np.int64)
-    first_of_bank[by_bank] = np.repeat(by_bank[bank_head], np.diff(np.r_[np.flatnonzero(bank_head), n]))
-    order = np.lexsort((position, first_of_bank, turn, generation, window_of))
-    return None if np.array_equal(order, position) else order
+        return np.lexsort((np.arange(n), generation[inverse], window_of))
 
 
 @dataclass(frozen=True)
