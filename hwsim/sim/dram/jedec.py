@@ -252,8 +252,8 @@ class _ChannelQueue:
         chosen: dict[int, int] = {}  # bank -> the row it serves
         for i in waiting:  # oldest first
             b, r = int(w.bank[i]), int(w.row[i])
-            if r == banks.open_row[b] or b not in chosen:
-                chosen[b] = r if r == banks.open_row[b] or b not in chosen else chosen[b]
+            if r == banks.open_row[b] or b not in chosen:  # a hit wins over the oldest request's row
+                chosen[b] = r
         served = np.array([i for i in waiting if chosen[int(w.bank[i])] == int(w.row[i])], dtype=np.int64)
         ready = banks.activate_ready(w.bank[served], w.row[served])
         served = served[_in_turn(w.bank[served], ready)]
