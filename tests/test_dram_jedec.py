@@ -109,6 +109,19 @@ def test_refresh_stalls_requests() -> None:
     assert d.refreshes == 2 and d.row_hit_bursts == 0 and d.precharges == 2
 
 
+def test_a_request_far_in_the_future_books_the_idle_refreshes_at_once() -> None:
+    # a read at 0, then one 1000 tREFI later (+5): 1000 refreshes are due by then, each ending tRFC after its due
+    # cycle (the first closes bank 0, the rest find every bank closed). The last, due at 12,480,000, blocks the
+    # banks until 12,480,560: ACT then, RD 22 later, data from 12,480,604
+    for logged in (False, True):  # booked at once, or one by one with every REF command kept
+        d = dram()
+        d.record_commands(logged)
+        read_at(d, 0, 0)
+        assert read_at(d, 64, 12480 * 1000 + 5) == [(12480604, 12480608)]
+        assert d.refreshes == 1000 and d.refresh_dram_cycles == 1000 * 560
+        assert d.refresh_stall_dram_cycles == 560 - 5
+
+
 def test_refresh_waits_for_the_open_rows_to_close() -> None:
     d = dram()
     # bank 0 opened just before the refresh due at 12480: ACT 12440, RD 12462, data 12484

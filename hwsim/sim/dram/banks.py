@@ -230,7 +230,21 @@ class ChannelBanks:
             ends = self._refresh(tally)
             if request < ends:
                 tally.refresh_stall_dram_cycles += ends - request
+            idle = (request - self.next_refresh) // self.t.refi  # refreshes due a whole tREFI before the request
+            if idle > 0 and self.log is None:
+                self._idle_refreshes(idle, tally)
         return request
+
+    def _idle_refreshes(self, count: int, tally: Tally) -> None:
+        """`count` refreshes of an idle channel at once (every bank closed by the one before, so each REF is at
+        its due cycle): what `count` calls of `_refresh` would book, in constant time (a request far in the
+        future must not cost a loop per tREFI)."""
+        t = self.t
+        last_end = self.next_refresh + (count - 1) * t.refi + t.rfc
+        self.act_ready = [max(ready, last_end) for ready in self.act_ready]
+        tally.refreshes += count * len(self.rank_acts)
+        tally.refresh_dram_cycles += count * t.rfc
+        self.next_refresh += count * t.refi
 
     def _refresh(self, tally: Tally) -> int:
         """The all-bank refresh due at `next_refresh`: every open row precharged as soon as it may be, the REF
