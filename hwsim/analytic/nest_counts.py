@@ -59,6 +59,7 @@ from hwsim.workload.ir import Layer, LayerKind
 
 LEVEL = {"dram": Level.DRAM, "l2": Level.L2, "glb": Level.GLB, "rf": Level.RF}
 SYSTOLIC_FILL = {"weight_stationary": 2, "input_stationary": 2, "output_stationary": 1}  # R's in a fold's skew
+_ARRAY = frozenset({"rows", "cols"})  # the PE array's spatial places
 
 
 @dataclass(frozen=True)
@@ -438,9 +439,11 @@ class NestCounter:
             out[d] = [(g, full)] * (full > 0) + [(tail, 1)] * (tail > 0)
         return out
 
-    def _positions(self, dim: str, length: int, place: str) -> int:
-        """Non-empty iterations of the dim's loops at `place` ("stream", or "rows"/"cols") in a range of `length`."""
-        at = self._at(frozenset({place}), dim)
+    def _positions(self, dim: str, length: int, places: frozenset[str]) -> int:
+        """Non-empty iterations of the dim's loops at `places` (the stream, or the array's rows and cols
+        together: a dim folded over both axes has its spatial loops next to each other) in a range of
+        `length`."""
+        at = self._at(places, dim)
         if not at:
             return 1
         inner = self._granularity(dim, at[-1] + 1)
@@ -452,8 +455,7 @@ class NestCounter:
         pe = self.hw.pe_array
         systolic = pe.dataflow in SYSTOLIC_FILL
         # per dim and pass length: (length, passes with it, stream positions or active PE positions)
-        per_dim = [[(length, n, self._positions(d, length, "stream") if systolic else
-                     self._positions(d, length, "rows") * self._positions(d, length, "cols"))
+        per_dim = [[(length, n, self._positions(d, length, frozenset({"stream"}) if systolic else _ARRAY))
                     for length, n in lengths] for d, lengths in self._pass_lengths().items()]
         passes = macs = cycles = zero_macs = 0
         for combo in itertools.product(*per_dim):

@@ -154,6 +154,6 @@ def rs_nest(problem: Problem, hw: Accelerator) -> LoopNest:
 
 
 ROW_STATIONARY = DATAFLOWS.register("row_stationary")(Dataflow(
-    name="row_stationary", lowering="conv", rows=frozenset({"R", "C", "M", "N"}), cols=frozenset({"P", "N", "M"}),
+    name="row_stationary", lowering="conv", rows=frozenset({"R", "C", "M", "N", "P"}), cols=frozenset({"P", "N", "M"}),
     stream=frozenset({"Q", "N"}), rf_keeps=KEEPS_ALL, rf_loops=True,
     delivery={"ifmap": "multicast", "filter": "multicast"}, default=rs_nest))

@@ -182,9 +182,11 @@ class NestSteps:
         macs = np.prod([length[d] for d in DIMS], axis=0)
         active = np.ones_like(macs)
         stream = np.ones_like(macs)
-        for loop in self.plan.loops:
-            if loop.place in ("rows", "cols"):
-                active *= positions(length[loop.dim], loop.factor, loop.tile)
+        for d in DIMS:  # a dim folded over both axes: its rows and cols loops cut one range together
+            spread = [l for l in self.plan.loops if l.place in ("rows", "cols") and l.dim == d]
+            if spread:
+                active *= positions(length[d], int(np.prod([l.factor for l in spread], dtype=np.int64)),
+                                    spread[-1].tile)
         for d in DIMS:
             at = [l for l in self.plan.loops if l.place == "stream" and l.dim == d]
             if at:

@@ -3,7 +3,7 @@
 A nest must cover its layer's dims (the factors of each dim multiply to at
 least the dim, the outermost one no more than needed: the ragged tail the
 nest leaves is stated in the error), spread no more PEs than the array has
-(each dim on one axis at most), meet its dataflow's constraints, and fit:
+(a dim on both axes only where no operand is forwarded along one), meet its dataflow's constraints, and fit:
 every level's tiles of the operands it keeps must fit its capacity — per PE
 the RF's filter, ifmap and psum words, the GLB's data partition (ifmaps,
 psums, and filters unless the GLB has a filter partition) and filter
@@ -83,8 +83,10 @@ def _cover(nest: LoopNest, problem: Problem) -> Iterator[str]:
 def _array(nest: LoopNest, hw: Accelerator) -> Iterator[str]:
     rows = {l.dim for l in nest.array.rows if l.factor > 1}
     cols = {l.dim for l in nest.array.cols if l.factor > 1}
-    for d in sorted(rows & cols):
-        yield f"array: {d} is spread over both rows and cols; keep each dim on one axis"
+    lanes = sorted(op for op, mode in nest.array.delivery.items() if mode.startswith("forward"))
+    for d in sorted(rows & cols) if lanes else ():
+        yield (f"array: {d} is spread over both rows and cols while {lanes[0]} is forwarded along one axis; keep "
+               f"{d} on one axis")
     for axis, loops, size in (("rows", nest.array.rows, hw.pe_array.rows), ("cols", nest.array.cols,
                                                                              hw.pe_array.cols)):
         used = math.prod(l.factor for l in loops)
