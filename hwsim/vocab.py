@@ -90,7 +90,8 @@ BANDWIDTH_LEVELS = ("dram", "l2", "glb", "line_buffer", "noc", "link")  # trace 
 # bandwidth
 ACCESS_OF_OP = {Op.READ: Access.READ, Op.FILL: Access.FILL, Op.UPDATE: Access.UPDATE}  # Op.WRITE: none
 OP_OF_ACCESS = {access: op for op, access in ACCESS_OF_OP.items()}
-NOC_BUSES = ("ifmap", "filter", "psum")  # the multicast buses between the GLB and the PEs
+NOC_BUSES = ("ifmap", "filter", "psum", "psum_out")  # the buses between the GLB and the PEs (psum_out: psums
+# leaving the array, on the psum bus unless the NoC has its own for them)
 BUS_OF_OPERAND = {Operand.IFMAP: "ifmap", Operand.FILTER: "filter", Operand.PSUM: "psum", Operand.OFMAP: "psum"}
 ACCESS_SHAPE = (len(Level), len(Operand), len(Access))  # the [level, operand, access] count tables
 

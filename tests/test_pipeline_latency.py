@@ -3,6 +3,8 @@ to follow every word: whether the next GLB tiles fit beside the live ones decide
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from hwsim.analytic.nest_counts import nest_counts
@@ -16,8 +18,9 @@ from hwsim.mapping.nest.validate import check_nest
 from hwsim.workload import GraphBuilder
 from hwsim.workload.ir import Layer
 
-# A 1x1 convolution, C = M = 4 channels, 4 x 4 outputs, one image, on eyeriss-v1 (16-bit words, DRAM 8 B per
-# cycle and 50 ns = 10 cycles of latency at 200 MHz, GLB one port of 4 words, 64-bit ifmap, filter and psum buses):
+# A 1x1 convolution, C = M = 4 channels, 4 x 4 outputs, one image, on eyeriss-v1 with one GLB port
+# (tests/configs/eyeriss-v1-one-port.yaml: 16-bit words, DRAM 8 B per cycle and 50 ns = 10 cycles of latency at
+# 200 MHz, GLB one port of 4 words, 64-bit ifmap, filter and psum buses):
 #
 #   dram  P=2                      two bands of 2 output rows
 #   glb   (no loops)               keeps ifmap and psum; filters bypass it (DRAM -> RFs)
@@ -37,6 +40,7 @@ from hwsim.workload.ir import Layer
 # If the next band's tiles do not fit, its ifmap load and its psum tile's load and write-back wait: 18 + 2 x 18 =
 # 54 cycles, once (the band advances once).
 BUSIEST, FIRST_LOAD, PASSES, WAIT = 64, 18, 36, 18 + 2 * 18
+ONE_PORT = Path(__file__).parent / "configs" / "eyeriss-v1-one-port.yaml"
 
 
 def _layer_and_nest() -> tuple[Layer, LoopNest]:
@@ -55,7 +59,7 @@ def _layer_and_nest() -> tuple[Layer, LoopNest]:
 
 @pytest.mark.parametrize("glb_words, exposed", [(128, 0), (127, WAIT)])
 def test_next_tiles_hide_only_when_they_fit_beside_the_live_ones(glb_words: int, exposed: int) -> None:
-    hw = with_glb_data_size(load_config("eyeriss-v1"), glb_words * 2)
+    hw = with_glb_data_size(load_config(ONE_PORT), glb_words * 2)
     layer, nest = _layer_and_nest()
     check_nest(nest, nest_problem(layer, 1), hw, dataflow_of(hw))
     counts = nest_counts(layer, nest, 1, hw)

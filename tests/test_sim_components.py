@@ -237,6 +237,24 @@ def test_glb_parallel_banks_with_two_ports() -> None:
     assert glb.bank_conflict_stall_cycles == 0
 
 
+def test_a_transfer_sweeps_its_banks_and_a_second_follows_it_bank_by_bank() -> None:
+    env = simpy.Environment()
+    glb = Sram(env, glb_cfg(ports=2), WORD_BYTES)  # 512-word banks, 4 words per cycle and port
+    a, b = run(env, glb.read(0, 1024), glb.write(0, 1024))  # both over banks 0 and 1
+    # the read holds bank 0 for cycles 0-128 and bank 1 for 128-256; the write enters bank 1 128 cycles after
+    # its start, so it may start at max(128 - 0, 256 - 128) = 128 and ends 256 cycles later
+    assert (a["start_cycle"][0], a["end_cycle"][0]) == (0, 256)
+    assert (b["start_cycle"][0], b["end_cycle"][0]) == (128, 384)
+    assert glb.bank_conflict_stall_cycles == 128
+
+
+def test_one_port_holds_every_bank_to_the_end() -> None:
+    env = simpy.Environment()
+    glb = Sram(env, glb_cfg(ports=1), WORD_BYTES)
+    _, b = run(env, glb.read(0, 1024), glb.write(1000, 8))  # the second in bank 1, behind the first on the port
+    assert (b["start_cycle"][0], b["end_cycle"][0]) == (256, 258)
+
+
 def test_glb_one_port_serialises_different_banks() -> None:
     env = simpy.Environment()
     glb = Sram(env, glb_cfg(ports=1), WORD_BYTES)

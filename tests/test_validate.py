@@ -1,10 +1,11 @@
 """The trace validator (`hwsim trace validate`, run by `hwsim check`): each rule on small hand-built traces whose
 violations are counted by hand, real simulations that must pass, and deliberate simulator bugs it must catch.
 
-Hardware of the hand-built traces: eyeriss-v1 — 16-bit words; DRAM 8 B/cycle on 1 channel, 64-byte bursts
-(a burst slot is 64 / 8 = 8 cycles), latency 50 ns at 200 MHz = 10 cycles; GLB 108 KiB = 55,296 words in 27
-banks of 2,048 words, 1 port of 4 words/cycle, 8 KiB filter partition (data partition 100 KiB = 102,400 B);
-64-bit NoC buses (4 words/cycle); 12 × 14 = 168 PEs of 1 MAC/cycle.
+Hardware of the hand-built traces: eyeriss-v1 with one GLB port and psums handed back after each pass on the
+psum bus — 16-bit words; DRAM 8 B/cycle on 1 channel, 64-byte bursts (a burst slot is 64 / 8 = 8 cycles),
+latency 50 ns at 200 MHz = 10 cycles; GLB 108 KiB = 55,296 words in 27 banks of 2,048 words, 1 port of 4
+words/cycle, 8 KiB filter partition (data partition 100 KiB = 102,400 B); 64-bit NoC buses (4 words/cycle);
+12 × 14 = 168 PEs of 1 MAC/cycle.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import pytest
 import hwsim.trace
 from hwsim.check.validate import RULES, Validation, min_dram_latency_cycles, validate_trace
 from hwsim.hardware import load_config
-from hwsim.hardware.loader import to_dict
+from hwsim.hardware.loader import from_dict, to_dict
 from hwsim.hardware.tree import UnitTable
 from hwsim.trace.schema import NO_STEP, empty_groups, empty_occupancy, empty_records
 from hwsim.trace.writer import TraceWriter
@@ -33,7 +34,8 @@ Record = tuple[int, int, int, int, int, int, int]  # start, end, op, operand, st
 
 def _hardware(**glb: Any) -> dict[str, Any]:
     data = to_dict(load_config("eyeriss-v1"))
-    data["glb"].update(glb)
+    data["glb"].update({"ports": 1, **glb})
+    data["noc"].update({"psum_out_bus_bits": 0, "psum_out_streamed": False})
     return data
 
 
@@ -45,7 +47,7 @@ def _write(path: Path, records: dict[str, list[Record]], groups: list[tuple[int,
     attrs = {"network": "hand", "hardware": "eyeriss-v1", "hardware_json": json.dumps(hardware or _hardware()),
              "clock_hz": 200e6, "word_bits": 16, "batch": 1, "dram_records": "burst",
              "dram_regions_json": json.dumps(regions if regions is not None else {})}
-    units = UnitTable.of(load_config("eyeriss-v1"))
+    units = UnitTable.of(from_dict(hardware or _hardware()))
     with TraceWriter(path, TRACE_LEVELS, ["conv"], ["glb.data", "glb.filter", "line_buffer"], attrs,
                      units=units.names) as writer:
         for level, rows in records.items():
@@ -320,6 +322,9 @@ CAUGHT_BY = {  # each deliberate bug of tools/timing_bugs.py, and the rule that 
     "psum_wait_by_start_address": "dependencies",  # ... or before overlapping psums stored at another address
     "noc_records_dropped": "levels",  # groups moving data through the NoC without a NoC record
     "dram_wrong_address": "addresses",  # loads reading DRAM at GLB addresses, outside their tensors
+    "psums_streamed_early": "dependencies",  # psums out of the RFs before their pass started
+    "glb_banks_not_swept": "ports",  # two transfers in one GLB bank at once
+    "filters_before_their_loads": "dependencies",  # filters read from the GLB before they were loaded into it
 }
 
 
@@ -330,7 +335,7 @@ def test_hwsim_check_catches_each_deliberate_timing_bug(tmp_path: Path, bug: str
     DRAM address is also a difference in the DRAM transfers' start offsets the closed form derives."""
     tool = _timing_bugs()
     chosen = next(b for b in tool.BUGS if b.name == bug)
-    code, doc = tool.run_check(tool.scratch_copy(chosen, tmp_path), "alexnet", "eyeriss-v1", "67x67")
+    code, doc = tool.run_check(tool.scratch_copy(chosen, tmp_path), "alexnet", chosen.hw or "eyeriss-v1", "67x67")
     broken = {r["rule"] for r in doc["validation"]["rules"] if r["violations"]}
     differ = {m["access"] for m in doc["mismatches"]}
     assert code == 1

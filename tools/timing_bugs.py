@@ -1,4 +1,4 @@
-"""Does `hwsim check` notice a simulator that breaks the hardware's timing? Twelve deliberate bugs, one at a time.
+"""Does `hwsim check` notice a simulator that breaks the hardware's timing? Fifteen deliberate bugs, one at a time.
 
 Each bug is a small edit of the simulator's source, applied to a scratch copy of the package (this checkout is
 never touched); `hwsim check NET --hw CONFIG --json` then runs on that copy in a fresh process. For each bug the
@@ -6,7 +6,9 @@ tool prints whether the counts comparison still passes, which validator rules br
 whether `hwsim check` as a whole failed (exit 1). A bug that no rule notices is reported as MISSED and makes the
 tool exit 1.
 
-The JEDEC bugs run on a config with the jedec DRAM model (eyeriss-v1-ddr) whatever --hw says.
+The JEDEC bugs run on a config with the jedec DRAM model (eyeriss-v1-ddr) whatever --hw says; the GLB port and
+psum-wait bugs on tests/configs/eyeriss-v1-one-port.yaml (eyeriss-v1 has three GLB ports and returns a pass's psums
+while it runs, where those two bugs change no cycle).
 
 Usage: python tools/timing_bugs.py [--net alexnet] [--hw eyeriss-v1] [--input WxH] [--only NAME,NAME]
 """
@@ -27,6 +29,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 JEDEC_HW = "eyeriss-v1-ddr"  # a shipped config whose DRAM is the jedec model
+ONE_PORT_HW = str(ROOT / "tests" / "configs" / "eyeriss-v1-one-port.yaml")  # one GLB port, psums after each pass
 
 
 @dataclass(frozen=True)
@@ -50,14 +53,23 @@ BUGS = (
         "latency = np.full(len(bursts), 0, dtype=np.int64)"),
     Bug("glb_port_ignored", "GLB transfers start without waiting for a free port", "hwsim/sim/sram.py",
         "port, start_cycle = self._scheduler.pick_server(banks_ready, self._port_free_at)",
-        "port, start_cycle = self._scheduler.pick_server(banks_ready, self._port_free_at)[0], banks_ready"),
+        "port, start_cycle = self._scheduler.pick_server(banks_ready, self._port_free_at)[0], banks_ready",
+        ONE_PORT_HW),
     Bug("psums_not_awaited", "passes do not wait for the psums they read to be stored", "hwsim/sim/executor.py",
         "yield from self.stored.wait_for(writer)\n            waited",
-        "yield from self.stored.wait_for(-1)\n            waited"),
+        "yield from self.stored.wait_for(-1)\n            waited", ONE_PORT_HW),
     Bug("psum_wait_by_start_address", "a pass waits only for psum stores that begin at the address it reads, not "
         "for every store overlapping its words (the simulator's behaviour before this tool existed)",
         "hwsim/sim/executor.py", "if lv == level and first < end and address < last), default=-1)",
-        "if lv == level and first == address), default=-1)"),
+        "if lv == level and first == address), default=-1)", ONE_PORT_HW),
+    Bug("psums_streamed_early", "psums streamed out of the RFs from when the array is free, before their pass "
+        "starts", "hwsim/sim/executor.py",
+        "for k in self._streamed_out(g):\n            end = max(end, runner.transfer(first + k, steps[k], ready))",
+        "for k in self._streamed_out(g):\n            end = max(end, runner.transfer(first + k, steps[k], at))"),
+    Bug("glb_banks_not_swept", "a GLB transfer frees its banks when it starts, not as its words leave them",
+        "hwsim/sim/sram.py", "[start_cycle + left for left in leave]", "[start_cycle for left in leave]"),
+    Bug("filters_before_their_loads", "a pass loads its filters into the RFs before its own filter loads land",
+        "hwsim/sim/executor.py", "from_loads = steps[k][SRC] in filled", "from_loads = False"),
     Bug("noc_records_dropped", "NoC records are never written", "hwsim/sim/runner.py",
         'self.want_noc, self.want_rf, self.want_pe = rec.wants("noc"), rec.wants("rf"), rec.wants("pe")',
         'self.want_noc, self.want_rf, self.want_pe = False, rec.wants("rf"), rec.wants("pe")'),

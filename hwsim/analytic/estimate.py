@@ -98,19 +98,29 @@ def layer_energy(c: LayerCounts, table: EnergyTable, cycles: int) -> tuple[dict[
     return table.price(c.transfers, c.compute, cycles)
 
 
+def bus_cycles(t: np.ndarray, hw: Accelerator) -> dict[str, int]:
+    """Cycles each NoC bus carries the words of a [level, operand, access] count table: ifmaps and filters
+    into the RFs on theirs, psums in and out on the psum bus, or out (and ofmaps leaving the RFs) on the psum
+    output bus when the NoC has one."""
+    bits, noc = hw.precision_bits, hw.noc
+    psum_in = int(t[Level.RF, Operand.PSUM, Access.FILL])
+    psum_out = int(t[Level.RF, Operand.PSUM].sum() + t[Level.RF, Operand.OFMAP].sum()) - psum_in
+    words = {"ifmap": (int(t[Level.RF, Operand.IFMAP, Access.FILL]), noc.ifmap_bus_bits),
+             "filter": (int(t[Level.RF, Operand.FILTER, Access.FILL]), noc.filter_bus_bits)}
+    if noc.psum_out_bus_bits:
+        words |= {"psum": (psum_in, noc.psum_bus_bits), "psum_out": (psum_out, noc.psum_out_bus_bits)}
+    else:
+        words["psum"] = (psum_in + psum_out, noc.psum_bus_bits)
+    return {bus: math.ceil(n * bits / width) for bus, (n, width) in words.items()}
+
+
 def latency_bound(c: LayerCounts, hw: Accelerator) -> LatencyBound:
     """The per-resource cycles of one layer and their maximum (see module docstring)."""
     t = c.transfers
     dram_bytes = int(t[Level.DRAM].sum()) * hw.word_bytes
     dram = math.ceil(dram_bytes / hw.dram.bandwidth_bytes_per_cycle)
     glb = math.ceil(int(t[Level.GLB].sum()) / (hw.glb.ports * hw.glb.words_per_port))
-    bits = hw.precision_bits
-    buses = {
-        "ifmap": (int(t[Level.RF, Operand.IFMAP, Access.FILL]), hw.noc.ifmap_bus_bits),
-        "filter": (int(t[Level.RF, Operand.FILTER, Access.FILL]), hw.noc.filter_bus_bits),
-        "psum": (int(t[Level.RF, Operand.PSUM].sum() + t[Level.RF, Operand.OFMAP].sum()), hw.noc.psum_bus_bits),
-    }
-    noc = max(math.ceil(words * bits / width) for words, width in buses.values())
+    noc = max(bus_cycles(t, hw).values())
     parts = {"compute": c.compute_cycles, "dram": dram, "glb": glb, "noc": noc}
     bottleneck = max(parts, key=lambda k: parts[k])
     bound = parts[bottleneck]

@@ -37,7 +37,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from hwsim.analytic.counts import LayerCounts
-from hwsim.analytic.estimate import latency_bound
+from hwsim.analytic.estimate import bus_cycles, latency_bound
 from hwsim.analytic.nest_counts import NestCounter, Window
 from hwsim.hardware.schema import Accelerator
 from hwsim.mapping.nest.format import DIMS, OPERANDS, WINDOWS, LoopNest
@@ -179,10 +179,7 @@ def pipeline_latency(layer: Layer, nest: LoopNest, batch: int, hw: Accelerator,
     filter_noc = ceil_div(filter_fills * hw.precision_bits, hw.noc.filter_bus_bits)
     passes = counts.compute_cycles + filter_noc
     first = sum(_move_cycles(hw, view.c._parent(t.op, t.level), t.words) for t in tiles if t.op != "psum")
-    t = counts.transfers
-    streams = max(ceil_div(int(t[Level.RF, Operand.IFMAP, Access.FILL]) * hw.precision_bits, hw.noc.ifmap_bus_bits),
-                  ceil_div(int(t[Level.RF, Operand.PSUM].sum() + t[Level.RF, Operand.OFMAP].sum()) * hw.precision_bits,
-                           hw.noc.psum_bus_bits))
+    streams = max(cycles for bus, cycles in bus_cycles(counts.transfers, hw).items() if bus != "filter")
     estimate = max(bound.dram_cycles, bound.glb_cycles, streams, passes) + exposed + first
     return PipelineLatency(bound.bound_cycles, passes, exposed, first, estimate, tuple(waits))
 

@@ -54,7 +54,7 @@ from hwsim.hardware.precision import layer_hardware
 from hwsim.hardware.schema import Accelerator, Link
 from hwsim.hardware.tree import core_hardware, unit_core
 from hwsim.trace import Trace
-from hwsim.vocab import BUS_OF_OPERAND, NO_ADDRESS, Op, Operand
+from hwsim.vocab import BUS_OF_OPERAND, NO_ADDRESS, TRACE_OPERAND_NAMES, Op, Operand
 
 WINDOW_SHIFT = 8
 WINDOW_CYCLES = 1 << WINDOW_SHIFT  # the DRAM bandwidth rule sums the bytes of the bursts starting in windows this long
@@ -176,6 +176,7 @@ class _Tree:
     unit_level: tuple[str, ...]  # per unit: the trace level its records belong to
     unit_core: np.ndarray  # per unit: its core, -1 for a shared unit or a link
     links: dict[int, Link]  # link unit -> its link
+    unit_names: tuple[str, ...]
 
     def views(self, core: int) -> tuple[Accelerator, ...]:
         """Core `core` (a shared unit: the first) as a one-core accelerator at each layer's word."""
@@ -196,7 +197,7 @@ def _tree(trace: Trace, hw: Accelerator) -> _Tree:
         levels.append(level)
         owners.append(-1 if core is None else core)
     return _Tree(hw, tuple(8 * int(b) for b in trace.layer_word_bytes), tuple(levels),
-                 np.array(owners, dtype=np.int64), links)
+                 np.array(owners, dtype=np.int64), links, tuple(trace.unit_names))
 
 
 def validate_trace(trace: Trace) -> Validation:
@@ -307,7 +308,8 @@ def _component_rules(tally: _Tally, level: str, rec: _Records, tree: _Tree, unit
     elif level in _SRAM_LEVELS:
         _sram_rules(tally, level, rec, views, names)
     elif level == "noc":
-        _noc_rules(tally, rec, views[0], _by_layer(views, rec, lambda v: v.precision_bits), names)
+        _noc_rules(tally, rec, views[0], tree.unit_names[unit].rsplit(".", 1)[-1],
+                   _by_layer(views, rec, lambda v: v.precision_bits), names)
     elif level == "pe":
         _pe_rules(tally, rec, views[0], names)
     elif level == "link":
@@ -458,23 +460,33 @@ def _sram_rules(tally: _Tally, level: str, rec: _Records, views: tuple[Accelerat
         spans = last - first + 1
         which = np.repeat(at, spans)
         bank = np.repeat(first, spans) + np.arange(len(which)) - np.repeat(np.cumsum(spans) - spans, spans)
-        _concurrency(tally, level, start[which], end[which], bank, 1, "one transfer per bank")
+        # a transfer sweeps its banks in address order: it holds each while its words there pass
+        into = np.maximum(0, bank * bank_words[which] - address[which])
+        upto = np.minimum(words[which], (bank + 1) * bank_words[which] - address[which])
+        held_from = start[which] + into * denominator[which] // numerator[which]
+        held_to = start[which] - (-(upto * denominator[which]) // numerator[which]) + latency
+        _concurrency(tally, level, held_from, held_to, bank, 1, "one transfer per bank")
 
 
-def _noc_rules(tally: _Tally, rec: _Records, hw: Accelerator, word_bits: np.ndarray, names: tuple[str, ...]) -> None:
-    widths = {"ifmap": hw.noc.ifmap_bus_bits, "filter": hw.noc.filter_bus_bits, "psum": hw.noc.psum_bus_bits}
-    bus_of = np.zeros(len(Operand) + 1, dtype=np.int64)
-    bits = np.ones(len(Operand) + 1, dtype=np.int64)
-    buses = list(widths)
-    for operand, bus in BUS_OF_OPERAND.items():
-        bus_of[operand] = buses.index(bus)
-        bits[operand] = widths[bus]
+def _noc_rules(tally: _Tally, rec: _Records, hw: Accelerator, bus: str, word_bits: np.ndarray,
+               names: tuple[str, ...]) -> None:
+    """One bus's records (the unit `CORE.noc.BUS`): each carries operands that bus takes, at its width, one
+    transfer at a time."""
+    widths = {"ifmap": hw.noc.ifmap_bus_bits, "filter": hw.noc.filter_bus_bits, "psum": hw.noc.psum_bus_bits,
+              "psum_out": hw.noc.psum_out_bus_bits}
+    if not widths.get(bus):
+        tally.add("units", np.ones(1, bool), lambda i: f"noc unit {bus!r} is not a bus of the hardware")
+        return
+    takes = np.array([BUS_OF_OPERAND[o] == bus.removesuffix("_out") for o in Operand] + [False])
     start, end, words = rec["start_cycle"], rec["end_cycle"], rec["words"]
-    least = -(-(words * word_bits) // bits[rec["operand"]])
+    tally.add("units", ~takes[rec["operand"]], lambda i: f"the {bus} bus carried a "
+                                                        f"{TRACE_OPERAND_NAMES[int(rec['operand'][i])]} transfer: "
+                                                        + _where(rec, i, names))
+    least = -(-(words * word_bits) // widths[bus])
     tally.add("bandwidth", (end - start) < least,
               lambda i: f"noc transfer lasts {int(end[i] - start[i])} cycles, its words need {int(least[i])} on "
-                        f"the {buses[int(bus_of[rec['operand'][i]])]} bus: " + _where(rec, i, names))
-    _concurrency(tally, "noc", start, end, bus_of[rec["operand"]], 1, "one transfer per bus")
+                        f"the {bus} bus: " + _where(rec, i, names))
+    _concurrency(tally, "noc", start, end, np.zeros(len(rec), np.int64), 1, "one transfer per bus")
 
 
 def _pe_rules(tally: _Tally, rec: _Records, hw: Accelerator, names: tuple[str, ...]) -> None:
@@ -575,22 +587,33 @@ def _group_min(values: np.ndarray, group: np.ndarray, n: int) -> np.ndarray:
     return out
 
 
-def _group_rules(tally: _Tally, steps: _Steps, groups: np.ndarray, psum_access: dict[str, _Records],
-                 hw: Accelerator, trace: Trace, recorded: set[str]) -> None:
-    names = trace.layers
+def _step_groups(tally: _Tally, steps: _Steps, groups: np.ndarray, names: tuple[str, ...]) -> np.ndarray | None:
+    """Per step, the index of its group (None, with the violation tallied, when the groups are out of order or
+    a step belongs to none)."""
     n = len(groups)
     first_key = (groups["layer"].astype(np.int64) << _STEP_BITS) | groups["first_step"]
     if n and np.any(np.diff(first_key) <= 0):
         tally.add("dependencies", np.ones(1, bool), lambda i: "the trace's groups are not in layer and step order")
-        return
+        return None
     g = np.searchsorted(first_key, steps.key, side="right") - 1
     layer_of_step = steps.key >> _STEP_BITS
     orphan = (g < 0) | (groups["layer"][np.maximum(g, 0)] != layer_of_step) if n else np.ones(len(steps.key), bool)
     tally.add("dependencies", orphan, lambda i: f"layer {names[int(layer_of_step[i])]} step "
                                                 f"{int(steps.key[i] & ((1 << _STEP_BITS) - 1))} has records but "
                                                 "belongs to no group of the schedule")
-    if not n or orphan.any():
+    return None if not n or orphan.any() else g
+
+
+def _group_rules(tally: _Tally, steps: _Steps, groups: np.ndarray, psum_access: dict[str, _Records],
+                 hw: Accelerator, trace: Trace, recorded: set[str]) -> None:
+    names = trace.layers
+    n = len(groups)
+    found = _step_groups(tally, steps, groups, names)
+    if found is None:
         return
+    g = found
+    first_key = (groups["layer"].astype(np.int64) << _STEP_BITS) | groups["first_step"]
+    layer_of_step = steps.key >> _STEP_BITS
     step_no = steps.key & ((1 << _STEP_BITS) - 1)
     compute = groups["compute_step"][g]
     near = steps.fills == 0  # a load that fills no buffer feeds the RFs (its storage records are reads)
@@ -600,6 +623,7 @@ def _group_rules(tally: _Tally, steps: _Steps, groups: np.ndarray, psum_access: 
     far_load = is_load & ~near
     filter_fill = is_load & near & (steps.operand == Operand.FILTER)
     streams = is_load & near & ~filter_fill
+    streamed_out = _streamed_out(steps, is_store, layer_of_step, hw, trace)
 
     layer = groups["layer"].astype(np.int64)
     layer_start = _layer_starts(steps, layer_of_step, trace)
@@ -607,8 +631,9 @@ def _group_rules(tally: _Tally, steps: _Steps, groups: np.ndarray, psum_access: 
     before = _previous_in_layer(loads_end, layer)  # the latest end of an earlier group's loads in the layer
     load_floor = np.maximum(before, layer_start[layer])
     pass_start = _group_min(np.where(is_pass, steps.start, _LATE), g, n)
-    pass_end = _group_max(np.where(is_pass | streams, steps.end, _NONE), g, n)
+    pass_end = _group_max(np.where(is_pass | streams | streamed_out, steps.end, _NONE), g, n)
     filters_end = _group_max(np.where(filter_fill, steps.end, _NONE), g, n)
+    filter_loads_end = _group_max(np.where(far_load & (steps.operand == Operand.FILTER), steps.end, _NONE), g, n)
 
     def step_text(i: int) -> str:
         return f"layer {names[int(layer_of_step[i])]} step {int(step_no[i])} (group {int(g[i])})"
@@ -619,16 +644,35 @@ def _group_rules(tally: _Tally, steps: _Steps, groups: np.ndarray, psum_access: 
     tally.add("dependencies", far_load & (steps.start < before[g]),
               lambda i: f"{step_text(i)}, a load, starts at {int(steps.start[i])} before the previous group's "
                         f"loads ended at {int(before[g[i]])}")
+    tally.add("dependencies", filter_fill & (steps.start < filter_loads_end[g]),
+              lambda i: f"{step_text(i)}, filters into the RFs, starts at {int(steps.start[i])} before the group's "
+                        f"filter loads ended at {int(filter_loads_end[g[i]])}")
     has_pass = pass_start < _LATE
     tally.add("dependencies", has_pass & (pass_start < np.maximum(loads_end, filters_end)),
               lambda k: f"layer {names[int(layer[k])]} group {k}: its pass starts at {int(pass_start[k])}, before "
                         f"its loads and filters are in at {int(max(loads_end[k], filters_end[k]))}")
-    tally.add("dependencies", is_store & (steps.start < pass_end[g]),
+    tally.add("dependencies", is_store & ~streamed_out & (steps.start < pass_end[g]),
               lambda i: f"{step_text(i)}, a store, starts at {int(steps.start[i])} before its pass ended at "
                         f"{int(pass_end[g[i]])}")
+    tally.add("dependencies", streamed_out & (steps.start < pass_start[g]),
+              lambda i: f"{step_text(i)}, psums streamed out of the RFs, starts at {int(steps.start[i])} before its "
+                        f"pass started at {int(pass_start[g[i]])}")
     _psum_rule(tally, psum_access, first_key, groups["compute_step"], names, pass_start)
-    _latency_rule(tally, steps, g, far_load, is_store, load_floor, pass_end, hw, step_text)
+    store_floor = np.where(streamed_out, pass_start[g], pass_end[g])
+    _latency_rule(tally, steps, g, far_load, is_store, load_floor, store_floor, hw, step_text)
     _levels_rule(tally, steps, g, groups, trace, recorded)
+
+
+def _streamed_out(steps: _Steps, is_store: np.ndarray, layer_of_step: np.ndarray, hw: Accelerator,
+                  trace: Trace) -> np.ndarray:
+    """Per step: a store leaving the RFs while its pass runs — on a core whose NoC hands psums back during the
+    pass (`noc.psum_out_streamed`)."""
+    if "rf" not in trace.group_level_bits:
+        return np.zeros(len(is_store), dtype=bool)
+    streams = np.array([core_hardware(hw, int(core)).noc.psum_out_streamed for core in trace.layer_cores], dtype=bool)
+    from_rf = (steps.level_bits & (1 << trace.group_level_bits.index("rf"))) != 0
+    result: np.ndarray = is_store & from_rf & streams[layer_of_step]
+    return result
 
 
 def _layer_starts(steps: _Steps, layer_of_step: np.ndarray, trace: Trace) -> np.ndarray:
@@ -713,12 +757,13 @@ def _early_pass(level: str, pass_at: np.ndarray, writer_end: np.ndarray, first: 
 
 
 def _latency_rule(tally: _Tally, steps: _Steps, g: np.ndarray, far_load: np.ndarray, is_store: np.ndarray,
-                  load_floor: np.ndarray, pass_end: np.ndarray, hw: Accelerator,
+                  load_floor: np.ndarray, store_floor: np.ndarray, hw: Accelerator,
                   step_text: Callable[[int], str]) -> None:
     """A DRAM transaction's first burst comes the minimum latency after the earliest cycle it can be requested:
-    a load's, once the previous group's loads have ended; a store's, once its pass has ended."""
+    a load's, once the previous group's loads have ended; a store's, once its pass has ended (streamed out of
+    the RFs: once its pass has started), `store_floor` per step."""
     latency = min_dram_latency_cycles(hw)
-    floor = np.where(far_load, load_floor[g], np.where(is_store, pass_end[g], _NONE))
+    floor = np.where(far_load, load_floor[g], np.where(is_store, store_floor, _NONE))
     has_dram = steps.dram_start < _LATE
     tally.add("dram_latency", has_dram & (far_load | is_store) & (steps.dram_start < floor + latency),
               lambda i: f"{step_text(i)}: its first DRAM burst starts at {int(steps.dram_start[i])}, but it cannot be "

@@ -634,7 +634,7 @@ def _core_errors(acc: Accelerator) -> Iterator[str]:
     if glb.size_bytes % word:
         yield f"glb.size: {glb.size_bytes} B is not a whole number of {bits}-bit words"
     yield from _array_errors(acc)
-    for bus in ("ifmap_bus_bits", "filter_bus_bits", "psum_bus_bits"):
+    for bus in ("ifmap_bus_bits", "filter_bus_bits", "psum_bus_bits", "psum_out_bus_bits"):
         width = getattr(acc.noc, bus)
         if width % bits:
             yield f"noc.{bus.removesuffix('_bits')}: {width} bit is not a multiple of the {bits}-bit word"

@@ -149,11 +149,16 @@ class PeArray:
 
 @dataclass(frozen=True, kw_only=True)
 class Noc:
-    """On-chip network between GLB and PEs: the ifmap, filter and psum multicast buses."""
+    """On-chip network between GLB and PEs: the ifmap, filter and psum multicast buses (and a psum output bus)."""
 
     ifmap_bus_bits: int = param(BITS, "width of the GLB→PE ifmap multicast bus", integer=True)
     filter_bus_bits: int = param(BITS, "width of the filter multicast bus", integer=True)
     psum_bus_bits: int = param(BITS, "width of the psum bus between GLB and PE columns", integer=True)
+    psum_out_bus_bits: int = param(BITS, "width of a separate PE→GLB bus for the psums leaving the array (Eyeriss' "
+                                         "psum GON); 0: psums in and out share the psum bus", 0, integer=True,
+                                   positive=False)
+    psum_out_streamed: bool = flag("the array hands each output's psum back as its PE column finishes it (Eyeriss), "
+                                   "so a pass's psum stores run with the pass; off: they follow its last MAC")
     inter_pe_energy_pj: float = param(ENERGY, "energy of moving one word between neighbouring PEs")
     model: str = choice("NoC model: buses (one ifmap, one filter and one psum multicast bus)", NOC_MODELS, "buses")
     params: Any = model_params("the parameters the NoC model declares", "model")

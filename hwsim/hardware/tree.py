@@ -1,7 +1,8 @@
 """The accelerator as a tree of units: its cores, the L2 and DRAM they share, and the links between them.
 
 A *unit* is one thing a trace record happens at, named by its place in the tree: `dram`, `l2`, and per core
-`CORE.glb`, `CORE.line_buffer`, `CORE.noc.ifmap` (and `.filter`, `.psum`), `CORE.rf`, `CORE.pe`, and per link
+`CORE.glb`, `CORE.line_buffer`, `CORE.noc.ifmap` (and `.filter`, `.psum`, `.psum_out` when the NoC has a psum
+output bus), `CORE.rf`, `CORE.pe`, and per link
 and direction `LINK.A>B`. `UnitTable` numbers them: the simulator stamps every record with its unit's number,
 and the trace keeps the names. `core_hardware` is one core seen as a single-core accelerator (its own sections
 with the shared L2 and DRAM): what a mapper maps a layer onto and what a closed form prices it with.
@@ -45,8 +46,9 @@ class UnitTable:
     def of(cls, hw: Accelerator) -> UnitTable:
         cores = tuple(c.name for c in hw.all_cores)
         names = ["dram", *(("l2",) if hw.l2 is not None else ())]
-        for core in cores:
-            names += [f"{core}.{unit}" for unit in CORE_UNITS]
+        for core, cfg in zip(cores, hw.all_cores):
+            names += [f"{core}.{unit}" for unit in CORE_UNITS
+                      if unit != "noc.psum_out" or cfg.noc.psum_out_bus_bits]  # a psum output bus of its own
         for link in hw.links:
             a, b = link.between
             names += [f"{link.name}.{a}>{b}", f"{link.name}.{b}>{a}"]

@@ -170,7 +170,9 @@ class Screen:
             compute = passes * (-(-work // (active * pe.macs_per_cycle)) + pe.fill_drain_cycles)
         bits, noc = hw.precision_bits, hw.noc
         filters = moved["rf.filter"] * bits / noc.filter_bus_bits
-        streams = max(moved["rf.ifmap"] * bits / noc.ifmap_bus_bits, 2 * moved["rf.psum"] * bits / noc.psum_bus_bits)
+        psums = (max(1 / noc.psum_bus_bits, 1 / noc.psum_out_bus_bits) if noc.psum_out_bus_bits  # in and out apart
+                 else 2 / noc.psum_bus_bits)
+        streams = max(moved["rf.ifmap"] * bits / noc.ifmap_bus_bits, moved["rf.psum"] * bits * psums)
         dram = dram_words * hw.word_bytes / hw.dram.bandwidth_bytes_per_cycle
         glb = glb_words / (hw.glb.ports * hw.glb.words_per_port)
         apart = {op: op == "filter" and self.filter_room > 0 for op in tiles}

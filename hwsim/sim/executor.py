@@ -14,12 +14,17 @@ policy:
   are done (ring rows are overwritten only once released), and a load of
   psums (spilled to the L2 or DRAM) until every earlier group whose psum
   stores overlap its words has stored them;
-- the *pass*: once every earlier pass that wrote psums overlapping those it
-  reads back has stored them, its filters go into the RFs one transfer after another, then
-  its ifmap and psum words stream in over the NoC while the array computes
-  (a pass ends when its compute and its streams are done);
+- the *pass*: its filters go into the RFs one transfer after another as soon
+  as the array has ended the pass before (a filter the group's loads bring
+  waits for them to land; one bypassing those buffers does not), then, once
+  its loads have landed and every earlier pass that wrote psums overlapping
+  those it reads back has stored them, its ifmap and psum words stream in
+  over the NoC while the array computes (a pass ends when its compute and
+  its streams are done);
 - *stores*: the steps after the COMPUTE (psums RF → GLB, ofmaps → DRAM,
-  FREE), one after another.
+  FREE), one after another; with the NoC's `psum_out_streamed` the psums
+  leaving the RFs go with the pass instead (as its columns finish them), the
+  pass ending when they are stored too.
 
 A step is performed by `hwsim.sim.runner.StepRunner` at the cycle it is requested. The two execution policies
 differ only in when groups start and what an ALLOC that does not fit means:
@@ -210,6 +215,7 @@ class LayerExecutor:
         # psum stores noted and not yet known to be done, in group order
         self.steps = 0
         self.rf_wait = self.load_wait = self.psum_wait = 0
+        self.streams_out = m.cores[layer.core].hw.noc.psum_out_streamed
 
     def run(self) -> Generator[simpy.Event, Any, None]:
         yield from self.policy.run(self)
@@ -260,28 +266,53 @@ class LayerExecutor:
                 runner.release(s, at)
         return end, near
 
-    def run_pass(self, g: Group, near: list[int], at: int) -> Generator[simpy.Event, Any, int]:
-        """Filters into the RFs one after another from `at`, then the pass with its streams; its end cycle."""
+    def run_pass(self, g: Group, near: list[int], at: int, landed: int) -> Generator[simpy.Event, Any, int]:
+        """The pass of a group whose loads land at `landed`, on an array free from `at`: its filters into the
+        RFs one after another (from `at` when their source is not one of the group's loads, a filter bypassing
+        the buffers the loads fill; else from `landed`), then, once its loads and the psums it reads back are
+        there, the pass with its streams; its end cycle."""
         steps, first, runner = g.steps, g.first, self.runner
-        if self.policy.follows_clock:  # groups run out of order only under a clock-following policy
-            at = yield from self._wait_for_psums(g, near, at)
         env, follows = self.m.env, self.policy.follows_clock
+        filled = {steps[k][DST] for k in range(g.compute) if steps[k][KIND] == _TRANSFER
+                  and steps[k][OPERAND] == _FILTER}
         ready = at
         for k in near:  # filters must sit in the RFs before the pass starts
             if steps[k][OPERAND] == _FILTER:
+                from_loads = steps[k][SRC] in filled
+                if from_loads and landed > ready:
+                    self.load_wait += landed - ready
+                    ready = landed
                 if follows and ready > env.now:
                     yield env.timeout(ready - env.now)
+                start = ready
                 ready = runner.transfer(first + k, steps[k], ready)
+                self.rf_wait += ready - start
+        if landed > ready:
+            self.load_wait += landed - ready
+            ready = landed
         if follows and ready > env.now:
             yield env.timeout(ready - env.now)
-        self.rf_wait += ready - at
+        if follows:  # groups run out of order only under a clock-following policy
+            ready = yield from self._wait_for_psums(g, near, ready)
         end = ready
         for k in near:
             if steps[k][OPERAND] != _FILTER:
                 end = max(end, runner.transfer(first + k, steps[k], ready))
         if g.compute < len(steps):
             end = max(end, runner.compute(first + g.compute, steps[g.compute], ready))
+        for k in self._streamed_out(g):
+            end = max(end, runner.transfer(first + k, steps[k], ready))
         return end
+
+    def _streamed_out(self, g: Group) -> Iterator[int]:
+        """Positions of the group's psum stores that leave the RFs while its pass runs (the NoC's
+        `psum_out_streamed`: each output handed back as its column finishes it); none otherwise."""
+        if not self.streams_out:
+            return
+        steps = g.steps
+        for k in range(g.compute + 1, len(steps)):
+            if steps[k][SRC] == _RF and steps[k][KIND] == _TRANSFER:
+                yield k
 
     def _wait_for_psums(self, g: Group, near: list[int], at: int) -> Generator[simpy.Event, Any, int]:
         """Wait until every earlier pass that wrote the psums this pass reads back has stored them. The cycle the
@@ -318,11 +349,14 @@ class LayerExecutor:
         """The group's stores one after another from `at`; the cycle the last one ends."""
         runner, steps, first = self.runner, g.steps, g.first
         env, follows = self.m.env, self.policy.follows_clock
+        streamed = self.streams_out
         for k in range(g.compute + 1, len(steps)):
             s = steps[k]
             if follows and at > env.now:
                 yield env.timeout(at - env.now)
             kind = s[KIND]
+            if kind == _TRANSFER and streamed and s[SRC] == _RF:
+                continue  # it ran with the pass
             if kind == _TRANSFER:
                 at = runner.transfer(first + k, s, at)
             elif kind == _ALLOC:
@@ -357,8 +391,8 @@ class Pipelined(ExecutionPolicy):
         goes to the array when the last one has landed."""
         for g in _groups(ex.layer, ex.group_log):
             end, near = yield from ex.loads(g, int(ex.m.env.now))
+            to_array.put((g, near, end))  # the array may load filters that bypass these loads meanwhile
             yield from ex.until(end)
-            to_array.put((g, near))
         to_array.put(None)
 
     @staticmethod
@@ -370,9 +404,9 @@ class Pipelined(ExecutionPolicy):
             if item is None:
                 to_store.put(None)
                 return
-            g, near = item
+            g, near, landed = item
             ex.load_wait += int(env.now) - wait_from
-            end = yield from ex.run_pass(g, near, int(env.now))
+            end = yield from ex.run_pass(g, near, int(env.now), landed)
             yield from ex.until(end)
             to_store.put(g)
 
@@ -397,8 +431,7 @@ class Sequential(ExecutionPolicy):
         end = int(env.now)
         for g in _groups(ex.layer, ex.group_log):
             loaded, near = yield from ex.loads(g, end)
-            ex.load_wait += loaded - end
-            end = yield from ex.run_pass(g, near, loaded)
+            end = yield from ex.run_pass(g, near, end, loaded)
             end = yield from ex.stores(g, end)
             if g.index % SEQUENTIAL_CLOCK_GROUPS == 0 and end > env.now:
                 yield env.timeout(end - env.now)

@@ -37,6 +37,7 @@ _DRAM, _L2, _GLB, _LINE_BUFFER, _RF = (int(Level.DRAM), int(Level.L2), int(Level
                                       int(Level.RF))
 _FILTER, _PSUM, _OFMAP = int(Operand.FILTER), int(Operand.PSUM), int(Operand.OFMAP)
 _BUS_OF_OPERAND = ("ifmap", "filter", "psum", "psum")  # NoC bus of each operand (`hwsim.vocab.BUS_OF_OPERAND`)
+_OUT_BUS = ("ifmap", "filter", "psum_out", "psum_out")  # ... of each leaving the RF (psums, ofmaps: psum_out)
 _BUFFER_LEVELS = (_GLB, _LINE_BUFFER)  # per-core levels a transfer between cores may join
 
 F = StepField
@@ -68,6 +69,7 @@ class StepRunner:
         self.want_link = rec.wants("link")
         self.dram_per_burst = rec.wants("dram") and "dram" not in rec.per_transaction
         self.buses = [[c.noc.bus(name) for name in _BUS_OF_OPERAND] for c in m.cores]
+        self.out_buses = [[c.noc.bus(name) for name in _OUT_BUS] for c in m.cores]
         self.coded_levels = frozenset(LEVEL_NAMES.index(level) for level in Links.of(m.hw).levels)
         self.passes = 0
         self.compute_cycles = 0
@@ -93,7 +95,7 @@ class StepRunner:
         if src == _RF or dst == _RF:  # the RF end rides its core's NoC
             filled = dst == _RF
             core = dst_core if filled else src_core
-            bus = self.buses[core][operand]
+            bus = (self.buses if filled else self.out_buses)[core][operand]
             start = bus.book(False, NO_ADDRESS, words, at, self.wb)
             end = max(end, bus.reserved_end_cycle)
             if self.want_noc:

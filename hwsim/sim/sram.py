@@ -5,16 +5,24 @@ Timing of one transfer of W words at word address A:
 
 - It touches banks ⌊A/bank_words⌋ … ⌊(A+W−1)/bank_words⌋, where
   bank_words = size_bytes / banks / word_bytes (NO_ADDRESS: bank 0).
-- It needs every bank it touches and one port, and holds them all for
-  D = ⌈W / words_per_cycle⌉ + latency_cycles cycles.
+- It needs one port for D = ⌈W / words_per_cycle⌉ + latency_cycles
+  cycles and sweeps the banks it touches in address order: bank b is held
+  from the cycle its first word passes, S + ⌊(first word of b − A) /
+  words_per_cycle⌋, to the cycle its last word has, S + latency_cycles +
+  ⌈(end word of b − A) / words_per_cycle⌉. So a second transfer over the
+  same banks (a pass's psums written back behind their reads) follows the
+  first bank by bank on another port instead of waiting for its end. With
+  one port every bank is free by the time the port is; such an SRAM holds
+  all of a transfer's banks to its end, which times alike.
   GLB: words_per_cycle = words_per_port, latency 0, `ports` ports.
   L2: one port, words_per_cycle = bandwidth_bytes_per_cycle / word_bytes
   (an exact fraction), latency = latency_cycles.
   Line buffer: one bank, one port, words_per_port, latency 0.
 - Every bank and port keeps the cycle it is next free. A transfer requested
-  at cycle r is booked at once: with banks_ready = max(r, latest free cycle
-  of its banks), the scheduler (`scheduler: fcfs`, see `hwsim.sim.policy`)
-  picks its port and start S; its banks and port are then free at S + D.
+  at cycle r is booked at once: with banks_ready = max(r, latest over its
+  banks of the cycle the bank is free less its entry offset), the
+  scheduler (`scheduler: fcfs`, see `hwsim.sim.policy`) picks its port and
+  start S; its port is then free at S + D, each bank when it has left it.
   First come, first served starts it at S = max(banks_ready, earliest free
   port), on the port free latest by S.
 - So two transfers on the same bank serialise, transfers on different banks
@@ -156,19 +164,40 @@ class Sram(Port):
             raise HwsimError(f"{self.name}: access of {amount} words at word {address} runs past the end "
                              f"of the {size_words}-word buffer")
 
+    @staticmethod
+    def _sweep_offsets(located: int, amount: int, first_bank: int, last_bank: int, t: WordTiming
+                       ) -> tuple[list[int], list[int]]:
+        """Per bank a transfer touches: the cycle after its start its first word there passes (floor), and the
+        cycle its last word there has passed (ceil, with the SRAM's latency): the banks in address order."""
+        rate, bank = t.words_per_cycle, t.bank_words
+        entry, leave = [], []
+        for b in range(first_bank, last_bank + 1):
+            into = max(0, b * bank - located)
+            entry.append(into * rate.denominator // rate.numerator)
+            leave.append(cycles_at_rate(min(amount, (b + 1) * bank - located), rate) + t.latency_cycles)
+        return entry, leave
+
     def _book(self, is_read: bool, address: int, amount: int, now: int, word_bytes: int) -> int:
         t = self._timings.get(word_bytes) or self.timing(word_bytes)
         located = max(address, 0)  # NO_ADDRESS (line buffers: rows are not located) is bank 0
         first_bank = located // t.bank_words
         last_bank = (located + amount - 1) // t.bank_words
         bank_free_at = self._bank_free_at
-        banks_ready = max(now, bank_free_at[first_bank] if first_bank == last_bank
-                          else max(bank_free_at[first_bank:last_bank + 1]))
+        sweeps = first_bank != last_bank and len(self._port_free_at) > 1
+        if sweeps:
+            entry, leave = self._sweep_offsets(located, amount, first_bank, last_bank, t)
+            banks_ready = max(now, *(bank_free_at[b] - e for b, e in zip(range(first_bank, last_bank + 1), entry)))
+        else:
+            banks_ready = max(now, bank_free_at[first_bank] if first_bank == last_bank
+                              else max(bank_free_at[first_bank:last_bank + 1]))
         port, start_cycle = self._scheduler.pick_server(banks_ready, self._port_free_at)
         duration_cycles = cycles_at_rate(amount, t.words_per_cycle) + t.latency_cycles
         end_cycle = start_cycle + duration_cycles
         self._port_free_at[port] = end_cycle
-        bank_free_at[first_bank:last_bank + 1] = [end_cycle] * (last_bank + 1 - first_bank)
+        if sweeps:
+            bank_free_at[first_bank:last_bank + 1] = [start_cycle + left for left in leave]
+        else:
+            bank_free_at[first_bank:last_bank + 1] = [end_cycle] * (last_bank + 1 - first_bank)
         self.reserved_end_cycle = end_cycle
         self.bank_conflict_stall_cycles += banks_ready - now
         self.port_stall_cycles += start_cycle - banks_ready

@@ -1,5 +1,5 @@
 """The on-chip network (`noc.model: buses`): the ifmap, filter and psum multicast buses between the GLB and
-the PEs.
+the PEs, and with `psum_out_bus` a bus of its own for the psums leaving the array (else they take the psum bus).
 
 Moving W words of word_bits (the width of the transfer's words) on a bus of
 bus_bits takes ⌈W·word_bits / bus_bits⌉ cycles. A multicast delivers one word to every PE that wants it for the cost
@@ -64,13 +64,15 @@ class Noc:
         self.env = env
         self.cfg = cfg
         self.name = name
-        widths = {"ifmap": cfg.ifmap_bus_bits, "filter": cfg.filter_bus_bits, "psum": cfg.psum_bus_bits}
+        widths = {"ifmap": cfg.ifmap_bus_bits, "filter": cfg.filter_bus_bits, "psum": cfg.psum_bus_bits,
+                  "psum_out": cfg.psum_out_bus_bits}
         self.buses = {bus: Bus(env, widths[bus], word_bytes, scheduler(cfg.scheduler), f"{name}.{bus}")
-                      for bus in BUSES}
+                      for bus in BUSES if widths[bus]}
         self.reserved_end_cycle = 0  # cycle the latest reservation on any bus ends
 
     def bus(self, bus: str) -> Bus:
-        found = self.buses.get(bus)
+        """The bus called `bus`; psum_out is the psum bus when the NoC has no psum output bus of its own."""
+        found = self.buses.get(bus) or (self.buses["psum"] if bus == "psum_out" else None)
         if found is None:
             raise HwsimError(f"{self.name}: unknown bus {bus!r}; use one of {', '.join(BUSES)}")
         return found
@@ -106,4 +108,5 @@ class Noc:
 
 
 NOC_MODELS.register("buses")(ComponentKind(
-    "one ifmap, one filter and one psum multicast bus between the GLB and the PEs", f"{__name__}:Noc"))
+    "one ifmap, one filter and one psum multicast bus between the GLB and the PEs (and a psum output bus)",
+    f"{__name__}:Noc"))
