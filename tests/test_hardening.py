@@ -38,7 +38,7 @@ BAD_VALUES = [
     ("  burst: 64 B", "  burst: 1e400 B", ["dram.burst", "not a finite number"]),
     ("  other_fraction: 0.15", "  other_fraction: .nan", ["control.other_fraction", "not a finite number"]),
     ("  macs_per_cycle: 1", "  macs_per_cycle: 1e-30", ["pe_array.macs_per_cycle", "whole number"]),
-    ("  ports: 1", "  ports: 1e-30", ["glb.ports", "whole number"]),
+    ("  ports: 3", "  ports: 1e-30", ["glb.ports", "whole number"]),
     ("  macs_per_cycle: 1", "  macs_per_cycle: 9223372036854775808", ["pe_array.macs_per_cycle", "largest count"]),
     # 2**12 x 2**12 PEs (each within the count range) x 2**9 MACs = 2**33 MACs per cycle > 2**32
     ("  rows: 12\n  cols: 14\n  macs_per_cycle: 1", "  rows: 4096\n  cols: 4096\n  macs_per_cycle: 512",
