@@ -139,3 +139,29 @@ def test_one_registry() -> None:
                        if isinstance(node, ast.ImportFrom) and any(a.name == "Registry" for a in node.names)
                        and node.module != "hwsim.registry")
     assert importers == []
+
+
+def test_the_flows_package_exports_each_name_from_its_flow_module_on_first_use() -> None:
+    """`hwsim.flows` names every public flow; each resolves to the object its module defines, and `__all__`
+    lists exactly those names."""
+    import importlib
+
+    import hwsim.flows as flows
+
+    homes = {name: module for module, names in flows._HOMES.items() for name in names}
+    assert sorted(homes) == sorted(flows.__all__)
+    for name, module in homes.items():
+        assert getattr(flows, name) is getattr(importlib.import_module(f"hwsim.flows.{module}"), name)
+
+
+def test_the_estimate_flow_does_not_import_the_other_flows_or_the_trace() -> None:
+    """`hwsim estimate` runs `hwsim.flows.estimate`: importing it, in a fresh interpreter, loads neither the
+    simulate, check and depth-first flows nor the trace package and h5py (the package's `__init__` imports
+    nothing eagerly)."""
+    import subprocess
+    import sys
+
+    code = ("import sys, hwsim.flows.estimate; print(' '.join(m for m in ('hwsim.flows.simulate', "
+            "'hwsim.flows.check', 'hwsim.flows.depth_first', 'hwsim.trace', 'h5py') if m in sys.modules))")
+    loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    assert loaded == []

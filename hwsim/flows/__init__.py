@@ -8,50 +8,86 @@ or `Accelerator`; a batch, ...) and returns a frozen dataclass; none prints.
     report = check_simulation(sim)
 """
 
-from hwsim.flows.check import TraceCheck, check_network, check_run, check_simulation, check_trace
-from hwsim.flows.depth_first import (
-    DepthFirstGains,
-    DepthFirstStudy,
-    FrontPoint,
-    PointCheck,
-    check_depth_first,
-    check_front_points,
-    depth_first_front,
-    pick_points,
-)
-from hwsim.flows.estimate import (
-    CnnergyEstimate,
-    EstimateSettings,
-    GlbSizePoint,
-    GlbSizeSweep,
-    LayerTable,
-    MappingEstimate,
-    estimate_cnnergy,
-    estimate_mapping,
-    estimate_run,
-    glb_sizes,
-    sweep_glb_size,
-)
-from hwsim.flows.inputs import as_graph, as_hardware, choose_sparsity
-from hwsim.flows.mapping import MappedNetwork, map_network
-from hwsim.flows.memplan import MemoryStudy, StrategyMemory, study_memory
-from hwsim.flows.partition import Partition, partition_network
-from hwsim.flows.phases import (
-    BufferSimulation,
-    PhasedResult,
-    PhasesStudy,
-    phases_sdf3_xml,
-    study_phases,
-)
-from hwsim.flows.run import RunSpec, resolve_run
-from hwsim.flows.simulate import Simulation, simulate_network, simulate_run
-from hwsim.flows.totals import RunTotals
-from hwsim.flows.trace_stats import (
-    TraceQuery,
-    TraceSummary,
-    query_trace,
-    summarize_trace,
-)
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+_HOMES = {  # the flow module of each public name: imported when the name is first used
+    "check": ("TraceCheck", "check_network", "check_run", "check_simulation", "check_trace"),
+    "depth_first": ("DepthFirstGains", "DepthFirstStudy", "FrontPoint", "PointCheck", "check_depth_first",
+        "check_front_points", "depth_first_front", "pick_points"),
+    "estimate": ("CnnergyEstimate", "EstimateSettings", "GlbSizePoint", "GlbSizeSweep", "LayerTable",
+        "MappingEstimate", "estimate_cnnergy", "estimate_mapping", "estimate_run", "glb_sizes", "sweep_glb_size"),
+    "inputs": ("as_graph", "as_hardware", "choose_sparsity"),
+    "mapping": ("MappedNetwork", "map_network"),
+    "memplan": ("MemoryStudy", "StrategyMemory", "study_memory"),
+    "partition": ("Partition", "partition_network"),
+    "phases": ("BufferSimulation", "PhasedResult", "PhasesStudy", "phases_sdf3_xml", "study_phases"),
+    "run": ("RunSpec", "resolve_run"),
+    "simulate": ("Simulation", "simulate_network", "simulate_run"),
+    "totals": ("RunTotals",),
+    "trace_stats": ("TraceQuery", "TraceSummary", "query_trace", "summarize_trace"),
+}
+_MODULE_OF = {name: module for module, names in _HOMES.items() for name in names}
+
+if TYPE_CHECKING:
+    from hwsim.flows.check import TraceCheck, check_network, check_run, check_simulation, check_trace
+    from hwsim.flows.depth_first import (
+        DepthFirstGains,
+        DepthFirstStudy,
+        FrontPoint,
+        PointCheck,
+        check_depth_first,
+        check_front_points,
+        depth_first_front,
+        pick_points,
+    )
+    from hwsim.flows.estimate import (
+        CnnergyEstimate,
+        EstimateSettings,
+        GlbSizePoint,
+        GlbSizeSweep,
+        LayerTable,
+        MappingEstimate,
+        estimate_cnnergy,
+        estimate_mapping,
+        estimate_run,
+        glb_sizes,
+        sweep_glb_size,
+    )
+    from hwsim.flows.inputs import as_graph, as_hardware, choose_sparsity
+    from hwsim.flows.mapping import MappedNetwork, map_network
+    from hwsim.flows.memplan import MemoryStudy, StrategyMemory, study_memory
+    from hwsim.flows.partition import Partition, partition_network
+    from hwsim.flows.phases import (
+        BufferSimulation,
+        PhasedResult,
+        PhasesStudy,
+        phases_sdf3_xml,
+        study_phases,
+    )
+    from hwsim.flows.run import RunSpec, resolve_run
+    from hwsim.flows.simulate import Simulation, simulate_network, simulate_run
+    from hwsim.flows.totals import RunTotals
+    from hwsim.flows.trace_stats import (
+        TraceQuery,
+        TraceSummary,
+        query_trace,
+        summarize_trace,
+    )
+
+
+def __getattr__(name: str) -> Any:
+    """A public name's value, its flow module imported on first use: `import hwsim.flows.estimate` (what
+    `hwsim estimate` runs) no longer imports the simulator, the trace writer and every other flow with it."""
+    module = _MODULE_OF.get(name)
+    if module is None:
+        raise AttributeError(f"module 'hwsim.flows' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"hwsim.flows.{module}"), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "BufferSimulation",
