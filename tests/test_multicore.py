@@ -14,12 +14,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hand_steps import steps
 
 import hwsim.trace
 from hwsim.check.validate import validate_trace
 from hwsim.errors import HwsimError
 from hwsim.hardware.loader import parse_config
-from hwsim.mapping.schedule import Schedule, Work, WorkInfo, empty_steps
+from hwsim.mapping.schedule import Schedule, Work, WorkInfo
 from hwsim.metrics import derive
 from hwsim.sim.executor import simulate
 from hwsim.sim.machine import Machine
@@ -45,13 +46,6 @@ links: [{name: bridge, between: [left, right], width: 64 bit, latency: 6 cycles,
 LAYERS = zoo.build("phases_example").layers[1:3]  # any two layers: the works below are written by hand
 
 
-def _steps(*rows: dict[str, int]) -> np.ndarray:
-    """A block of steps, each a dict of STEP_DTYPE fields (the rest zero, levels none)."""
-    block = empty_steps(len(rows))
-    for i, row in enumerate(rows):
-        for name, value in row.items():
-            block[name][i] = value
-    return block
 
 
 def _pass(core: int, macs: int, group: int = 0) -> dict[str, int]:
@@ -79,7 +73,7 @@ def _run(works: tuple[Work, ...], tmp_path: Path) -> tuple[list[tuple[int, int]]
 def test_two_independent_works_run_at_the_same_time(tmp_path: Path) -> None:
     # Each pass: 160 MACs on 16 PEs = 10 cycles. No edge between the works: both start at 0 and end at 10, on
     # different cores (one core would take 20).
-    spans, path = _run((_work(_steps(_pass(0, 160)), 0, ()), _work(_steps(_pass(1, 160)), 1, ())), tmp_path)
+    spans, path = _run((_work(steps(_pass(0, 160)), 0, ()), _work(steps(_pass(1, 160)), 1, ())), tmp_path)
     assert spans == [(0, 10), (0, 10)]
     with hwsim.trace.open(path) as trace:
         pe = trace.select("pe")
@@ -92,8 +86,8 @@ def test_two_cores_share_the_dram_channel(tmp_path: Path) -> None:
     # the left work asked first. Left: bursts [10, 18) and [18, 26) (the latency, then back to back); its GLB write
     # of 64 words takes 64 / 4 = 16 cycles, [0, 16): loaded at 26, pass [26, 36). Right: its bursts wait for the bus,
     # [26, 34) and [34, 42); loaded at 42, pass [42, 52). One core would run them one after another: 72 cycles.
-    left = _steps(_load(0, 64, 0), _pass(0, 160))
-    right = _steps(_load(1, 64, 64), _pass(1, 160))
+    left = steps(_load(0, 64, 0), _pass(0, 160))
+    right = steps(_load(1, 64, 64), _pass(1, 160))
     spans, path = _run((_work(left, 0, ()), _work(right, 1, ())), tmp_path)
     assert spans == [(0, 36), (0, 52)]
     with hwsim.trace.open(path) as trace:
@@ -110,7 +104,7 @@ def test_a_chained_pair_across_a_link(tmp_path: Path) -> None:
     # Left ends at 26. Right waits for it (after = left), then runs an 80-MAC pass: 80 / 16 = 5 cycles, [26, 31).
     send = {"kind": StepKind.TRANSFER, "operand": Operand.OFMAP, "src": Level.GLB, "dst": Level.GLB, "words": 40,
             "coded_words": 40, "src_core": 0, "dst_core": 1}
-    spans, path = _run((_work(_steps(_pass(0, 160), send), 0, ()), _work(_steps(_pass(1, 80)), 1, (0,))), tmp_path)
+    spans, path = _run((_work(steps(_pass(0, 160), send), 0, ()), _work(steps(_pass(1, 80)), 1, (0,))), tmp_path)
     assert spans == [(0, 26), (26, 31)]
     with hwsim.trace.open(path) as trace:
         link = trace.select("link")
@@ -129,7 +123,7 @@ def test_a_work_never_starts_before_what_it_waits_for_and_sinks_agree(tmp_path: 
     hw = parse_config(TWO_CORES, "two-cores.yaml")
     send = {"kind": StepKind.TRANSFER, "operand": Operand.OFMAP, "src": Level.GLB, "dst": Level.GLB, "words": 40,
             "coded_words": 40, "src_core": 0, "dst_core": 1}
-    works = (_work(_steps(_pass(0, 160), send), 0, ()), _work(_steps(_pass(1, 80)), 1, (0,)))
+    works = (_work(steps(_pass(0, 160), send), 0, ()), _work(steps(_pass(1, 80)), 1, (0,)))
     schedule = Schedule("hand", hw.name, "hand", 1, works)
     quiet = simulate(schedule, Machine.build(hw), NullSink())
     machine = Machine.build(hw)
@@ -147,5 +141,5 @@ def test_a_transfer_between_cores_without_a_link_is_an_error(tmp_path: Path) -> 
     send = {"kind": StepKind.TRANSFER, "operand": Operand.OFMAP, "src": Level.GLB, "dst": Level.GLB, "words": 40,
             "coded_words": 40, "src_core": 0, "dst_core": 1}
     with pytest.raises(HwsimError, match="no link joins them"):
-        simulate_to_trace(Schedule("hand", hw.name, "hand", 1, (_work(_steps(send), 0, ()),)), hw, tmp_path / "x.h5")
+        simulate_to_trace(Schedule("hand", hw.name, "hand", 1, (_work(steps(send), 0, ()),)), hw, tmp_path / "x.h5")
     assert list(tmp_path.iterdir()) == []  # nothing half-written left behind

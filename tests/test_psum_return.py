@@ -12,11 +12,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+from hand_steps import steps
 
 import hwsim.trace
 from hwsim.check.validate import validate_trace
 from hwsim.hardware.loader import parse_config
-from hwsim.mapping.schedule import Schedule, Work, WorkInfo, empty_steps
+from hwsim.mapping.schedule import Schedule, Work, WorkInfo
 from hwsim.sim.run import simulate_to_trace
 from hwsim.vocab import Level, Operand, StepKind
 from hwsim.workload import zoo
@@ -37,12 +38,6 @@ control: {clock_power: 1 mW, reference_throughput: 1 GMAC/s, other_fraction: 0.1
 LAYER = zoo.build("phases_example").layers[1]  # any layer: the steps below are written by hand
 
 
-def _steps(*rows: dict[str, int]) -> np.ndarray:
-    block = empty_steps(len(rows))
-    for i, row in enumerate(rows):
-        for name, value in row.items():
-            block[name][i] = value
-    return block
 
 
 def _move(operand: Operand, src: Level, dst: Level, words: int, group: int = 0, src_addr: int = 0,
@@ -75,7 +70,7 @@ ONE_PASS = (_move(Operand.FILTER, Level.DRAM, Level.RF, 32), _move(Operand.PSUM,
 def test_streamed_psums_go_back_while_the_pass_runs(tmp_path: Path) -> None:
     # The pass starts at 18: the read [18, 58) on bank 0; the write-back goes with the pass, on the psum output
     # bus [18, 58) and, bank 0 being read until 58, into the GLB [58, 98). The MACs end at 118: the layer too.
-    end, path = _run(_steps(*ONE_PASS), tmp_path)
+    end, path = _run(steps(*ONE_PASS), tmp_path)
     assert end == 118
     with hwsim.trace.open(path) as trace:
         glb = trace.select("glb")
@@ -90,7 +85,7 @@ def test_streamed_psums_go_back_while_the_pass_runs(tmp_path: Path) -> None:
 def test_psums_after_the_pass_when_not_streamed(tmp_path: Path) -> None:
     # The same pass, its psums handed back after the last MAC: the write-back [118, 158) on the GLB and the psum
     # bus (no output bus: psums in and out share it).
-    end, path = _run(_steps(*ONE_PASS), tmp_path, out_bus="0 bit", streamed=False)
+    end, path = _run(steps(*ONE_PASS), tmp_path, out_bus="0 bit", streamed=False)
     assert end == 158
     with hwsim.trace.open(path) as trace:
         assert "core0.noc.psum_out" not in trace.unit_names
@@ -101,7 +96,7 @@ def test_psums_after_the_pass_when_not_streamed(tmp_path: Path) -> None:
 
 def test_streamed_psums_on_the_shared_bus_wait_for_it(tmp_path: Path) -> None:
     # Streamed but without an output bus: the write-back follows the read on the psum bus, [58, 98), as on bank 0.
-    end, path = _run(_steps(*ONE_PASS), tmp_path, out_bus="0 bit")
+    end, path = _run(steps(*ONE_PASS), tmp_path, out_bus="0 bit")
     assert end == 118
     with hwsim.trace.open(path) as trace:
         noc = trace.select("noc")
@@ -114,9 +109,9 @@ def test_filters_from_outside_the_loads_go_in_while_the_loads_land(tmp_path: Pat
     # [10, 74), the GLB writing [0, 64)): its loads land at 74. Its 32 filter words come from GLB bank 1 (word
     # 2,048), which those loads do not fill: they go into the RFs as soon as the array is free, at 10 ([10, 18) on
     # a second port and on the filter bus), not at 74. Its 160-MAC pass waits for the loads: [74, 84).
-    steps = _steps(_pass(160, 0), _move(Operand.IFMAP, Level.DRAM, Level.GLB, 256, 1),
+    block = steps(_pass(160, 0), _move(Operand.IFMAP, Level.DRAM, Level.GLB, 256, 1),
                    _move(Operand.FILTER, Level.GLB, Level.RF, 32, 1, src_addr=2048), _pass(160, 1))
-    end, path = _run(steps, tmp_path)
+    end, path = _run(block, tmp_path)
     assert end == 84
     with hwsim.trace.open(path) as trace:
         noc = trace.select("noc")
@@ -130,10 +125,10 @@ def test_filters_from_outside_the_loads_go_in_while_the_loads_land(tmp_path: Pat
 def test_filters_a_group_loads_wait_for_its_loads(tmp_path: Path) -> None:
     # As above, but group 1 itself brings its filters into GLB bank 1 (32 words from DRAM: its burst follows the
     # ifmap's eight, data [74, 82)): its loads land at 82, the filters go in [82, 90), the pass [90, 100).
-    steps = _steps(_pass(160, 0), _move(Operand.IFMAP, Level.DRAM, Level.GLB, 256, 1),
+    block = steps(_pass(160, 0), _move(Operand.IFMAP, Level.DRAM, Level.GLB, 256, 1),
                    _move(Operand.FILTER, Level.DRAM, Level.GLB, 32, 1, src_addr=4096, dst_addr=2048),
                    _move(Operand.FILTER, Level.GLB, Level.RF, 32, 1, src_addr=2048), _pass(160, 1))
-    end, path = _run(steps, tmp_path)
+    end, path = _run(block, tmp_path)
     assert end == 100
     with hwsim.trace.open(path) as trace:
         noc = trace.select("noc")
