@@ -353,7 +353,7 @@ class Levels:
 
 def hwsim_levels(counts: LayerCounts, table: EnergyTable) -> Levels:
     """hwsim's counts of one nest in the aligned levels (clock and control left out)."""
-    energy, _ = table.price(counts.transfers, counts.compute, 0.0)
+    energy, _ = table.price(counts.transfers, counts.compute, 0)  # no time: the clock left out
     t = counts.transfers
     fills = float(t[Level.RF].sum())
     fills_pj = float((t[Level.RF] * table.word_pj[Level.RF]).sum())

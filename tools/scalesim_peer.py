@@ -30,7 +30,9 @@ from hwsim.hardware import load_config
 from hwsim.hardware.schema import Accelerator
 from hwsim.mapping.mapper import network_schedule
 from hwsim.mapping.schedule import Schedule
-from hwsim.sim.executor import simulate
+from hwsim.sim.executor import RecordOptions, simulate
+from hwsim.sim.machine import Machine
+from hwsim.trace.sinks import NullSink
 from hwsim.workload import zoo
 from hwsim.workload.ir import Layer, LayerKind
 
@@ -92,7 +94,7 @@ def conv_schedule(net: str, hw: Accelerator) -> Schedule:
 def hwsim_compute_cycles(net: str, config: str) -> dict[str, int]:
     """Cycles hwsim's PE array spends on each conv layer (a simulation without a trace)."""
     hw = load_config(config)
-    result = simulate(conv_schedule(net, hw), hw, lambda level, block: None, frozenset())
+    result = simulate(conv_schedule(net, hw), Machine.build(hw), NullSink(), RecordOptions(frozenset()))
     return {run.name: run.compute_cycles for run in result.layers}
 
 

@@ -10,8 +10,9 @@ or `Accelerator`; a batch, ...) and returns a frozen dataclass; none prints.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from hwsim import lazy
 
 _HOMES = {  # the flow module of each public name: imported when the name is first used
     "check": ("TraceCheck", "check_network", "check_run", "check_simulation", "check_trace"),
@@ -29,7 +30,7 @@ _HOMES = {  # the flow module of each public name: imported when the name is fir
     "totals": ("RunTotals",),
     "trace_stats": ("TraceQuery", "TraceSummary", "query_trace", "summarize_trace"),
 }
-_MODULE_OF = {name: module for module, names in _HOMES.items() for name in names}
+__getattr__ = lazy.exports(__name__, _HOMES)
 
 if TYPE_CHECKING:
     from hwsim.flows.check import TraceCheck, check_network, check_run, check_simulation, check_trace
@@ -76,17 +77,6 @@ if TYPE_CHECKING:
         query_trace,
         summarize_trace,
     )
-
-
-def __getattr__(name: str) -> Any:
-    """A public name's value, its flow module imported on first use: `import hwsim.flows.estimate` (what
-    `hwsim estimate` runs) no longer imports the simulator, the trace writer and every other flow with it."""
-    module = _MODULE_OF.get(name)
-    if module is None:
-        raise AttributeError(f"module 'hwsim.flows' has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"hwsim.flows.{module}"), name)
-    globals()[name] = value
-    return value
 
 
 __all__ = [
