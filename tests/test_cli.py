@@ -11,7 +11,8 @@ import pytest
 from conftest import assert_one_line_error, run_hwsim
 from onnx import TensorProto, helper
 
-from hwsim.cli.main import COMMAND_MODULES, build_parser
+from hwsim.cli.commands import COMMAND_MODULES
+from hwsim.cli.main import build_parser
 
 LIGHT = Path(os.path.dirname(onnx.__file__)) / "backend" / "test" / "data" / "light"
 LIGHT_MODELS = sorted(LIGHT.glob("*.onnx"))
@@ -122,3 +123,21 @@ def test_each_command_loads_only_its_module() -> None:
     for command in COMMAND_MODULES:
         assert command in commands(build_parser(["--debug", command, "--help"]))
     assert commands(build_parser(["--version"])) == set()
+
+
+def test_help_lists_every_command_without_loading_one() -> None:
+    """`hwsim --help`, in a fresh interpreter, names every command with the summary its module's parser gives it,
+    and imports no command module (nor numpy); an unknown command is still one line naming the choices."""
+    import subprocess
+    import sys
+
+    code = ("import sys\nfrom hwsim.cli.main import main\ntry:\n    main(['--help'])\nexcept SystemExit:\n    pass\n"
+            "print('LOADED', *sorted(m for m in sys.modules if m.startswith('hwsim.cli.cmd_') or m == 'numpy'))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.splitlines()[-1] == "LOADED"
+    full = build_parser()
+    (sub,) = [a for a in full._actions if isinstance(a, argparse._SubParsersAction)]
+    for action in sub._choices_actions:
+        assert action.dest in out and " ".join(str(action.help).split()[:3]) in " ".join(out.split())
+    result = run_hwsim("frobnicate")
+    assert result.code == 2 and "invalid choice: 'frobnicate'" in result.err and "estimate" in result.err

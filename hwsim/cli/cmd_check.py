@@ -15,6 +15,7 @@ from hwsim.check import CheckReport
 from hwsim.check.compare import ENERGY_RTOL, SEARCH_RTOL
 from hwsim.check.depth_first import DepthFirstCheck
 from hwsim.cli.args import add_run_arguments, run_config, run_spec
+from hwsim.cli.commands import COMMAND_HELP
 from hwsim.cli.depthfirst_checks import check_record, print_checks
 from hwsim.cli.output import console, emit_json, format_count, layer_progress, print_notices, table
 from hwsim.cli.validation import print_validation, validation_document
@@ -31,7 +32,7 @@ SEARCH = "search (the costs it ranked by, against the closed form of the mapping
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    c = sub.add_parser("check", help="a mapping's closed-form counts, energy and latency bound against its simulation")
+    c = sub.add_parser("check", help=COMMAND_HELP["check"])
     add_run_arguments(c)
     c.add_argument("--trace", metavar="FILE.h5", default=None, help="keep the simulation's trace here")
     c.add_argument("--depthfirst", metavar="N", type=int, default=None,

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import argparse
 
+from hwsim.cli.commands import COMMAND_HELP
 from hwsim.cli.output import console, emit_json, table
 from hwsim.hardware import describe, load_config, shipped_configs, to_dict
 from hwsim.hardware.units import format_quantity
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    p = sub.add_parser("config", help="validate or show a hardware configuration")
+    p = sub.add_parser("config", help=COMMAND_HELP["config"])
     csub = p.add_subparsers(dest="config_command", metavar="{validate,show,list}", required=True)
     for name, helptext, func in (("validate", "check a config and report the first problem", run_validate),
                                  ("show", "every parameter with its value, unit and description", run_show)):

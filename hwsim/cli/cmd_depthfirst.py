@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from hwsim.cli.args import add_network_arguments
+from hwsim.cli.commands import COMMAND_HELP
 from hwsim.cli.depthfirst_checks import check_record, print_checks
 from hwsim.cli.output import console, emit_json, format_bytes, table, write_atomically
 from hwsim.errors import HwsimError
@@ -39,8 +40,7 @@ from hwsim.workload.network import load_network
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    p = sub.add_parser("depthfirst", help="Pareto front of depth-first schedules (cuts, tiling, weights) "
-                                          "against the layer-by-layer bound")
+    p = sub.add_parser("depthfirst", help=COMMAND_HELP["depthfirst"])
     add_network_arguments(p)
     p.add_argument("--bits", type=int, choices=(8, 16), default=None,
                    help=f"precision of activations and parameters (default {DEFAULT_BITS}, or the --hw config's)")

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import argparse
 
+from hwsim.cli.commands import COMMAND_HELP
 from hwsim.cli.output import console, emit_json, format_count, table
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    p = sub.add_parser("dram", help="time a DRAM request trace (Ramulator 2 or DRAMsim3 format) on a config's DRAM")
+    p = sub.add_parser("dram", help=COMMAND_HELP["dram"])
     verbs = p.add_subparsers(dest="dram_command", metavar="VERB", required=True)
     r = verbs.add_parser("replay", help="time a request trace on the config's DRAM model: time in ns and cycles, "
                                         "bandwidth, row hits, misses and conflicts")

@@ -30,6 +30,7 @@ from hwsim.cli.args import (
     sparsity_request,
     table_config,
 )
+from hwsim.cli.commands import COMMAND_HELP
 from hwsim.cli.output import console, emit_json, format_count, print_notices, table
 from hwsim.errors import HwsimError, NetworkError
 from hwsim.flows.estimate import (
@@ -97,7 +98,7 @@ def _gmacs(text: str) -> float:
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    p = sub.add_parser("estimate", help="closed-form energy, access counts and latency bounds per layer")
+    p = sub.add_parser("estimate", help=COMMAND_HELP["estimate"])
     add_network_arguments(p, required=False)
     p.add_argument("--hw", required=True, metavar="CONFIG",
                    help="accelerator config: a path or a shipped name (e.g. eyeriss-v1)")

@@ -8,6 +8,7 @@ from typing import Any
 from rich.console import JustifyMethod
 
 from hwsim.cli.args import add_network_arguments, bits_arg
+from hwsim.cli.commands import COMMAND_HELP
 from hwsim.cli.output import console, emit_json, format_bytes, format_count, table
 from hwsim.workload.ir import NO_FRAMES, Graph, Layer
 from hwsim.workload.network import load_network
@@ -17,7 +18,7 @@ DEFAULT_INFO_BITS = 16  # the byte counts of a graph that declares no width
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    p = sub.add_parser("info", help="per-layer shapes, MACs, parameters and activation sizes of a network")
+    p = sub.add_parser("info", help=COMMAND_HELP["info"])
     add_network_arguments(p)
     p.add_argument("--bits", type=bits_arg, default=None, metavar="N",
                    help="precision of activations and parameters for byte counts, 8, 16 or 32 (default: the width "

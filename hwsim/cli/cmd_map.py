@@ -14,6 +14,7 @@ from hwsim.cli.args import (
     positive_int,
     search_settings,
 )
+from hwsim.cli.commands import COMMAND_HELP
 from hwsim.cli.output import console, emit_json, format_count, layer_progress, print_notices, table
 from hwsim.errors import ConfigError, HwsimError
 from hwsim.flows.mapping import MAPPERS, OBJECTIVE_UNITS, MappedNetwork, mapped_network
@@ -27,8 +28,7 @@ from hwsim.workload.network import load_network
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    p = sub.add_parser("map", help="the loop-nest mapping hwsim runs a network with (the rules, or searched "
-                                   "under an objective), checked; write it to replay or edit")
+    p = sub.add_parser("map", help=COMMAND_HELP["map"])
     add_network_arguments(p)
     p.add_argument("--hw", required=True, metavar="CONFIG", help="accelerator config: a path or a shipped name")
     p.add_argument("--batch", type=batch_arg, default=None, metavar="N",

@@ -20,6 +20,7 @@ from rich.console import JustifyMethod
 
 from hwsim.analytic.memplan import GRANULE_BYTES
 from hwsim.cli.args import add_network_arguments, bytes_arg
+from hwsim.cli.commands import COMMAND_HELP
 from hwsim.cli.output import console, emit_json, format_bytes, table, write_atomically
 from hwsim.errors import ConfigError, HwsimError
 from hwsim.flows.memplan import (
@@ -79,8 +80,7 @@ def _common(p: argparse.ArgumentParser) -> None:
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    p = sub.add_parser("memplan", help="memory of the intermediate tensors under each planner, the bound, "
-                                       "phases, and L2/DDR placement")
+    p = sub.add_parser("memplan", help=COMMAND_HELP["memplan"])
     _common(p)
     p.add_argument("--strategy", type=strategies_arg, default=strategies_arg(ALL), metavar="LIST",
                    help=f"{ALL} (default) or a comma list of {', '.join(ALL_STRATEGIES)}")
@@ -89,7 +89,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     p.add_argument("--granularity", type=bytes_arg, default=GRANULE_BYTES, metavar="SIZE",
                    help="knapsack weight unit (default 1KB): sizes round up to it, the L2 down")
     p.set_defaults(run=run_memplan)
-    q = sub.add_parser("phases", help="phases per layer, the CSDF graph, its minimum buffers and throughput")
+    q = sub.add_parser("phases", help=COMMAND_HELP["phases"])
     _common(q)
     q.add_argument("--sdf3-xml", metavar="FILE", default=None, help="write the phased CSDF graph in SDF3's XML format")
     q.set_defaults(run=run_phases)

@@ -16,6 +16,7 @@ from hwsim.analytic.neupart import (
     SweepPoint,
 )
 from hwsim.cli.args import add_network_arguments, fraction_arg, positive_int
+from hwsim.cli.commands import COMMAND_HELP
 from hwsim.cli.output import console, emit_json, format_count, table
 from hwsim.flows.inputs import AUTO, SPARSITY_CHOICES, choose_sparsity
 from hwsim.flows.partition import Partition, partition_network
@@ -93,7 +94,7 @@ def sweep_arg(text: str) -> list[float]:
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    p = sub.add_parser("partition", help="NeuPart: the client-energy-optimal cut between client and cloud")
+    p = sub.add_parser("partition", help=COMMAND_HELP["partition"])
     add_network_arguments(p)
     p.add_argument("--hw", required=True, metavar="CONFIG",
                    help="the client's accelerator: a config path or a shipped name (e.g. eyeriss-v1)")

@@ -18,6 +18,7 @@ from typing import Any
 
 import hwsim
 import hwsim.trace
+from hwsim.cli.commands import COMMAND_HELP
 from hwsim.cli.output import console, format_bytes, format_count, write_atomically
 from hwsim.flows.check import check_trace
 from hwsim.hardware.energy import COMPONENTS
@@ -34,8 +35,7 @@ th{background:#eee}td:first-child,th:first-child{text-align:left}.pass{color:#07
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    p = sub.add_parser("report", help="one self-contained HTML page about a trace: configuration, layers, energy, "
-                                      "bandwidth, occupancy, cross-check")
+    p = sub.add_parser("report", help=COMMAND_HELP["report"])
     p.add_argument("file", metavar="FILE.h5")
     p.add_argument("--html", metavar="OUT.html", required=True, help="page to write")
     p.set_defaults(run=run)

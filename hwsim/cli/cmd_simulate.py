@@ -10,6 +10,7 @@ from typing import Any
 from rich.console import JustifyMethod as Justify
 
 from hwsim.cli.args import add_run_arguments, run_spec
+from hwsim.cli.commands import COMMAND_HELP
 from hwsim.cli.output import (
     console,
     emit_json,
@@ -36,7 +37,7 @@ def levels_arg(text: str) -> frozenset[str]:
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    p = sub.add_parser("simulate", help="simulate a network cycle by cycle, write its HDF5 trace, report from it")
+    p = sub.add_parser("simulate", help=COMMAND_HELP["simulate"])
     add_run_arguments(p)
     p.add_argument("--out", metavar="FILE.h5", default=None,
                    help="trace path (default traces/NETWORK-CONFIG.h5)")

@@ -18,6 +18,7 @@ from typing import Any
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
 from hwsim.cli.args import positive_int
+from hwsim.cli.commands import COMMAND_HELP
 from hwsim.cli.output import console, emit_json, table, write_atomically
 from hwsim.errors import SweepError
 from hwsim.files import OutputLock
@@ -34,7 +35,7 @@ SHOWN_ERRORS = 10
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
-        "sweep", help="evaluate a sweep file's points in parallel (resumable); 'sweep pareto' finds the front",
+        "sweep", help=COMMAND_HELP["sweep"],
         usage="hwsim sweep FILE [--jobs N] [--executor local|dask [--scheduler ADDR]] [--out DIR] [--retry-failed] "
               "[--limit N] [--json]\n       hwsim sweep pareto RESULTS --x METRIC --y METRIC [--maximize x|y] "
               "[--out FILE.png] [--json]",

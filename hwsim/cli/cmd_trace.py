@@ -18,6 +18,7 @@ from typing import Any
 
 import hwsim.trace
 from hwsim.check.validate import validate_trace
+from hwsim.cli.commands import COMMAND_HELP
 from hwsim.cli.output import (
     console,
     emit_json,
@@ -38,7 +39,7 @@ DEFAULT_LIMIT = 20  # matching records shown (table) or listed (JSON)
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    p = sub.add_parser("trace", help="inspect an HDF5 trace: summary, or a filtered query of its records")
+    p = sub.add_parser("trace", help=COMMAND_HELP["trace"])
     verbs = p.add_subparsers(dest="verb", metavar="VERB", required=True, parser_class=type(p))
     s = verbs.add_parser("summary", help="levels, record counts, cycle span and per-layer totals")
     s.add_argument("file", metavar="FILE.h5")

@@ -6,12 +6,13 @@ import argparse
 from typing import Any
 
 from hwsim.cli.args import input_size_arg
+from hwsim.cli.commands import COMMAND_HELP
 from hwsim.cli.output import console, emit_json, format_count, table
 from hwsim.workload import zoo
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    p = sub.add_parser("zoo", help="list the built-in networks, or export one to ONNX")
+    p = sub.add_parser("zoo", help=COMMAND_HELP["zoo"])
     p.add_argument("--json", action="store_true", help="print one JSON document instead of a table")
     p.set_defaults(run=run_list)
     zsub = p.add_subparsers(dest="zoo_command", metavar="{list,export}")

@@ -19,6 +19,7 @@ from types import FrameType
 from typing import NoReturn
 
 from hwsim import __version__
+from hwsim.cli.commands import COMMAND_HELP, COMMAND_MODULES
 from hwsim.errors import HwsimError, os_reason
 
 EXIT_BAD_INPUT = 2
@@ -34,36 +35,26 @@ class _Parser(argparse.ArgumentParser):
         sys.exit(EXIT_BAD_INPUT)
 
 
-# Each command and the module under hwsim.cli that defines it, in `hwsim --help` order. A command's module
-# (and what it imports: the simulator, ONNX, the analytic models) is loaded only when that command runs, so
-# `hwsim info` does not pay for the simulator and `hwsim --version` for nothing.
-COMMAND_MODULES = {
-    "zoo": "cmd_zoo", "info": "cmd_info", "config": "cmd_config", "map": "cmd_map", "estimate": "cmd_estimate",
-    "partition": "cmd_partition", "simulate": "cmd_simulate", "check": "cmd_check", "depthfirst": "cmd_depthfirst",
-    "memplan": "cmd_memory", "phases": "cmd_memory", "trace": "cmd_trace", "report": "cmd_report",
-    "sweep": "cmd_sweep", "dram": "cmd_dram",
-}
-
-
 def command_modules(argv: Sequence[str]) -> list[str]:
-    """The modules to load for `argv`: the named command's, none for a bare --version, else every one (help,
-    a missing or unknown command)."""
+    """The modules to load for `argv`: the named command's; none for help, a bare --version, or a missing or
+    unknown command (`hwsim --help` lists the commands from their summaries alone)."""
     command = next((a for a in argv if not a.startswith("-")), None)
-    if command in COMMAND_MODULES:
-        return [COMMAND_MODULES[command]]
-    if command is None and "--version" in argv:
-        return []
-    return list(dict.fromkeys(COMMAND_MODULES.values()))
+    return [COMMAND_MODULES[command]] if command in COMMAND_MODULES else []
 
 
 def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
-    """The `hwsim` parser with the commands `argv` needs (default: every command)."""
+    """The `hwsim` parser with the commands `argv` needs (default: every command's module); for help, a missing or
+    an unknown command, every command by its summary alone."""
     parser = _Parser(prog="hwsim", description="Cycle-level simulation and analytic models of CNN accelerators.")
     parser.add_argument("--version", action="version", version=f"hwsim {__version__}")
     parser.add_argument("--debug", action="store_true", help="show tracebacks of errors")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True, parser_class=_Parser)
-    for name in command_modules([] if argv is None else argv):
+    modules = list(dict.fromkeys(COMMAND_MODULES.values())) if argv is None else command_modules(argv)
+    for name in modules:
         importlib.import_module(f"hwsim.cli.{name}").add_parser(sub)
+    if not modules and (argv is None or "--version" not in argv):  # help, a missing or unknown command
+        for command, summary in COMMAND_HELP.items():
+            sub.add_parser(command, help=summary)
     return parser
 
 
