@@ -1,6 +1,7 @@
 """The sink seam: one simulation handed to the HDF5 writer and a counting sink at once (`Tee`) leaves counters equal
-to the totals summed from the trace, record by record, on several networks and configs; a null sink times the
-same run to the same cycles; and the trace format's version is named when an older trace is refused."""
+to the totals summed from the trace, record by record, on several networks and configs, and the report priced from
+those counters equals the one derived by reading the trace back; a null sink times the same run to the same cycles;
+and the trace format's version is named when an older trace is refused."""
 
 from __future__ import annotations
 
@@ -13,6 +14,8 @@ from conftest import small_zoo_graph
 
 import hwsim.trace
 from hwsim.flows import resolve_run
+from hwsim.flows.simulate import peak_occupancy, simulate_run
+from hwsim.metrics import derive
 from hwsim.sim.executor import RecordOptions, simulate
 from hwsim.sim.machine import Machine
 from hwsim.sim.run import trace_attrs
@@ -76,3 +79,30 @@ def test_a_trace_of_another_format_is_refused_naming_its_version(tmp_path: Path)
         f.attrs["hwsim_trace_version"] = 4
     with pytest.raises(TraceError, match=r"format version 4, written by an older hwsim; this one reads version 5"):
         hwsim.trace.open(path, allow_incomplete=True)
+
+
+@pytest.mark.parametrize(("network", "config"), [*CASES, ("resnet18", "eyeriss-8bit")])
+def test_the_report_counted_as_it_ran_is_the_one_its_trace_gives(network: str, config: str, tmp_path: Path) -> None:
+    sim = simulate_run(resolve_run(small_zoo_graph(network), config), tmp_path / "t.h5")
+    with hwsim.trace.open(tmp_path / "t.h5") as trace:
+        read_back = derive(trace)
+        peaks = peak_occupancy(trace)
+    assert sim.peak_occupancy_bytes == peaks and peaks
+    assert [l.name for l in sim.metrics.layers] == [l.name for l in read_back.layers]
+    for counted, summed in zip(sim.metrics.layers, read_back.layers, strict=True):
+        assert np.array_equal(counted.transfers, summed.transfers), counted.name
+        assert counted.compute == summed.compute, counted.name
+        assert (counted.passes, counted.start_cycle, counted.end_cycle, counted.compute_cycles) == \
+            (summed.passes, summed.start_cycle, summed.end_cycle, summed.compute_cycles), counted.name
+        assert counted.energy_pj == summed.energy_pj and counted.dram_counters == summed.dram_counters, counted.name
+        assert np.array_equal(counted.level_operand_pj, summed.level_operand_pj), counted.name
+
+
+def test_a_run_without_a_trace_reports_what_a_traced_run_reports(tmp_path: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    spec = resolve_run(small_zoo_graph("alexnet"), "eyeriss-v1")
+    untraced = simulate_run(spec, keep_trace=False)
+    assert untraced.trace is None and list(tmp_path.iterdir()) == []  # not even the default traces/ file
+    traced = simulate_run(spec, tmp_path / "t.h5")
+    assert untraced.totals == traced.totals and untraced.peak_occupancy_bytes == traced.peak_occupancy_bytes

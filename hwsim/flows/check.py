@@ -77,6 +77,9 @@ def check_simulation(sim: Simulation, search: SearchedMapping | None = None) -> 
     """Every layer of the analytic estimate of the simulated network against the simulation's trace (its DRAM
     transfers' start offsets too), the trace's physics (the validator's rules), and, for a searched mapping, the
     costs the search stated against the closed form's."""
+    if sim.trace is None:
+        raise HwsimError(f"{sim.graph.name} on {sim.hardware.name}: simulated without a trace; checking reads "
+                         "the trace, simulate with one kept")
     if sim.levels != ALL_LEVELS:
         raise HwsimError(f"{sim.trace}: records only {', '.join(sorted(sim.levels))}; checking needs every "
                          "level, simulate with the default levels")

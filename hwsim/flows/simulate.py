@@ -1,6 +1,7 @@
-"""Simulate a network's mapping (hwsim's default or a given one) cycle by cycle into an HDF5 trace, and read
-back what the trace gives: per-layer counts, energy and utilization, the buffers' peak occupancy and the
-totals."""
+"""Simulate a network's mapping (hwsim's default or a given one) cycle by cycle into an HDF5 trace, and report
+what it did: per-layer counts, energy and utilization, the buffers' peak occupancy and the totals, priced from
+the totals a counting sink kept while the records were written (the trace is read back only for queries,
+plots and exports)."""
 
 from __future__ import annotations
 
@@ -10,16 +11,16 @@ from pathlib import Path
 
 import numpy as np
 
-import hwsim.trace
 from hwsim.flows.inputs import HardwareLike, MappingLike, NetworkLike, SparsityLike
 from hwsim.flows.run import RunSpec, resolve_run
 from hwsim.flows.totals import RunTotals
 from hwsim.hardware.energy import COMPONENTS
 from hwsim.hardware.schema import Accelerator
 from hwsim.mapping.nest.format import NetworkMapping
-from hwsim.metrics import TraceMetrics, derive
+from hwsim.metrics import TraceMetrics
+from hwsim.metrics.derive import RunCounts, counted_sums, price
 from hwsim.sim.executor import LayerRun, SimResult
-from hwsim.sim.run import simulate_to_trace
+from hwsim.sim.run import RecordedRun, record_run
 from hwsim.sparsity.profile import SparsityProfile
 from hwsim.trace import Trace
 from hwsim.vocab import TRACE_LEVELS
@@ -32,10 +33,11 @@ Progress = Callable[[int, LayerRun], None]  # called after each layer with its i
 @dataclass(frozen=True)
 class Simulation:
     """A simulated run: its inputs (`spec`), the simulator's per-layer timing, the trace it wrote (of the
-    recorded `levels`) and what the trace gives. Totals cover the recorded levels; latency is simulated."""
+    recorded `levels`; None when none was kept) and the report counted as it ran. Totals cover the recorded
+    levels; latency is simulated."""
 
     spec: RunSpec
-    trace: Path
+    trace: Path | None
     levels: frozenset[str]
     result: SimResult
     metrics: TraceMetrics
@@ -71,7 +73,7 @@ class Simulation:
 
 
 def peak_occupancy(trace: Trace) -> dict[str, int]:
-    """The most bytes each buffer held, for the buffers the schedule used."""
+    """The most bytes each buffer held, for the buffers the schedule used (read back from a stored trace)."""
     occ = trace.occupancy()
     peaks = {}
     for b, name in enumerate(trace.buffers):
@@ -94,25 +96,38 @@ def default_trace_path(spec: RunSpec) -> Path:
     return Path("traces") / f"{spec.graph.name}-{spec.hardware.name}.h5"
 
 
+def record_spec(spec: RunSpec, path: Path | None, levels: frozenset[str] = ALL_LEVELS,
+                progress: Progress | None = None) -> RecordedRun:
+    """Schedule `spec`'s plan and simulate it on its accelerator, counting the records of `levels` and writing
+    them to the trace at `path` (None: no trace); a depth-first, phased or planned plan records DRAM per transfer."""
+    per_transaction = frozenset({"dram"}) if spec.mapper.dram_per_transaction else frozenset()
+    return record_run(spec.schedule(), spec.hardware, path, levels, sparsity=spec.sparsity, progress=progress,
+                      per_transaction=per_transaction)
+
+
 def run_to_trace(spec: RunSpec, path: Path, levels: frozenset[str] = ALL_LEVELS,
                  progress: Progress | None = None) -> SimResult:
-    """Schedule `spec`'s plan and simulate it on its accelerator into the trace at `path` (records of `levels`; a
-    depth-first, phased or planned plan records DRAM per transfer)."""
-    per_transaction = frozenset({"dram"}) if spec.mapper.dram_per_transaction else frozenset()
-    return simulate_to_trace(spec.schedule(), spec.hardware, path, levels, sparsity=spec.sparsity,
-                             progress=progress, per_transaction=per_transaction)
+    """`record_spec` into the trace at `path`, for its timing alone."""
+    return record_spec(spec, path, levels, progress).result
+
+
+def counted_metrics(spec: RunSpec, run: RecordedRun) -> TraceMetrics:
+    """The report of `run` priced from the totals its counting sink kept: the same sums a trace of it gives
+    (`hwsim.metrics.derive`), without reading the records back."""
+    sums = counted_sums(run.counts, len(run.layer_names))
+    return price(RunCounts(spec.graph.name, spec.hardware, spec.batch, run.layer_names, run.layer_word_bytes,
+                           run.unit_names, sums, run.dram_stats()))
 
 
 def simulate_run(spec: RunSpec, trace_path: str | Path | None = None, levels: frozenset[str] = ALL_LEVELS,
-                 progress: Progress | None = None) -> Simulation:
-    """Simulate `spec`'s plan into the trace at `trace_path` (default traces/NETWORK-CONFIG.h5), recording `levels`,
-    and derive the report from the trace."""
-    path = Path(trace_path) if trace_path is not None else default_trace_path(spec)
-    result = run_to_trace(spec, path, levels, progress)
-    with hwsim.trace.open(path) as trace:
-        metrics = derive(trace)
-        peaks = peak_occupancy(trace)
-    return Simulation(spec, path, levels, result, metrics, peaks, trace_totals(metrics, result))
+                 progress: Progress | None = None, keep_trace: bool = True) -> Simulation:
+    """Simulate `spec`'s plan into the trace at `trace_path` (default traces/NETWORK-CONFIG.h5; none at all when
+    `keep_trace` is false), recording `levels`, and derive the report from the totals counted as it ran."""
+    path = (Path(trace_path) if trace_path is not None else default_trace_path(spec)) if keep_trace else None
+    run = record_spec(spec, path, levels, progress)
+    metrics = counted_metrics(spec, run)
+    return Simulation(spec, path, levels, run.result, metrics, run.peak_occupancy_bytes(),
+                      trace_totals(metrics, run.result))
 
 
 def simulate_network(network: NetworkLike, hw: HardwareLike, batch: int = 1, trace_path: str | Path | None = None,
@@ -125,5 +140,5 @@ def simulate_network(network: NetworkLike, hw: HardwareLike, batch: int = 1, tra
     return simulate_run(resolve_run(network, hw, batch, mapping, sparsity, bits), trace_path, levels, progress)
 
 
-__all__ = ["ALL_LEVELS", "Progress", "Simulation", "default_trace_path", "peak_occupancy", "run_to_trace",
-           "simulate_network", "simulate_run", "trace_totals"]
+__all__ = ["ALL_LEVELS", "Progress", "Simulation", "counted_metrics", "default_trace_path", "peak_occupancy",
+           "record_spec", "run_to_trace", "simulate_network", "simulate_run", "trace_totals"]

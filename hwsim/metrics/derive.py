@@ -26,6 +26,7 @@ from hwsim.hardware.loader import from_dict
 from hwsim.hardware.precision import layer_hardware
 from hwsim.hardware.schema import Accelerator
 from hwsim.trace.reader import Trace
+from hwsim.trace.sinks import CountingSink, exact_bincount
 from hwsim.vocab import (
     ACCESS_OF_OP,
     ACCESS_SHAPE,
@@ -118,50 +119,109 @@ class _Sums:
 
 def _accumulate(trace: Trace, n_layers: int) -> _Sums:
     """Words per [layer, level, operand, access], pe counts per [layer, op, operand], per-layer spans, and the
-    passes with their cycles."""
+    passes with their cycles: each block of records reduced with bincounts."""
+    units = len(trace.unit_names)
     counts = np.zeros((n_layers, *ACCESS_SHAPE), dtype=np.int64)
     pe = np.zeros((n_layers, len(OP_NAMES), len(TRACE_OPERAND_NAMES)), dtype=np.int64)
     passes = np.zeros(n_layers, dtype=np.int64)
     pass_cycles = np.zeros(n_layers, dtype=np.int64)
     first = np.full(n_layers, np.iinfo(np.int64).max, dtype=np.int64)
     last = np.full(n_layers, -1, dtype=np.int64)
-    link_words = np.zeros((n_layers, len(trace.unit_names)), dtype=np.int64)
+    link_words = np.zeros((n_layers, units), dtype=np.int64)
     access = np.full(len(OP_NAMES), -1, dtype=np.int64)
     for op, a in ACCESS_OF_OP.items():
         access[op] = a
     for level in trace.levels:
         for block in trace.records(level):
-            layer = block["layer"]
-            np.minimum.at(first, layer, block["start_cycle"])
-            np.maximum.at(last, layer, block["end_cycle"])
+            if not len(block):
+                continue
+            layer = block["layer"].astype(np.int64)
+            _spans(layer, block["start_cycle"], block["end_cycle"], first, last)
+            words = block["words"].astype(np.int64)
             if level == "link":
-                np.add.at(link_words, (layer, block["unit"]), block["words"])
+                link_words += exact_bincount(layer * units + block["unit"], words, link_words.size).reshape(
+                    link_words.shape)
             elif level == "pe":
-                np.add.at(pe, (layer, block["op"], block["operand"]), block["words"])
+                key = (layer * len(OP_NAMES) + block["op"]) * len(TRACE_OPERAND_NAMES) + block["operand"]
+                pe += exact_bincount(key, words, pe.size).reshape(pe.shape)
                 mine = (block["op"] == Op.UPDATE) & (block["operand"] == OTHER)
-                np.add.at(passes, layer[mine], 1)
-                np.add.at(pass_cycles, layer[mine], (block["end_cycle"] - block["start_cycle"])[mine])
+                passes += np.bincount(layer[mine], minlength=n_layers)
+                pass_cycles += exact_bincount(layer[mine], (block["end_cycle"] - block["start_cycle"])[mine],
+                                              n_layers)
             elif level in LEVEL_NAMES:
                 a = access[block["op"]]
                 keep = a >= 0
-                np.add.at(counts, (layer[keep], LEVEL_NAMES.index(level), block["operand"][keep], a[keep]),
-                          block["words"][keep])
+                per_layer = counts.shape[1] * counts.shape[2] * counts.shape[3]
+                key = (layer[keep] * per_layer + LEVEL_NAMES.index(level) * counts.shape[2] * counts.shape[3]
+                       + block["operand"][keep].astype(np.int64) * counts.shape[3] + a[keep])
+                counts += exact_bincount(key, words[keep], counts.size).reshape(counts.shape)
     return _Sums(counts, pe, first, last, passes, pass_cycles, link_words)
 
 
+def _spans(layer: np.ndarray, start: np.ndarray, end: np.ndarray, first: np.ndarray, last: np.ndarray) -> None:
+    """Widen each layer's [first, last] to cover these records (a block holds few layers: one mask each)."""
+    for one in np.unique(layer).tolist():
+        mine = layer == one
+        first[one] = min(first[one], int(start[mine].min()))
+        last[one] = max(last[one], int(end[mine].max()))
+
+
+@dataclass(frozen=True)
+class RunCounts:
+    """What a report is priced from, whether summed from a trace's records or kept by a counting sink while the
+    simulation ran: the accelerator, each layer's name and word, the units' names and the sums."""
+
+    network: str
+    hardware: Accelerator
+    batch: int
+    layer_names: tuple[str, ...]
+    layer_word_bytes: np.ndarray  # bytes of each layer's word, by layer index
+    unit_names: tuple[str, ...]
+    sums: _Sums
+    dram_stats: dict[str, dict[str, float]]  # the DRAM model's counters per layer name
+
+
 def derive(trace: Trace) -> TraceMetrics:
-    """Per-layer counts, energy, latency and utilization of the trace."""
+    """Per-layer counts, energy, latency and utilization of the trace (its records read back and summed)."""
     hw = from_dict(json.loads(trace.attrs["hardware_json"]), where=f"trace {trace.path}: hardware_json")
-    views = {int(b): layer_hardware(hw, 8 * int(b)) for b in set(trace.layer_word_bytes.tolist())}
+    names = tuple(trace.layers)
+    return price(RunCounts(str(trace.attrs.get("network", "")), hw, int(trace.attrs.get("batch", 1)), names,
+                           trace.layer_word_bytes, tuple(trace.unit_names), _accumulate(trace, len(names)),
+                           _dram_stats(trace)))
+
+
+def counted_sums(counts: CountingSink, layers: int) -> _Sums:
+    """The sums `_accumulate` takes from a trace, from the totals a counting sink kept while the run wrote it."""
+    sums = _Sums(np.zeros((layers, *ACCESS_SHAPE), dtype=np.int64),
+                 np.zeros((layers, len(OP_NAMES), len(TRACE_OPERAND_NAMES)), dtype=np.int64),
+                 np.full(layers, np.iinfo(np.int64).max, dtype=np.int64), np.full(layers, -1, dtype=np.int64),
+                 np.zeros(layers, dtype=np.int64), np.zeros(layers, dtype=np.int64),
+                 np.zeros((layers, counts.units), dtype=np.int64))
+    for i in range(layers):
+        first, last = counts.span(i)
+        if last >= 0:
+            sums.first[i], sums.last[i] = first, last
+        sums.passes[i], sums.pass_cycles[i] = counts.passes(i), counts.pass_cycles(i)
+        sums.pe[i] = counts.words("pe", i).sum(axis=0)
+        sums.link_words[i] = counts.words("link", i).sum(axis=(1, 2))
+        for level, name in enumerate(LEVEL_NAMES):
+            by_op = counts.words(name, i).sum(axis=0)  # [op, operand]
+            for op, access in ACCESS_OF_OP.items():
+                sums.counts[i, level, :, access] = by_op[op, :len(Operand)]
+    return sums
+
+
+def price(run: RunCounts) -> TraceMetrics:
+    """Per-layer counts, energy, latency and utilization of `run`'s sums, each layer priced at its own word."""
+    hw = run.hardware
+    views = {int(b): layer_hardware(hw, 8 * int(b)) for b in set(run.layer_word_bytes.tolist())}
     tables = {b: energy_table(view) for b, view in views.items()}  # each layer priced at its own word
-    link_pj = {b: _link_energy_pj(view, trace.unit_names) for b, view in views.items()}
-    dram_stats = _dram_stats(trace)
-    names = list(trace.layers)
-    sums = _accumulate(trace, len(names))
+    link_pj = {b: _link_energy_pj(view, run.unit_names) for b, view in views.items()}
+    sums = run.sums
     counts, pe, first, last = sums.counts, sums.pe, sums.first, sums.last
     lanes = hw.pe_array.pes * hw.pe_array.macs_per_cycle
     layers = []
-    for i, name in enumerate(names):
+    for i, name in enumerate(run.layer_names):
         p = pe[i]
         compute = ComputeCounts(int(p[Op.UPDATE, OTHER]), int(p[Op.WRITE, OTHER]), int(p[Op.READ, Operand.FILTER]),
                                 int(p[Op.READ, Operand.IFMAP]), int(p[Op.READ, Operand.PSUM]),
@@ -169,7 +229,7 @@ def derive(trace: Trace) -> TraceMetrics:
                                 int(p[Op.FILL, Operand.IFMAP]), int(p[Op.FILL, Operand.FILTER]),
                                 int(p[Op.SKIP, OTHER]), int(p[Op.SKIP, Operand.FILTER]),
                                 int(p[Op.SKIP, Operand.PSUM]))
-        word_bytes = int(trace.layer_word_bytes[i])
+        word_bytes = int(run.layer_word_bytes[i])
         start = int(first[i]) if last[i] >= 0 else -1
         end = int(last[i]) if last[i] >= 0 else -1
         span = max(0, end - start)
@@ -179,8 +239,8 @@ def derive(trace: Trace) -> TraceMetrics:
         layers.append(LayerMetrics(name, counts[i], compute, int(sums.passes[i]), start, end, energy, by_level,
                                    compute.macs / (span * lanes) if span else 0.0, word_bytes,
                                    int(sums.pass_cycles[i])))
-    return TraceMetrics(str(trace.attrs.get("network", "")), hw, int(trace.attrs.get("batch", 1)),
-                        tuple(_priced_by_command(l, hw, dram_stats.get(l.name)) for l in layers))
+    return TraceMetrics(run.network, hw, run.batch,
+                        tuple(_priced_by_command(l, hw, run.dram_stats.get(l.name)) for l in layers))
 
 
 def _link_energy_pj(hw: Accelerator, units: tuple[str, ...]) -> np.ndarray:

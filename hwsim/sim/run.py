@@ -1,10 +1,14 @@
-"""Simulate a schedule into a trace file: the executor's records go straight to a `TraceWriter`."""
+"""Simulate a schedule into a trace file and a counting sink at once (`Tee`): the executor's records go straight to
+a `TraceWriter`, and the totals reports are priced from are kept while they go, so no report reads the trace back."""
 
 from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
+
+import numpy as np
 
 import hwsim
 from hwsim.errors import HwsimError
@@ -15,6 +19,7 @@ from hwsim.mapping.schedule import Schedule
 from hwsim.sim.executor import SIM_LEVELS, LayerRun, RecordOptions, SimResult, simulate
 from hwsim.sim.machine import Machine
 from hwsim.sparsity.profile import DENSE, SparsityProfile
+from hwsim.trace.sinks import CountingSink, Tee
 from hwsim.trace.writer import TraceWriter, attrs_json
 from hwsim.workload.ir import LayerKind
 
@@ -57,24 +62,62 @@ def import_record(schedule: Schedule) -> dict[str, object]:
             "passthrough_layers": sum(len(names) for names in by_op.values()), "passthrough_ops": by_op}
 
 
+@dataclass(frozen=True)
+class RecordedRun:
+    """A simulation with the totals a counting sink kept while it ran (what reports are priced from), and the
+    names its counters are indexed by."""
+
+    result: SimResult
+    counts: CountingSink
+    layer_names: tuple[str, ...]
+    layer_word_bytes: np.ndarray  # bytes of each layer's word, by layer index
+    unit_names: tuple[str, ...]
+    buffer_names: tuple[str, ...]
+
+    def peak_occupancy_bytes(self) -> dict[str, int]:
+        """The most bytes each buffer the schedule used held."""
+        peaks = self.counts.peak_bytes()
+        return {self.buffer_names[b]: int(peaks[b]) for b in self.counts.used_buffers()}
+
+    def dram_stats(self) -> dict[str, dict[str, float]]:
+        """The DRAM model's counters and cycles per layer name (as a trace keeps them)."""
+        return {run.name: {"cycles": run.cycles, **run.dram_counters} for run in self.result.layers}
+
+
+def record_run(schedule: Schedule, hw: Accelerator, path: str | Path | None,
+               levels: frozenset[str] = frozenset(SIM_LEVELS), sparsity: SparsityProfile | None = None,
+               progress: Callable[[int, LayerRun], None] | None = None,
+               per_transaction: frozenset[str] = frozenset()) -> RecordedRun:
+    """Run `schedule` counting every record of `levels` and, unless `path` is None, writing them to the trace at
+    `path` (complete only on success); levels in `per_transaction` get one record per transaction instead of one
+    per DRAM burst."""
+    check_work(schedule)
+    names = tuple(ls.name for ls in schedule.layers)
+    machine = Machine.build(hw)
+    buffers = machine.buffer_names() + schedule.named_buffers()  # named buffer k after the cores' buffers
+    counts = CountingSink(len(names), len(machine.units.names), len(buffers))
+    options = RecordOptions(levels, per_transaction)
+    if path is None:
+        result = simulate(schedule, machine, counts, options, progress)
+    else:
+        attrs = trace_attrs(schedule, hw, sparsity or DENSE)
+        attrs["dram_records"] = "transaction" if "dram" in per_transaction else "burst"
+        attrs["named_buffers_from"] = len(machine.buffer_names())
+        with TraceWriter(path, [l for l in SIM_LEVELS if l in levels], list(names), buffers, attrs,
+                         units=machine.units.names) as writer:
+            result = simulate(schedule, machine, Tee(writer, counts), options, progress)
+            writer.add_attrs({DRAM_STATS_ATTR: attrs_json(dram_stats_document(result))})
+    word_bytes = np.array([(ls.word_bits or hw.precision_bits) // 8 for ls in schedule.layers], dtype=np.int64)
+    return RecordedRun(result, counts, names, word_bytes, tuple(machine.units.names), tuple(buffers))
+
+
 def simulate_to_trace(schedule: Schedule, hw: Accelerator, path: str | Path,
                       levels: frozenset[str] = frozenset(SIM_LEVELS), sparsity: SparsityProfile | None = None,
                       progress: Callable[[int, LayerRun], None] | None = None,
                       per_transaction: frozenset[str] = frozenset()) -> SimResult:
     """Run `schedule` and write every record of `levels` to the trace at `path` (complete only on success);
     levels in `per_transaction` get one record per transaction instead of one per DRAM burst."""
-    check_work(schedule)
-    names = [ls.name for ls in schedule.layers]
-    attrs = trace_attrs(schedule, hw, sparsity or DENSE)
-    attrs["dram_records"] = "transaction" if "dram" in per_transaction else "burst"
-    machine = Machine.build(hw)
-    buffers = machine.buffer_names() + schedule.named_buffers()  # named buffer k after the cores' buffers
-    attrs["named_buffers_from"] = len(machine.buffer_names())
-    with TraceWriter(path, [l for l in SIM_LEVELS if l in levels], names, buffers, attrs,
-                     units=machine.units.names) as writer:
-        result = simulate(schedule, machine, writer, RecordOptions(levels, per_transaction), progress)
-        writer.add_attrs({DRAM_STATS_ATTR: attrs_json(dram_stats_document(result))})
-    return result
+    return record_run(schedule, hw, path, levels, sparsity, progress, per_transaction).result
 
 
 MAX_SIMULATED_TILES = 1_000_000  # tiles (storage-loop iterations) one run may simulate: about a minute, not hours

@@ -91,7 +91,8 @@ class CountingSink:
     - `records(level, layer)`: records per [unit, op, operand];
     - `span(layer)`: its first record's start and last record's end (−1, −1: none);
     - `passes(layer)`, `pass_cycles(layer)`: its passes (pe records of op update, operand other) and their cycles;
-    - `peak_bytes(buffer)`: the most bytes a buffer held; `groups(layer)`: its schedule groups;
+    - `peak_bytes()`: the most bytes each buffer held, `used_buffers()` the ones that held any; `groups(layer)`:
+      its schedule groups;
     - `dram_commands()`: the DRAM commands issued, per command (`DRAM_COMMAND_NAMES` order).
     """
 
@@ -104,6 +105,7 @@ class CountingSink:
         self._passes = np.zeros(layers, dtype=np.int64)
         self._pass_cycles = np.zeros(layers, dtype=np.int64)
         self._peaks = np.zeros(buffers, dtype=np.int64)
+        self._used = np.zeros(buffers, dtype=bool)
         self._groups = np.zeros(layers, dtype=np.int64)
         self._commands = np.zeros(len(DRAM_COMMAND_NAMES), dtype=np.int64)
 
@@ -130,6 +132,7 @@ class CountingSink:
     def append_occupancy(self, block: np.ndarray) -> None:
         if len(block):
             np.maximum.at(self._peaks, block["buffer"], block["bytes"])
+            self._used[block["buffer"]] = True
 
     def append_groups(self, block: np.ndarray) -> None:
         if len(block):
@@ -171,6 +174,10 @@ class CountingSink:
     def peak_bytes(self) -> Sequence[int]:
         """The most bytes each buffer held, by buffer id."""
         return self._peaks.tolist()
+
+    def used_buffers(self) -> Sequence[int]:
+        """The ids of the buffers that had an occupancy event (the ones the schedule used)."""
+        return np.flatnonzero(self._used).tolist()
 
 
 __all__ = ["CountingSink", "NullSink", "Tee", "TraceSink"]
