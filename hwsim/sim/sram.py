@@ -78,6 +78,11 @@ class WordTiming:
     bank_words: int  # words of that width per bank
     size_words: int
 
+    @property
+    def rate(self) -> tuple[int, int]:
+        """(numerator, denominator) of `words_per_cycle`, as plain integers for the booking path."""
+        return self.words_per_cycle.numerator, self.words_per_cycle.denominator
+
 
 class Sram(Port):
     """A banked, multi-port SRAM built from a `Glb`, `L2` or `LineBuffer` config; addresses and sizes in
@@ -99,6 +104,7 @@ class Sram(Port):
         self._banks = 1 if isinstance(cfg, schema.LineBuffer) else cfg.banks
         self._cfg_at_word = cfg_at_word
         self._timings: dict[int, WordTiming] = {}
+        self._rates: dict[int, tuple[WordTiming, int, int]] = {}  # per width: its timing and rate as integers
         ports = _port_timing(cfg, word_bytes, name)[0]
         default = self.timing(word_bytes)
         self.words_per_cycle, self.latency_cycles = default.words_per_cycle, default.latency_cycles
@@ -155,6 +161,9 @@ class Sram(Port):
         return out
 
     def _check(self, address: int, amount: int, word_bytes: int) -> None:
+        if type(amount) is int and amount >= 0 and type(address) is int and address >= 0 and (
+                address + amount <= (self._timings.get(word_bytes) or self.timing(word_bytes)).size_words):
+            return  # the common case, decided without the messages below
         check_count(amount, "size", self.name)
         if address == NO_ADDRESS:  # not located (line-buffer rows)
             return
@@ -165,33 +174,42 @@ class Sram(Port):
                              f"of the {size_words}-word buffer")
 
     @staticmethod
-    def _sweep_offsets(located: int, amount: int, first_bank: int, last_bank: int, t: WordTiming
-                       ) -> tuple[list[int], list[int]]:
+    def _sweep_offsets(located: int, amount: int, first_bank: int, last_bank: int, bank: int, numerator: int,
+                       denominator: int, latency_cycles: int) -> tuple[list[int], list[int]]:
         """Per bank a transfer touches: the cycle after its start its first word there passes (floor), and the
-        cycle its last word there has passed (ceil, with the SRAM's latency): the banks in address order."""
-        rate, bank = t.words_per_cycle, t.bank_words
+        cycle its last word there has passed (ceil, with the SRAM's latency): the banks in address order. The
+        rate is numerator / denominator words per cycle."""
         entry, leave = [], []
         for b in range(first_bank, last_bank + 1):
             into = max(0, b * bank - located)
-            entry.append(into * rate.denominator // rate.numerator)
-            leave.append(cycles_at_rate(min(amount, (b + 1) * bank - located), rate) + t.latency_cycles)
+            entry.append(into * denominator // numerator)
+            leave.append(-(-min(amount, (b + 1) * bank - located) * denominator // numerator) + latency_cycles)
         return entry, leave
 
+    def _rate(self, word_bytes: int) -> tuple[WordTiming, int, int]:
+        found = self._rates.get(word_bytes)
+        if found is None:
+            t = self.timing(word_bytes)
+            found = self._rates[word_bytes] = (t, *t.rate)
+        return found
+
     def _book(self, is_read: bool, address: int, amount: int, now: int, word_bytes: int) -> int:
-        t = self._timings.get(word_bytes) or self.timing(word_bytes)
+        t, numerator, denominator = self._rates.get(word_bytes) or self._rate(word_bytes)
         located = max(address, 0)  # NO_ADDRESS (line buffers: rows are not located) is bank 0
-        first_bank = located // t.bank_words
-        last_bank = (located + amount - 1) // t.bank_words
+        bank = t.bank_words
+        first_bank = located // bank
+        last_bank = (located + amount - 1) // bank
         bank_free_at = self._bank_free_at
         sweeps = first_bank != last_bank and len(self._port_free_at) > 1
         if sweeps:
-            entry, leave = self._sweep_offsets(located, amount, first_bank, last_bank, t)
+            entry, leave = self._sweep_offsets(located, amount, first_bank, last_bank, bank, numerator, denominator,
+                                               t.latency_cycles)
             banks_ready = max(now, *(bank_free_at[b] - e for b, e in zip(range(first_bank, last_bank + 1), entry)))
         else:
             banks_ready = max(now, bank_free_at[first_bank] if first_bank == last_bank
                               else max(bank_free_at[first_bank:last_bank + 1]))
         port, start_cycle = self._scheduler.pick_server(banks_ready, self._port_free_at)
-        duration_cycles = cycles_at_rate(amount, t.words_per_cycle) + t.latency_cycles
+        duration_cycles = -(-amount * denominator // numerator) + t.latency_cycles  # ⌈W / words_per_cycle⌉ + latency
         end_cycle = start_cycle + duration_cycles
         self._port_free_at[port] = end_cycle
         if sweeps:

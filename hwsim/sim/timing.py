@@ -50,5 +50,7 @@ def cycles_at_rate(amount: int, per_cycle: Fraction) -> int:
 
 def check_count(value: int, what: str, owner: str) -> None:
     """A word, byte or operation count must be a non-negative integer."""
+    if type(value) is int and value >= 0:
+        return
     if int(value) != value or value < 0:
         raise HwsimError(f"{owner}: {what} must be a non-negative whole number, got {value}")
