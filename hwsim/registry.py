@@ -39,7 +39,7 @@ class Registry(Generic[T]):
         self.homes = (home,) if isinstance(home, str) else home
         self._entries: dict[str, T] = {}
         self._params: dict[str, type] = {}
-        self._loaded = not self.homes
+        self._unloaded = list(self.homes)  # homes not imported yet, in order
 
     def register(self, name: str, params: type | None = None) -> Callable[[T], T]:
         """Decorator: make `name` choose the decorated class (with its own config parameters `params`, a dataclass
@@ -54,12 +54,18 @@ class Registry(Generic[T]):
         return add
 
     def get(self, name: str) -> T:
-        """The implementation called `name`; an unknown name is a config error listing the known ones."""
-        self._load()
+        """The implementation called `name` (its homes imported in order until one registers it); an unknown name
+        is a config error listing the known ones."""
+        self._load(until=name)
         entry = self._entries.get(name)
         if entry is None:
             raise ConfigError(f"{self.what}: unknown implementation {name!r}; use one of {', '.join(self.names())}")
         return entry
+
+    def knows(self, name: str) -> bool:
+        """Whether `name` is registered (the homes imported in order only until one registers it)."""
+        self._load(until=name)
+        return name in self._entries
 
     def names(self) -> tuple[str, ...]:
         """Every registered name, sorted."""
@@ -68,16 +74,15 @@ class Registry(Generic[T]):
 
     def params(self, name: str) -> type | None:
         """The config parameters implementation `name` declares (None: it takes only its section's own)."""
-        self._load()
+        self._load(until=name)
         return self._params.get(name)
 
-    def _load(self) -> None:
-        """Import the homes once (a package with every module in it), so the built-in implementations have
-        registered themselves."""
-        if self._loaded:
-            return
-        self._loaded = True
-        for home in self.homes:
+    def _load(self, until: str | None = None) -> None:
+        """Import the homes (a package with every module in it), in order, until one has registered `until` (None:
+        all of them), so the built-in implementations have registered themselves and a config naming a light one
+        does not import the heavy ones."""
+        while self._unloaded and (until is None or until not in self._entries):
+            home = self._unloaded.pop(0)
             module = importlib.import_module(home)
             for found in pkgutil.iter_modules(getattr(module, "__path__", [])):
                 importlib.import_module(f"{home}.{found.name}")

@@ -9,22 +9,25 @@ from __future__ import annotations
 
 from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING, Union
 
 from hwsim.analytic.graph_adapter import SPARSITY_PRESETS, SparsityModel, preset_fits
 from hwsim.errors import HwsimError
 from hwsim.hardware import load_config
 from hwsim.hardware.schema import Accelerator
 from hwsim.mapping.plans import Plan
-from hwsim.search.network import SearchSettings
 from hwsim.sparsity.profile import SparsityError, SparsityProfile, read_profile
 from hwsim.workload.ir import Graph
 from hwsim.workload.network import is_onnx_path, load_network
+
+if TYPE_CHECKING:  # the search engine is imported only by a run that searches
+    from hwsim.search.network import SearchSettings
 
 NetworkLike = Graph | str | Path
 HardwareLike = Accelerator | str | Path
 # a mapping or another mapper's plan, a file written with --out, a search to run (`--mapper search`), or None: the
 # dataflow's rules
-MappingLike = Plan | SearchSettings | str | Path | None
+MappingLike = Union[Plan, "SearchSettings", str, Path, None]
 
 SparsityLike = SparsityModel | SparsityProfile | None  # defaults or a preset, a profile (file, measured), or dense
 

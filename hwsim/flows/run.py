@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from hwsim.errors import HwsimError
 from hwsim.flows.inputs import (
@@ -34,12 +35,14 @@ from hwsim.hardware.schema import Accelerator
 from hwsim.mapping.mapper import default_mapping
 from hwsim.mapping.mappers import Mapper, mapper_of
 from hwsim.mapping.nest.format import MappingError, NetworkMapping
-from hwsim.mapping.plans import PhasePlan, Plan, load_plan
+from hwsim.mapping.plans import DepthFirstPlan, PhasePlan, Plan, SlotPlan, load_plan
 from hwsim.mapping.schedule import Schedule
-from hwsim.search.network import Progress as SearchProgress
-from hwsim.search.network import SearchedMapping, SearchSettings, search_network
 from hwsim.sparsity.profile import DENSE, SparsityProfile
 from hwsim.workload.ir import Graph
+
+if TYPE_CHECKING:  # the search engine is imported only by a run that searches (`_searched`)
+    from hwsim.search.network import Progress as SearchProgress
+    from hwsim.search.network import SearchedMapping, SearchSettings
 
 
 @dataclass(frozen=True)
@@ -117,15 +120,24 @@ def _plan(mapping: MappingLike, graph: Graph, hw: Accelerator, batch: int, profi
     loop-nest mapping for another batch is an error)."""
     if mapping is None:
         return default_mapping(graph, hw, check_batch(batch), check=False), None
-    if isinstance(mapping, SearchSettings):
-        settings = mapping if mapping.sparsity is not None else replace(mapping, sparsity=profile)
-        searched = search_network(graph, hw, check_batch(batch), settings, progress)
+    if not isinstance(mapping, (str, Path, NetworkMapping, DepthFirstPlan, PhasePlan, SlotPlan)):  # a search
+        searched = _searched(mapping, graph, hw, check_batch(batch), profile, progress)
         return searched.mapping, searched
     given = load_plan(mapping) if isinstance(mapping, (str, Path)) else mapping
     if isinstance(given, NetworkMapping) and batch not in (1, given.batch):
         raise MappingError(f"mapping of {given.network!r}: made for batch {given.batch}, asked for {batch}; map the "
                            "network again with --batch, or drop --batch")
     return given, None
+
+
+def _searched(settings: SearchSettings, graph: Graph, hw: Accelerator, batch: int, profile: SparsityProfile,
+              progress: SearchProgress | None) -> SearchedMapping:
+    """The mapping a search finds under `settings` (pricing the run's zeros unless they name their own); the
+    search engine is imported here, so a run that does not search does not load it."""
+    from hwsim.search.network import search_network
+
+    chosen = settings if settings.sparsity is not None else replace(settings, sparsity=profile)
+    return search_network(graph, hw, batch, chosen, progress)
 
 
 def with_control(hw: Accelerator, clock_power_w: float | None, throughput_gmacs: float | None) -> Accelerator:

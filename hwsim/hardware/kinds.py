@@ -40,10 +40,11 @@ class ComponentKind:
                               "module that registers it") from None
 
 
-# Component models: the built-in kinds are registered by the modules of these folders (a new model is one more)
+# Component models: the built-in kinds are registered in hwsim.hardware (a description and the class that implements
+# each, imported when a simulation builds one); a new model is one more module in the simulator folder named second
 DRAM_MODELS: Registry[Any] = Registry("dram.model", home=("hwsim.hardware.dram", "hwsim.sim.dram"))
-NOC_MODELS: Registry[ComponentKind] = Registry("noc.model", home="hwsim.sim.noc")
-LINK_MODELS: Registry[ComponentKind] = Registry("links.model", home="hwsim.sim.link")
+NOC_MODELS: Registry[ComponentKind] = Registry("noc.model", home=("hwsim.hardware.components", "hwsim.sim.noc"))
+LINK_MODELS: Registry[ComponentKind] = Registry("links.model", home=("hwsim.hardware.components", "hwsim.sim.link"))
 
 # Policies and formats: their modules register the implementations (Any: each module's own type).
 SCHEDULERS: Registry[Any] = Registry("scheduler", home="hwsim.sim.policy")

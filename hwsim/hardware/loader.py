@@ -177,7 +177,7 @@ def _refuse_unknown(holder: dataclasses.Field[Any], fields: Mapping[str, datacla
     registry = chooser.metadata["info"].choices
     chosen_node = given.get(yaml_key(chooser))
     chosen = str(chosen_node[1].value) if chosen_node is not None else chooser.default
-    if registry is not None and chosen in registry.names() and registry.params(chosen) is None:
+    if registry is not None and registry.knows(chosen) and registry.params(chosen) is None:
         key_node = extra[0][0]
         key = str(key_node.value)
         raise ConfigError(f"{_where(ctx, key_node, _join(path, key))}: unknown key; {_key_hint(key, fields)}")
@@ -261,8 +261,8 @@ def _value(f: dataclasses.Field[Any], hint: Any, node: yaml.Node, path: str, ctx
     if info.dim is None:
         if not isinstance(raw, str) or (f.name in ("name", "source") and not raw.strip()):
             raise ConfigError(f"{where}: expected a non-empty text")
-        names = info.choices.names() if info.choices is not None else ()
-        if info.choices is not None and raw not in names:
+        if info.choices is not None and not info.choices.knows(raw):
+            names = info.choices.names()
             close = difflib.get_close_matches(raw, names, n=1, cutoff=0.5)
             hint = f"did you mean '{close[0]}'? " if close else ""
             raise ConfigError(f"{where}: unknown choice {raw!r}; {hint}use one of {', '.join(names)}")

@@ -18,15 +18,33 @@ start and wait with one timeout. Buffer space (`Space`) is claimed and
 released at a cycle; a claim that does not fit waits for releases.
 """
 
-from hwsim.sim.component import Component, Port, Stat
-from hwsim.sim.dram import Dram, DramModel, JedecDram, SimpleDram, build_dram
-from hwsim.sim.line_buffer import LineBuffer
-from hwsim.sim.noc import Bus, Noc
-from hwsim.sim.pe_array import PeArray
-from hwsim.sim.space import Space
-from hwsim.sim.sram import Sram
-from hwsim.sim.timing import RECORD_DTYPE
+from typing import TYPE_CHECKING
+
+from hwsim import lazy
 from hwsim.vocab import NO_ADDRESS
+
+_HOMES = {  # the module of each public name: imported when the name is first used, so that looking up a policy
+    # (`hwsim.sim.policy`, `hwsim.sim.dram.policies`) while a config is checked does not load simpy and every model
+    "component": ("Component", "Port", "Stat"),
+    "dram": ("Dram", "DramModel", "JedecDram", "SimpleDram", "build_dram"),
+    "line_buffer": ("LineBuffer",),
+    "noc": ("Bus", "Noc"),
+    "pe_array": ("PeArray",),
+    "space": ("Space",),
+    "sram": ("Sram",),
+    "timing": ("RECORD_DTYPE",),
+}
+__getattr__ = lazy.exports(__name__, _HOMES)
+
+if TYPE_CHECKING:
+    from hwsim.sim.component import Component, Port, Stat
+    from hwsim.sim.dram import Dram, DramModel, JedecDram, SimpleDram, build_dram
+    from hwsim.sim.line_buffer import LineBuffer
+    from hwsim.sim.noc import Bus, Noc
+    from hwsim.sim.pe_array import PeArray
+    from hwsim.sim.space import Space
+    from hwsim.sim.sram import Sram
+    from hwsim.sim.timing import RECORD_DTYPE
 
 __all__ = ["NO_ADDRESS", "RECORD_DTYPE", "Bus", "Component", "Dram", "DramModel", "JedecDram", "LineBuffer", "Noc",
            "PeArray", "Port", "SimpleDram", "Space", "Sram", "Stat", "build_dram"]

@@ -5,22 +5,22 @@ addresses are bytes and whose records are one per burst; `build_dram` makes the 
 
 from __future__ import annotations
 
-import simpy
+from typing import TYPE_CHECKING
 
-from hwsim.hardware import schema
-from hwsim.hardware.dram import dram_kind
-from hwsim.sim.dram.base import DramModel
-from hwsim.sim.dram.jedec import JedecDram
-from hwsim.sim.dram.simple import SimpleDram
+from hwsim import lazy
 
-Dram = SimpleDram  # the default model
+_HOMES = {  # imported when a name is first used: the policies module alone stays light (no simpy, no model)
+    "base": ("DramModel",),
+    "jedec": ("JedecDram",),
+    "simple": ("SimpleDram",),
+    "build": ("Dram", "build_dram"),
+}
+__getattr__ = lazy.exports(__name__, _HOMES)
 
-
-def build_dram(env: simpy.Environment, cfg: schema.Dram, word_bytes: int, name: str = "dram",
-               clock_hz: float | None = None) -> DramModel:
-    """The DRAM model the config names, counting cycles of the core clock `clock_hz`."""
-    model: type[DramModel] = dram_kind(cfg.model).component_class()
-    return model(env, cfg, word_bytes, name, clock_hz)
-
+if TYPE_CHECKING:
+    from hwsim.sim.dram.base import DramModel
+    from hwsim.sim.dram.build import Dram, build_dram
+    from hwsim.sim.dram.jedec import JedecDram
+    from hwsim.sim.dram.simple import SimpleDram
 
 __all__ = ["Dram", "DramModel", "JedecDram", "SimpleDram", "build_dram"]

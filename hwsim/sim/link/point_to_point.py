@@ -11,7 +11,6 @@ from __future__ import annotations
 import simpy
 
 from hwsim.hardware import schema
-from hwsim.hardware.kinds import LINK_MODELS, ComponentKind
 from hwsim.sim.component import Port, Stat, Statistic
 from hwsim.sim.policy import scheduler
 from hwsim.vocab import ceil_div
@@ -60,11 +59,6 @@ class PointToPointLink:
         for direction in self.directions.values():
             out.update(direction.stats(f"{prefix}{direction.name}."))
         return out
-
-
-LINK_MODELS.register("point_to_point")(ComponentKind(
-    "a full-duplex point-to-point link: each direction carries one transfer at a time, width bits per cycle, "
-    "after a fixed latency", f"{__name__}:PointToPointLink"))
 
 
 __all__ = ["LinkDirection", "PointToPointLink"]

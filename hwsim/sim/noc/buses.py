@@ -20,7 +20,6 @@ import simpy
 
 from hwsim.errors import HwsimError
 from hwsim.hardware import schema
-from hwsim.hardware.kinds import NOC_MODELS, ComponentKind
 from hwsim.sim.component import Port, Stat, Statistic
 from hwsim.sim.policy import Scheduler, scheduler
 from hwsim.vocab import NO_ADDRESS, NOC_BUSES, ceil_div
@@ -106,7 +105,3 @@ class Noc:
             out.update(bus.stats(f"{prefix}{name}."))
         return out
 
-
-NOC_MODELS.register("buses")(ComponentKind(
-    "one ifmap, one filter and one psum multicast bus between the GLB and the PEs (and a psum output bus)",
-    f"{__name__}:Noc"))
