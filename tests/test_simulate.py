@@ -130,6 +130,21 @@ def test_simulate_command_writes_a_complete_trace(cli, tmp_path: Path) -> None:
     assert doc["totals"]["energy_pj"]["rf"] is None and doc["totals"]["energy_pj"]["glb"] > 0
 
 
+def test_simulate_without_a_trace_reports_the_same_and_writes_nothing(cli, tmp_path: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    quiet = cli("simulate", "phases_example", "--hw", "eyeriss-v1", "--no-trace", "--json")
+    assert quiet.code == 0, quiet.err
+    assert list(tmp_path.iterdir()) == []  # no traces/ folder, no file
+    traced = cli("simulate", "phases_example", "--hw", "eyeriss-v1", "--out", str(tmp_path / "t.h5"), "--json")
+    with hwsim.trace.open(tmp_path / "t.h5") as trace:  # the DRAM bytes read back from the trace itself
+        dram_words = sum(int(b["words"].sum()) for b in trace.records("dram"))
+    a, b = quiet.json(), traced.json()
+    assert a["trace"] is None and b["trace"] == str(tmp_path / "t.h5")
+    assert a["totals"] == b["totals"] and a["cycles"] == b["cycles"] and a["layers"] == b["layers"]
+    assert a["totals"]["dram_bytes"] == dram_words * 2
+
+
 def test_a_figure_the_recorded_levels_cannot_give_is_not_traced_not_zero(cli, tmp_path: Path) -> None:
     """DRAM alone: MAC, RF, GLB, clock and static (over the layer's span), control and utilization are not
     derivable (eyeriss-v1 has no L2, line buffers or links: nothing of theirs is missing); the DRAM energy and the

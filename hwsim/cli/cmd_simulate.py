@@ -1,4 +1,5 @@
-"""`hwsim simulate`: run a network cycle by cycle, write its trace, and report from the trace."""
+"""`hwsim simulate`: run a network cycle by cycle, write its trace (unless --no-trace), and report what it did
+from the totals counted as it ran."""
 
 from __future__ import annotations
 
@@ -41,6 +42,9 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     add_run_arguments(p)
     p.add_argument("--out", metavar="FILE.h5", default=None,
                    help="trace path (default traces/NETWORK-CONFIG.h5)")
+    p.add_argument("--no-trace", action="store_true",
+                   help="write no trace: the report alone, from the totals counted while the simulation runs "
+                        "(faster; nothing for `hwsim trace` or `check` to read)")
     p.add_argument("--trace-levels", type=levels_arg, default=frozenset(TRACE_LEVELS), metavar="LEVELS",
                    help=f"levels to record, comma separated (default all: {','.join(TRACE_LEVELS)}); the report "
                         "covers the recorded levels only")
@@ -80,7 +84,8 @@ def document(sim: Simulation) -> dict[str, Any]:
         })
     return {"network": sim.metrics.network, "hardware": sim.hardware.name, "word_bits": sim.hardware.precision_bits,
             "batch": sim.metrics.batch,
-            "trace": str(sim.trace), "cycles": sim.result.cycles, "sparsity": sim.sparsity.record(),
+            "trace": None if sim.trace is None else str(sim.trace), "cycles": sim.result.cycles,
+            "sparsity": sim.sparsity.record(),
             "latency_s": sim.result.cycles / sim.hardware.clock_hz,
             "layers": layers,
             "totals": {"energy_pj": _traced(dict(t.energy_by_component_pj), missing), "dram_bytes": t.dram_bytes,
@@ -146,7 +151,7 @@ def print_report(doc: dict[str, Any]) -> None:
               f"{_traced_sum(energy) / 1e9:.4g} mJ{of} ({dram}), DRAM traffic "
               f"{format_bytes(doc['totals']['dram_bytes'])}, peak buffer occupancy "
               + ", ".join(f"{k} {format_bytes(v)}" for k, v in doc["peak_occupancy_bytes"].items())
-              + f"; trace {doc['trace']}")
+              + (f"; trace {doc['trace']}" if doc["trace"] is not None else "; no trace written"))
 
 
 def run(args: argparse.Namespace) -> int:
@@ -158,7 +163,7 @@ def run(args: argparse.Namespace) -> int:
     warnings = loaded.warnings
     print_notices(warnings, notes, args.json)
     with layer_progress(f"simulating {spec.graph.name}", len(spec.graph), args.json) as progress:
-        sim = simulate_run(spec, path, args.trace_levels, progress)
+        sim = simulate_run(spec, path, args.trace_levels, progress, keep_trace=not args.no_trace)
     if args.json:
         emit_json({**document(sim), "warnings": list(warnings), "notes": list(notes)})
     else:
