@@ -5,12 +5,13 @@
 - `--zoo`: every layer of every zoo network on eyeriss-v1, under each objective, searched beside the rule mapping:
   per network and objective the worst and the geometric mean of searched / rules, and the layers worse than the
   rules (must be none);
-- `--with-nn-dataflow`: nn_dataflow 2.1 (installed with sympy 1.6.2 in a throwaway virtual environment under a
-  temporary folder) scheduling the same AlexNet layers (a grouped layer as one of its G towers) on the same 12x14
-  array, the same batch and the same per-access energies, as it is and limited to Eyeriss' RF and GLB partitions
-  (tools/nn_dataflow_peer.py): (a) each tool's best under its own model, (b) hwsim's searched mapping beside
-  nn_dataflow's schedule translated into an hwsim nest, both priced by hwsim, the access counts of each level
-  side by side, and the search times.
+- `--with-nn-dataflow`: nn_dataflow 2.1 (with sympy 1.6.2 in a throwaway virtual environment made on the first
+  run and reused after, under ~/.cache/hwsim-peers/envs: tools/throwaway_env.py) scheduling the same AlexNet layers
+  (a grouped layer as one of its G towers) on the same 12x14 array, the same batch and the same per-access
+  energies, as it is and limited to Eyeriss' RF and GLB partitions (tools/nn_dataflow_peer.py): (a) each tool's
+  best under its own model, (b) hwsim's searched mapping beside nn_dataflow's schedule translated into an hwsim
+  nest, both priced by hwsim, the access counts of each level side by side, and each search's CPU seconds (user +
+  sys) and wall seconds, measured in the same run, beside the energy of the mappings it chose.
 
 Usage: python tools/bench_mapper.py [--jobs 2] [--zoo] [--with-nn-dataflow] [--batch 4]
 """

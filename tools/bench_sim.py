@@ -8,8 +8,9 @@ level), and each figure against the simulator's targets: AlexNet <= 10 s, ResNet
 peak RSS < 2 GiB, >= 5 M records/s. Performance targets live here, in a benchmark, never in tests:
 they depend on the machine and its load, so the load average is printed with the figures.
 
---with-peers installs SCALE-Sim 3.0.0 (PyPI `scalesim`, numpy<2.4) into a throwaway virtual
-environment and runs it beside hwsim (tools/scalesim_peer.py writes its inputs):
+--with-peers runs SCALE-Sim 3.0.0 (PyPI `scalesim`, numpy<2.4) beside hwsim from a throwaway virtual
+environment made on the first run and reused after (under ~/.cache/hwsim-peers/envs, or $HWSIM_PEER_ENVS: see
+tools/throwaway_env.py); tools/scalesim_peer.py writes its inputs:
 - speed: SCALE-Sim's CLI, traces on as by default, on AlexNet's conv layers (one topology row per
   group, ifmaps pre-padded) on SCALE-Sim's 12x14 weight-stationary array, and hwsim simulating the
   same layers on the same array (configs/scalesim-12x14-ws.yaml, the layers scheduled alone through
@@ -320,7 +321,8 @@ def main() -> None:
                          {r.network: r for r in runs})
             print(f"({load_average()})")
         if args.with_peers:
-            python = scalesim_peer.peer_python(work_dir / "venv")
+            python = scalesim_peer.peer_python()  # kept between runs under the peers' cache folder
+            print(f"SCALE-Sim's environment: {python.parent.parent}", flush=True)
             peer_rate = bench_peer_speed(python, args.peer_layers.split(",") if args.peer_layers else None, work_dir)
             for r in runs:
                 print(f"hwsim {r.network} whole network (CLI, above) / SCALE-Sim, MACs per wall-second: "

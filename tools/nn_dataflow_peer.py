@@ -28,15 +28,18 @@ cheapest valid one is reported.
 
 from __future__ import annotations
 
+import argparse
 import json
 import math
+import resource
 import subprocess
 import tempfile
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from throwaway_env import env_python
+from throwaway_env import cached_env_python
 
 from hwsim.analytic.counts import LayerCounts
 from hwsim.analytic.nest_counts import nest_counts
@@ -49,10 +52,10 @@ from hwsim.mapping.nest.format import Array, Loop, LoopNest, Loops, Storage
 from hwsim.mapping.nest.problem import nest_problem
 from hwsim.mapping.nest.validate import check_nest
 from hwsim.search.cost import LayerCost, exact_cost
-from hwsim.search.network import SearchSettings, search_network
+from hwsim.search.network import SearchedMapping, SearchSettings, search_network
 from hwsim.vocab import Level, ceil_div
 from hwsim.workload import zoo
-from hwsim.workload.ir import Layer, LayerKind
+from hwsim.workload.ir import Graph, Layer, LayerKind
 
 PEER_PACKAGES = ("nn-dataflow==2.1", "sympy==1.6.2")
 LEVELS = ("DRAM", "GBUF", "ITCN", "REGF")  # nn_dataflow's MemHierEnum order
@@ -90,16 +93,17 @@ cost = Cost(mac_op=spec["mac_pj"], mem_hier=tuple(hier), noc_hop=0, idl_unit=0)
 options = Option(sw_gbuf_bypass=(True, True, True), opt_goal="e", ntops=1, nprocesses=1)
 one_node = PartitionScheme(order=tuple(range(pe.NUM)), pdims=(PhyDim2(1, 1),) * pe.NUM)
 batch = spec["batch"]
-out = {"seconds": 0.0, "layers": {}}
+out = {"seconds": 0.0, "cpu_seconds": 0.0, "layers": {}}
 for l in spec["layers"]:
     layer = FCLayer(l["C"], l["M"], l["R"]) if l["fc"] else ConvLayer(l["C"], l["M"], l["P"], l["R"], l["stride"])
     frng = FmapRange(FmapPosition(b=0, n=0, h=0, w=0), FmapPosition(b=batch, n=l["C"], h=layer.hifm, w=layer.wifm))
     layout = DataLayout(frngs=(frng,), regions=(data,), parts=(one_node.projection(data, appl2frng=True),))
     condition = SchedulingCondition(resource=resource, constraint=SchedulingConstraint(), ifmap_layout=layout,
                                     sched_seq=(0, 0, 0))
-    start = time.time()
+    start, start_cpu = time.perf_counter(), time.process_time()
     top = Scheduling(layer, batch, cost, MapStrategyEyeriss).schedule_search(condition, options)[0]
-    out["seconds"] += time.time() - start
+    out["seconds"] += time.perf_counter() - start
+    out["cpu_seconds"] += time.process_time() - start_cpu
     s = top.scheme
     ms = MapStrategyEyeriss(layer, batch, 1.0, array)
     sets = {}
@@ -147,10 +151,13 @@ class PeerLayer:
 
 @dataclass(frozen=True)
 class PeerRun:
-    """One nn_dataflow run over the layers: its schedules and its search time."""
+    """One nn_dataflow run over the layers: its schedules, its search's wall and CPU seconds (user + sys, one
+    process) and the CPU seconds of its whole process (start-up and imports too)."""
 
     layers: dict[str, PeerLayer]
     seconds: float
+    cpu_seconds: float
+    process_cpu_seconds: float
 
 
 def peer_spec(layers: list[Layer], hw: Accelerator, batch: int, partitioned: bool) -> dict[str, Any]:
@@ -179,22 +186,41 @@ def _groups(layer: Layer) -> int:
     return layer.groups if layer.kind is LayerKind.CONV else 1
 
 
-def peer_python(env_dir: Path) -> Path:
-    """A throwaway virtual environment with nn_dataflow 2.1 (it needs sympy 1.6.2); its python."""
-    return env_python(env_dir, [PEER_PACKAGES])
+def peer_python() -> Path:
+    """The python of a throwaway virtual environment with nn_dataflow 2.1 (it needs sympy 1.6.2), kept under the
+    peers' cache folder for these pins (made on the first run, reused after: tools/throwaway_env.py)."""
+    return cached_env_python("nn-dataflow", [PEER_PACKAGES])
 
 
-def run_peer(python: Path, spec: dict[str, Any]) -> PeerRun:
-    """nn_dataflow's schedules of the spec's layers (one process)."""
+def driver_output(python: Path, spec: dict[str, Any]) -> tuple[dict[str, Any], float]:
+    """What the driver prints for `spec` (nn_dataflow's schedules, its search's seconds) and the CPU seconds of
+    its whole process."""
+    before = _children_cpu()
     with tempfile.TemporaryDirectory(prefix="nn-dataflow-") as tmp:
         (Path(tmp) / "spec.json").write_text(json.dumps(spec))
         (Path(tmp) / "driver.py").write_text(DRIVER)
         done = subprocess.run([python, Path(tmp) / "driver.py", Path(tmp) / "spec.json"], check=True,
                               capture_output=True, text=True)
-    out = json.loads(done.stdout.strip().splitlines()[-1])
+    out: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    return out, _children_cpu() - before
+
+
+def _children_cpu() -> float:
+    """User + sys seconds of the child processes waited for so far."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def run_peer(python: Path, spec: dict[str, Any]) -> PeerRun:
+    """nn_dataflow's schedules of the spec's layers (one process)."""
+    out, process_cpu = driver_output(python, spec)
+    return PeerRun(peer_layers(out["layers"], spec), float(out["seconds"]), float(out["cpu_seconds"]), process_cpu)
+
+
+def peer_layers(schedules: dict[str, Any], spec: dict[str, Any]) -> dict[str, PeerLayer]:
+    """The driver's schedules of the layers of `spec` (as it printed them, or as recorded by `record`)."""
     groups = {l["name"]: l["groups"] for l in spec["layers"]}
-    layers = {name: _peer_layer(name, groups[name], r) for name, r in out["layers"].items()}
-    return PeerRun(layers, float(out["seconds"]))
+    return {name: _peer_layer(name, groups[name], r) for name, r in schedules.items()}
 
 
 def _peer_layer(name: str, groups: int, r: dict[str, Any]) -> PeerLayer:
@@ -394,36 +420,80 @@ class Row:
     why_not: str  # why the partitioned schedule is no valid hwsim nest (empty when it is)
 
 
+@dataclass(frozen=True)
+class Timed:
+    """A search's wall and CPU seconds (user + sys)."""
+
+    wall_s: float
+    cpu_s: float
+
+
+def timed_search(graph: Graph, hw: Accelerator, batch: int) -> tuple[SearchedMapping, Timed]:
+    """hwsim's search of `graph` as bench_mapper runs it (energy, one process, no cache), timed."""
+    start, start_cpu = time.perf_counter(), time.process_time()
+    found = search_network(graph, hw, batch, SearchSettings(objective="energy", jobs=1, use_cache=False))
+    return found, Timed(time.perf_counter() - start, time.process_time() - start_cpu)
+
+
 def compare(batch: int, config: str = "eyeriss-v1") -> None:
-    """Search AlexNet with hwsim and nn_dataflow (stock and with Eyeriss' partitions) and print the tables."""
+    """Search AlexNet with hwsim and nn_dataflow (stock and with Eyeriss' partitions) and print the tables; hwsim
+    searches before and after nn_dataflow (a drift in the machine's load weighs on both alike)."""
     hw = load_config(config)
     table = energy_table(hw)
     graph = zoo.build("alexnet")
     layers = [l for l in graph if l.kind in (LayerKind.CONV, LayerKind.FC)]
     specs = {kind: peer_spec(layers, hw, batch, kind == "partitioned") for kind in ("stock", "partitioned")}
-    with tempfile.TemporaryDirectory(prefix="bench-mapper-") as tmp:
-        python = peer_python(Path(tmp) / "venv")
-        runs = {kind: run_peer(python, spec) for kind, spec in specs.items()}
-    ours = search_network(graph, hw, batch, SearchSettings(objective="energy", jobs=1, use_cache=False))
-    rows = []
-    for layer in layers:
-        nest = ours.mapping.layer(layer.name)
-        assert isinstance(nest, LoopNest)
-        counts = nest_counts(layer, nest, batch, hw)
-        part = runs["partitioned"].layers[layer.name]
-        translated, cost, why = priced_translation(layer, part, batch, hw, table)
-        levels = hwsim_levels(nest_counts(layer, translated.nest, batch, hw), table) if cost else None
-        rows.append(Row(layer, exact_cost(layer, nest, batch, hw, table), hwsim_levels(counts, table),
-                        runs["stock"].layers[layer.name], part, translated, cost, levels, why))
+    python = peer_python()
+    ours, before = timed_search(graph, hw, batch)
+    runs = {kind: run_peer(python, spec) for kind, spec in specs.items()}
+    again, after = timed_search(graph, hw, batch)
+    assert again.choices == ours.choices, "the search is deterministic"
+    rows = [_row(layer, ours, runs, batch, hw, table) for layer in layers]
     print(f"\nAlexNet on {config}'s 12x14 array, batch {batch}, objective energy; nn_dataflow 2.1 'stock' (its "
           "unified 260-word RF and 108 KiB GBUF) and 'partitioned' (limited to Eyeriss' RF and GLB partitions)")
     _print_own_models(rows, specs["stock"])
     _print_under_hwsim(rows)
     _print_levels(rows, specs["stock"])
-    print(f"\nsearch time, one process: hwsim {ours.seconds:.1f} s; nn_dataflow stock {runs['stock'].seconds:.1f} s "
-          f"(hwsim / nn_dataflow {ours.seconds / runs['stock'].seconds:.2f}), partitioned "
-          f"{runs['partitioned'].seconds:.1f} s ({ours.seconds / runs['partitioned'].seconds:.2f})")
+    _print_speed(rows, Timed((before.wall_s + after.wall_s) / 2, (before.cpu_s + after.cpu_s) / 2), runs,
+                 specs["stock"])
     print(ALIGNMENT)
+
+
+def _row(layer: Layer, ours: SearchedMapping, runs: dict[str, PeerRun], batch: int, hw: Accelerator,
+         table: EnergyTable) -> Row:
+    """One layer compared: hwsim's searched nest, nn_dataflow's schedules, the partitioned one translated."""
+    nest = ours.mapping.layer(layer.name)
+    assert isinstance(nest, LoopNest)
+    part = runs["partitioned"].layers[layer.name]
+    translated, cost, why = priced_translation(layer, part, batch, hw, table)
+    levels = (hwsim_levels(nest_counts(layer, translated.nest, batch, hw), table)
+              if cost and translated.nest is not None else None)
+    return Row(layer, exact_cost(layer, nest, batch, hw, table), hwsim_levels(nest_counts(layer, nest, batch, hw),
+                                                                              table),
+               runs["stock"].layers[layer.name], part, translated, cost, levels, why)
+
+
+def _print_speed(rows: list[Row], ours: Timed, runs: dict[str, PeerRun], spec: dict[str, Any]) -> None:
+    """Each search's CPU and wall seconds beside the energy of what it chose, under its own model and (hwsim's
+    and the translated partitioned schedules) under hwsim's."""
+    valid = [r for r in rows if r.translated_cost is not None]
+    own = {"stock": sum(peer_levels(r.stock, spec).total_pj for r in rows),
+           "partitioned": sum(peer_levels(r.partitioned, spec).total_pj for r in rows)}
+    under = {"partitioned": f"{sum(r.translated_cost.energy_pj for r in valid if r.translated_cost) / 1e6:,.1f}"
+                            f" ({len(valid)}/{len(rows)} layers)", "stock": "-"}
+    print("\nsearch speed and quality, one process each: CPU s = user + sys of the search alone (hwsim: the mean of "
+          "a search before and one after nn_dataflow's), energy of the chosen mappings in µJ")
+    print(f"{'search':24s} {'CPU s':>8s} {'wall s':>8s} {'CPU / hwsim':>12s} {'own model':>11s} "
+          f"{'under hwsim':>24s}")
+    print(f"{'hwsim':24s} {ours.cpu_s:8.2f} {ours.wall_s:8.2f} {1.0:12.2f} "
+          f"{sum(r.searched_levels.total_pj for r in rows) / 1e6:11,.1f} "
+          f"{sum(r.searched.energy_pj for r in valid) / 1e6:13,.1f} ({len(valid)}/{len(rows)} layers)")
+    for kind, run in runs.items():
+        print(f"{'nn_dataflow ' + kind:24s} {run.cpu_seconds:8.2f} {run.seconds:8.2f} "
+              f"{run.cpu_seconds / ours.cpu_s:12.2f} {own[kind] / 1e6:11,.1f} {under[kind]:>24s}")
+    print("own model: hwsim without clock and control; under hwsim: every component, nn_dataflow's partitioned "
+          "schedules translated (table b).\nnn_dataflow's whole processes (start-up and imports too): "
+          + ", ".join(f"{kind} {run.process_cpu_seconds:.2f} CPU s" for kind, run in runs.items()))
 
 
 def _print_own_models(rows: list[Row], spec: dict[str, Any]) -> None:
@@ -460,3 +530,39 @@ def _print_levels(rows: list[Row], spec: dict[str, Any]) -> None:
             text = [f"{c.words[level] / 1e6:9.2f} ({c.pj[level] / 1e6:7.1f})" if c else f"{'-':>19s}"
                     for c in cells]
             print(f"  {level:6s} " + " | ".join(text))
+
+
+# ----- a recorded schedule and the command line -----------------------------------------------------------
+
+
+def record(path: Path, batch: int, config: str = "eyeriss-v1") -> None:
+    """Write nn_dataflow's partitioned schedules of AlexNet (the spec it was given and what the driver printed,
+    times left out) to `path`: the recorded schedule the translation's tests read without nn_dataflow."""
+    hw = load_config(config)
+    layers = [l for l in zoo.build("alexnet") if l.kind in (LayerKind.CONV, LayerKind.FC)]
+    spec = peer_spec(layers, hw, batch, partitioned=True)
+    out, _ = driver_output(peer_python(), spec)
+    about = (f"nn_dataflow's schedules of AlexNet's conv and FC layers on {config}'s array, partitioned, batch "
+             f"{batch}: written by tools/nn_dataflow_peer.py --record")
+    lines = [f' "about": {json.dumps(about)},', f' "packages": {json.dumps(list(PEER_PACKAGES))},',
+             f' "spec": {json.dumps(spec)},', ' "schedules": {',
+             ",\n".join(f"  {json.dumps(name)}: {json.dumps(r)}" for name, r in out["layers"].items()), " }"]
+    path.write_text("{\n" + "\n".join(lines) + "\n}\n")  # one line per layer: small, and diffs read well
+    print(f"wrote {path} ({path.stat().st_size} bytes)")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--batch", type=int, default=4, help="images per run (default 4)")
+    parser.add_argument("--config", default="eyeriss-v1", help="the hardware (default eyeriss-v1)")
+    parser.add_argument("--record", type=Path, metavar="FILE.json",
+                        help="instead: write nn_dataflow's partitioned schedules of AlexNet to FILE.json")
+    args = parser.parse_args()
+    if args.record:
+        record(args.record, args.batch, args.config)
+    else:
+        compare(args.batch, args.config)
+
+
+if __name__ == "__main__":
+    main()

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-from throwaway_env import env_python
+from throwaway_env import cached_env_python
 
 from hwsim.hardware import load_config
 from hwsim.hardware.schema import Accelerator
@@ -173,9 +173,13 @@ UseRamulatorTrace = False
 HEADER = "Layer name, IFMAP Height, IFMAP Width, Filter Height, Filter Width, Channels, Num Filter, Strides,"
 
 
-def peer_python(env_dir: Path) -> Path:
-    """A throwaway virtual environment with SCALE-Sim 3.0 (numpy < 2.4: it fails on 2.4); its python."""
-    return env_python(env_dir, [("scalesim==3.0.0", "numpy<2.4")])
+PEER_PACKAGES = ("scalesim==3.0.0", "numpy<2.4")  # SCALE-Sim 3.0 fails on numpy 2.4
+
+
+def peer_python() -> Path:
+    """The python of a throwaway virtual environment with SCALE-Sim 3.0, kept under the peers' cache folder for
+    these pins (made on the first run, reused after: tools/throwaway_env.py)."""
+    return cached_env_python("scalesim", [PEER_PACKAGES])
 
 
 @dataclass(frozen=True)
