@@ -72,7 +72,7 @@ def document(sim: Simulation) -> dict[str, Any]:
         m = by_name[run_.name]
         layers.append({
             "name": run_.name, "start_cycle": run_.start_cycle, "end_cycle": run_.end_cycle, "cycles": run_.cycles,
-            "passes": run_.passes, "compute_cycles": run_.compute_cycles,
+            "steps": run_.steps, "passes": run_.passes, "compute_cycles": run_.compute_cycles,
             "stall_cycles": {"load": run_.load_wait_cycles, "rf_filter": run_.rf_wait_cycles,
                              "psum": run_.psum_wait_cycles},
             "resource_stall_cycles": run_.resource_stall_cycles,
