@@ -3,15 +3,15 @@
 `estimate` prices the mapping in closed form (dense activations, as `hwsim estimate` by default): the dataflow's
 rule mapping, or with `mapper: search` the best mapping a search finds on the point's hardware under the sweep's
 `objective` (so a sweep of designs compares each at its best mapping; searched layers are cached on disk, so
-points of the same hardware share them); `simulate` runs the schedule cycle by cycle into a trace and derives
-the same metrics from it (`hwsim.metrics.derive`). A point that fails, for bad input or any other
-exception, comes back as a row with status `error` and the message: a sweep never stops for one point.
+points of the same hardware share them); `simulate` runs the schedule cycle by cycle and prices the same metrics
+from the totals counted as it ran, writing a trace only where the sweep keeps traces. A point that fails, for bad
+input or any other exception, comes back as a row with status `error` and the message: a sweep never stops for
+one point.
 """
 
 from __future__ import annotations
 
 import functools
-import tempfile
 import time
 from pathlib import Path
 
@@ -115,9 +115,8 @@ def evaluate(point: Point, trace_dir: str | None) -> Row:
             path = Path(trace_dir) / f"{point.point_id}.h5"
             totals = simulate_run(spec, path).totals
             row["trace"] = str(Path("traces") / path.name)
-        else:
-            with tempfile.TemporaryDirectory(prefix="hwsim-sweep-") as tmp:
-                totals = simulate_run(spec, Path(tmp) / "point.h5").totals
+        else:  # no trace kept: none written, the totals counted as the simulation ran
+            totals = simulate_run(spec, keep_trace=False).totals
         row.update(_metrics_row(totals, hw, point.batch))
     except HwsimError as exc:  # bad input for this point only, e.g. a layer that cannot fit
         row["status"], row["error"] = ERROR, str(exc)
