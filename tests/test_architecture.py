@@ -8,6 +8,8 @@ import ast
 from collections.abc import Iterator
 from pathlib import Path
 
+import pytest
+
 PACKAGE = Path(__file__).resolve().parent.parent / "hwsim"
 
 # What each package may import (besides itself): the stages below it in the flow. The bottom modules (errors,
@@ -24,7 +26,7 @@ ALLOWED = {
     "trace": {"errors", "vocab", "files"},
     "sparsity": {"errors", "vocab", "registry", "files", "workload", "hardware"},
     "mapping": {"errors", "vocab", "registry", "files", "workload", "hardware", "sparsity"},
-    "analytic": {"errors", "vocab", "workload", "hardware", "sparsity", "mapping"},
+    "analytic": {"errors", "vocab", "lazy", "workload", "hardware", "sparsity", "mapping"},
     "search": {"errors", "vocab", "registry", "files", "workload", "hardware", "sparsity", "mapping", "analytic"},
     "sim": {"errors", "vocab", "registry", "hwsim", "lazy", "workload", "hardware", "sparsity", "mapping", "trace"},
     "metrics": {"errors", "vocab", "hardware", "trace"},
@@ -142,17 +144,18 @@ def test_one_registry() -> None:
     assert importers == []
 
 
-def test_the_flows_package_exports_each_name_from_its_flow_module_on_first_use() -> None:
-    """`hwsim.flows` names every public flow; each resolves to the object its module defines, and `__all__`
-    lists exactly those names."""
+@pytest.mark.parametrize("package", ["hwsim.flows", "hwsim.hardware", "hwsim.analytic", "hwsim.sim", "hwsim.sim.dram"])
+def test_a_lazy_package_exports_each_name_from_its_module_on_first_use(package: str) -> None:
+    """A package that imports its modules on first use (`hwsim.lazy`) names every public name in its homes; each
+    resolves to the object its module defines, and `__all__` lists exactly those names (and the package's own)."""
     import importlib
 
-    import hwsim.flows as flows
-
-    homes = {name: module for module, names in flows._HOMES.items() for name in names}
-    assert sorted(homes) == sorted(flows.__all__)
+    lazy_package = importlib.import_module(package)
+    homes = {name: module for module, names in lazy_package._HOMES.items() for name in names}
+    own = {name for name in lazy_package.__all__ if name in vars(lazy_package) and name not in homes}
+    assert sorted(homes) == sorted(set(lazy_package.__all__) - own)
     for name, module in homes.items():
-        assert getattr(flows, name) is getattr(importlib.import_module(f"hwsim.flows.{module}"), name)
+        assert getattr(lazy_package, name) is getattr(importlib.import_module(f"{package}.{module}"), name)
 
 
 def test_the_estimate_flow_does_not_import_the_other_flows_or_the_trace() -> None:
@@ -170,16 +173,19 @@ def test_the_estimate_flow_does_not_import_the_other_flows_or_the_trace() -> Non
 
 def test_estimating_a_network_loads_neither_the_simulator_nor_the_search() -> None:
     """A closed-form estimate on a shipped config checks the config's model names through the registries without
-    importing the simulator (simpy, its components and DRAM models) or the mapping search: a registry imports its
-    homes only until one registers the name asked for, and the built-in NoC, link and DRAM kinds live in
-    `hwsim.hardware`."""
+    importing the simulator (simpy, its components and DRAM models), the mapping search, the step generators or the
+    other mapper families, or NeuPart: a registry imports its homes only until one registers the name asked for,
+    the built-in NoC, link and DRAM kinds live in `hwsim.hardware`, and a mapper family is imported when one of
+    its plans is first checked or scheduled."""
     import subprocess
     import sys
 
     code = ("import sys; from hwsim.flows.estimate import estimate_mapping; "
             "estimate_mapping('alexnet', 'eyeriss-v1'); estimate_mapping('alexnet', 'eyeriss-v1-ddr'); "
             "print(' '.join(m for m in ('simpy', 'hwsim.sim.component', 'hwsim.sim.dram.simple', "
-            "'hwsim.sim.dram.jedec', 'hwsim.sim.noc.buses', 'hwsim.search.network', 'hwsim.search.layer') "
+            "'hwsim.sim.dram.jedec', 'hwsim.sim.noc.buses', 'hwsim.search.network', 'hwsim.search.layer', "
+            "'hwsim.mapping.nest.steps', 'hwsim.mapping.depth_first', 'hwsim.mapping.phases', "
+            "'hwsim.mapping.planned', 'hwsim.analytic.neupart') "
             "if m in sys.modules))")
     loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
     assert loaded == []

@@ -9,8 +9,9 @@ from conftest import small_zoo_graph
 from hwsim.hardware import load_config
 from hwsim.mapping.dataflows.row_stationary import RsParams
 from hwsim.mapping.dataflows.row_stationary import rs_params as nest_rs_params
-from hwsim.mapping.mapper import check_mapping, default_mapping, network_schedule
+from hwsim.mapping.mapper import check_mapping, default_mapping
 from hwsim.mapping.nest.problem import nest_problem
+from hwsim.mapping.nest_schedule import network_schedule
 from hwsim.vocab import Level, Operand, StepKind
 from hwsim.workload import GraphBuilder, LayerKind, zoo
 from hwsim.workload.ir import Layer

@@ -11,7 +11,8 @@ from hwsim.analytic.counts import LayerCounts
 from hwsim.analytic.estimate import layer_counts as mapped_counts
 from hwsim.hardware import load_config
 from hwsim.hardware.schema import Accelerator
-from hwsim.mapping.mapper import layer_mapping, network_schedule
+from hwsim.mapping.mapper import layer_mapping
+from hwsim.mapping.nest_schedule import network_schedule
 from hwsim.vocab import Access, Level, Operand, StepKind
 from hwsim.workload import GraphBuilder, zoo
 from hwsim.workload.ir import Layer

@@ -17,7 +17,8 @@ import hwsim.trace
 from hwsim.analytic.estimate import estimate_network
 from hwsim.check import compare
 from hwsim.hardware import load_config
-from hwsim.mapping.mapper import default_mapping, network_schedule
+from hwsim.mapping.mapper import default_mapping
+from hwsim.mapping.nest_schedule import network_schedule
 from hwsim.metrics import derive
 from hwsim.sim.run import simulate_to_trace
 from hwsim.workload import GraphBuilder, zoo

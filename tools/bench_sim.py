@@ -77,7 +77,7 @@ print(json.dumps({"wall_s": wall_s, "cpu_s": usage.ru_utime + usage.ru_stime, "p
 SIM_SUBSET = """
 import dataclasses, json, sys
 from hwsim.hardware import load_config
-from hwsim.mapping.mapper import network_schedule
+from hwsim.mapping.nest_schedule import network_schedule
 from hwsim.sim.run import simulate_to_trace
 from hwsim.workload.network import load_network
 net, hw_name, names, out, levels = sys.argv[1], sys.argv[2], sys.argv[3].split(","), sys.argv[4], sys.argv[5]

@@ -28,7 +28,7 @@ from throwaway_env import cached_env_python
 
 from hwsim.hardware import load_config
 from hwsim.hardware.schema import Accelerator
-from hwsim.mapping.mapper import network_schedule
+from hwsim.mapping.nest_schedule import network_schedule
 from hwsim.mapping.schedule import Schedule
 from hwsim.sim.executor import RecordOptions, simulate
 from hwsim.sim.machine import Machine

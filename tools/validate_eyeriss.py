@@ -43,8 +43,8 @@ import numpy as np
 import hwsim.trace
 from hwsim.hardware import load_config
 from hwsim.hardware.schema import Accelerator
-from hwsim.mapping.mapper import network_schedule
 from hwsim.mapping.nest.format import NetworkMapping, load_mapping
+from hwsim.mapping.nest_schedule import network_schedule
 from hwsim.metrics import derive
 from hwsim.search.cost import OBJECTIVES
 from hwsim.search.network import SearchSettings, search_network

@@ -3,7 +3,8 @@ registered by name, whose plans are data (`hwsim.mapping.plans`) it checks again
 and turns into a `Schedule`.
 
 A run resolves its plan once (hwsim's default, a search, or a file written with `--out`), checks it, and asks
-the plan's mapper for the schedule: the simulator never needs to know which family made it.
+the plan's mapper for the schedule: the simulator never needs to know which family made it. A family's module is
+imported when one of its plans is first checked or scheduled, so a command that never meets one does not load it.
 """
 
 from __future__ import annotations
@@ -12,11 +13,8 @@ from abc import ABC, abstractmethod
 from typing import Any, ClassVar
 
 from hwsim.hardware.schema import Accelerator
-from hwsim.mapping.depth_first import DepthFirstMapping, WeightPolicy, depth_first_schedule, split_stacks
-from hwsim.mapping.mapper import check_mapping, network_schedule
+from hwsim.mapping.mapper import check_mapping
 from hwsim.mapping.nest.format import MappingError, NetworkMapping
-from hwsim.mapping.phases import phased_graph, phased_schedule
-from hwsim.mapping.planned import planned_schedule
 from hwsim.mapping.plans import DepthFirstPlan, PhasePlan, Plan, SlotPlan, plan_mapper, plan_problems
 from hwsim.mapping.schedule import Schedule
 from hwsim.registry import Registry
@@ -59,6 +57,8 @@ class NestMapper(Mapper):
 
     def schedule(self, plan: NetworkMapping, graph: Graph, hw: Accelerator,
                  sparsity: SparsityProfile | None) -> Schedule:
+        from hwsim.mapping.nest_schedule import network_schedule
+
         return network_schedule(graph, hw, plan.batch, plan, sparsity, checked=True)
 
 
@@ -69,6 +69,8 @@ class DepthFirstMapper(Mapper):
     dram_per_transaction = True
 
     def check(self, plan: Plan, graph: Graph, hw: Accelerator) -> None:
+        from hwsim.mapping.depth_first import split_stacks
+
         super().check(plan, graph, hw)
         assert isinstance(plan, DepthFirstPlan)
         stacks = split_stacks(graph, plan.cuts)
@@ -78,6 +80,8 @@ class DepthFirstMapper(Mapper):
 
     def schedule(self, plan: DepthFirstPlan, graph: Graph, hw: Accelerator,
                  sparsity: SparsityProfile | None) -> Schedule:
+        from hwsim.mapping.depth_first import DepthFirstMapping, WeightPolicy, depth_first_schedule
+
         mapping = DepthFirstMapping(plan.cuts, plan.tiling, WeightPolicy(plan.weights), plan.max_short_skip_layers)
         return depth_first_schedule(graph, hw, mapping)
 
@@ -101,6 +105,8 @@ class PhasesMapper(Mapper):
 
     def schedule(self, plan: PhasePlan, graph: Graph, hw: Accelerator,
                  sparsity: SparsityProfile | None) -> Schedule:
+        from hwsim.mapping.phases import phased_graph, phased_schedule
+
         pg = phased_graph(graph, dict(plan.phases))
         names = [e.name for e in pg.edges]
         unknown = [e for e in plan.dram_edges if e not in names]
@@ -127,6 +133,8 @@ class PlannedMapper(Mapper):
 
     def schedule(self, plan: SlotPlan, graph: Graph, hw: Accelerator,
                  sparsity: SparsityProfile | None) -> Schedule:
+        from hwsim.mapping.planned import planned_schedule
+
         return planned_schedule(graph, hw, plan.slots, plan.buffers)
 
 
