@@ -84,7 +84,9 @@ class Recorder:
             if not parts:
                 continue
             table = np.concatenate(parts) if len(parts) > 1 else parts[0]
-            table = table[np.argsort(table[:, 0], kind="stable")]
+            start = table[:, 0]
+            if (start[1:] < start[:-1]).any():  # already in order (often): a stable sort would not move a row
+                table = table[np.argsort(start, kind="stable")]
             block = np.empty(len(table), dtype=RECORD_DTYPE)
             for j, name in enumerate(COLUMNS):
                 block[name] = table[:, j]
