@@ -2,10 +2,12 @@
 whether its timing obeys the hardware, figures, and exports (Perfetto trace events; the DRAM bursts for
 Ramulator 2, DRAMsim3 and DRAMPower).
 
-Both stream the trace block by block (`hwsim.trace.Trace.records`), so their
+Summary and query stream the trace a chunk at a time (`hwsim.trace.Trace.column_blocks`), so their
 memory stays bounded whatever the trace's size: summary keeps per-layer
 totals, query keeps totals and the first `--limit` matches (all matches go
-to `--csv`, written as they are found, then renamed into place).
+to `--csv`, written as they are found, then renamed into place). The
+validator and the exporters are imported by the verbs that run them: a
+summary or a query does not pay for loading them.
 """
 
 from __future__ import annotations
@@ -17,7 +19,6 @@ from pathlib import Path
 from typing import Any
 
 import hwsim.trace
-from hwsim.check.validate import validate_trace
 from hwsim.cli.commands import COMMAND_HELP
 from hwsim.cli.output import (
     console,
@@ -27,12 +28,8 @@ from hwsim.cli.output import (
     table,
     write_atomically,
 )
-from hwsim.cli.validation import print_validation, validation_document
 from hwsim.errors import HwsimError
 from hwsim.flows.trace_stats import TraceQuery, query_trace, summarize_trace
-from hwsim.hardware.dram import dram_kind
-from hwsim.metrics.dram_export import dram_requests, write_drampower, write_dramsim3, write_ramulator
-from hwsim.metrics.perfetto import write_perfetto
 from hwsim.metrics.plots import PLOT_KINDS, plot, require_matplotlib
 
 DEFAULT_LIMIT = 20  # matching records shown (table) or listed (JSON)
@@ -102,6 +99,9 @@ def run_export(args: argparse.Namespace) -> int:
 
 def export_dram(args: argparse.Namespace) -> None:
     """Write the DRAM bursts in each simulator's format asked for."""
+    from hwsim.hardware.dram import dram_kind
+    from hwsim.metrics.dram_export import dram_requests, write_drampower, write_dramsim3, write_ramulator
+
     with hwsim.trace.open(args.file) as trace:
         requests = dram_requests(trace)
     out = console()
@@ -119,6 +119,8 @@ def export_dram(args: argparse.Namespace) -> None:
 
 
 def export_perfetto(args: argparse.Namespace) -> None:
+    from hwsim.metrics.perfetto import write_perfetto
+
     if args.max_events < 1:
         raise HwsimError(f"--max-events {args.max_events}: give a number of events ≥ 1")
     with hwsim.trace.open(args.file) as trace:
@@ -160,6 +162,9 @@ def cycles_arg(text: str) -> tuple[int, int]:
 
 
 def run_validate(args: argparse.Namespace) -> int:
+    from hwsim.check.validate import validate_trace
+    from hwsim.cli.validation import print_validation, validation_document
+
     with hwsim.trace.open(args.file) as trace:
         result = validate_trace(trace)
     if args.json:

@@ -1,21 +1,44 @@
-"""What a trace holds, and the records that match a filter, streamed block by block
-(`hwsim.trace.Trace.records`) so that memory stays bounded whatever the trace's size."""
+"""What a trace holds, and the records that match a filter, streamed a chunk at a time
+(`hwsim.trace.Trace.column_blocks`) so that memory stays bounded whatever the trace's size.
+
+Each chunk is reduced with whole-array numpy on the few columns a total needs:
+a chunk of one layer (most are: a level's records run layer after layer) by
+plain sums, minima and maxima, others by `np.bincount` over the layer (words
+summed exactly in int64 by `exact_bincount`). Nothing is joined across chunks.
+"""
 
 from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from hwsim.errors import HwsimError
 from hwsim.trace import RECORD_DTYPE, Trace
+from hwsim.trace.reader import RecordColumns
+from hwsim.trace.sinks import exact_bincount
 
 NamedRow = tuple[Any, ...]  # start_cycle, end_cycle, op, operand, layer, step, address, words, unit (names spelled
 # out)
 CSV_SLICE_RECORDS = 1 << 14  # records turned into named rows at a time
+EXACT_SUM_RECORDS = 1 << 22  # values `exact_bincount` sums exactly in one call
+SMALL_VALUE = 1 << 31  # values below this in magnitude: EXACT_SUM_RECORDS of them sum below 2**53, exact in float64
+
+
+def exact_sums(keys: np.ndarray, values: np.ndarray, size: int) -> np.ndarray:
+    """Σ values per key in 0..size-1 as exact int64, over slices short enough for `exact_bincount`. A slice of
+    small values (most: a record moves far fewer than 2**31 words) needs one float64 bincount, not two."""
+    total = np.zeros(size, dtype=np.int64)
+    for i in range(0, len(keys), EXACT_SUM_RECORDS):
+        part_keys, part = keys[i:i + EXACT_SUM_RECORDS], values[i:i + EXACT_SUM_RECORDS]
+        if int(part.min()) > -SMALL_VALUE and int(part.max()) < SMALL_VALUE:
+            total += np.bincount(part_keys, weights=part, minlength=size).astype(np.int64)
+        else:
+            total += exact_bincount(part_keys, part, size)
+    return total
 
 
 # ----- summary ---------------------------------------------------------------------------------------
@@ -71,13 +94,22 @@ class _LevelTotals:
         self.first_cycle = np.full(layers, np.iinfo(np.int64).max, dtype=np.int64)
         self.last_cycle = np.full(layers, -1, dtype=np.int64)
 
-    def add(self, block: np.ndarray) -> None:
-        layer, n = block["layer"], len(self.words)
+    def add(self, block: RecordColumns) -> None:
+        """Count a block of records: by plain reductions when it holds one layer, else by bincounts over layers."""
+        layer, words = block["layer"], block["words"]
+        start_cycle, end_cycle = block["start_cycle"], block["end_cycle"]
         self.records += len(block)
-        self.words += np.bincount(layer, weights=block["words"], minlength=n).astype(np.int64)
-        self.counts += np.bincount(layer, minlength=n)
-        np.minimum.at(self.first_cycle, layer, block["start_cycle"])
-        np.maximum.at(self.last_cycle, layer, block["end_cycle"])
+        low, high = int(layer.min()), int(layer.max())
+        if low == high:
+            self.counts[low] += len(block)
+            self.words[low] += words.sum()
+            self.first_cycle[low] = min(self.first_cycle[low], start_cycle.min())
+            self.last_cycle[low] = max(self.last_cycle[low], end_cycle.max())
+            return
+        self.counts += np.bincount(layer, minlength=len(self.counts))
+        self.words += exact_sums(layer, words, len(self.words))
+        np.minimum.at(self.first_cycle, layer, start_cycle)  # a few layers per block: no scatter of note
+        np.maximum.at(self.last_cycle, layer, end_cycle)
 
     def summary(self, word_bytes: np.ndarray) -> LevelSummary:
         """The level's totals, bytes at each layer's word (`word_bytes` per layer)."""
@@ -99,7 +131,7 @@ def summarize_trace(trace: Trace) -> TraceSummary:
     totals = {}
     for level in trace.levels:
         t = _LevelTotals(len(trace.layers))
-        for block in trace.records(level):
+        for block in trace.column_blocks(level):
             t.add(block)
         totals[level] = t
     levels = {level: t.summary(trace.layer_word_bytes) for level, t in totals.items()}
@@ -140,39 +172,58 @@ class TraceQuery:
     first_records: tuple[NamedRow, ...]
 
 
-@dataclass
 class _QueryTotals:
-    """Running totals of the matching records, and the first few of them."""
+    """Running totals of the matching records (words per layer, for bytes at each layer's word; records and words
+    per op and operand code), and the first `limit` of them."""
 
-    limit: int
-    records: int = 0
-    words: int = 0
-    bytes: int = 0  # the words at the word of each record's layer
-    first_cycle: int | None = None
-    last_cycle: int | None = None
-    by_op_operand: dict[tuple[int, int], list[int]] = field(default_factory=dict)  # -> [records, words]
-    shown: list[np.ndarray] = field(default_factory=list)
+    def __init__(self, limit: int, layers: int, ops: int, operands: int) -> None:
+        self.limit = limit
+        self.operands = operands
+        self.records = 0
+        self.layer_words = np.zeros(layers, dtype=np.int64)
+        self.code_records = np.zeros(ops * operands, dtype=np.int64)  # code = op * operands + operand
+        self.code_words = np.zeros(ops * operands, dtype=np.int64)
+        self.first_cycle: int | None = None
+        self.last_cycle: int | None = None
+        self.shown: list[np.ndarray] = []
+        self.held = 0  # records in `shown`
 
-    def add(self, block: np.ndarray, word_bytes: np.ndarray) -> None:
-        """Count `block`, its bytes at the word of each record's layer (`word_bytes` per layer)."""
+    def add(self, block: RecordColumns) -> None:
+        """Count a block of matching records and keep its first ones while fewer than `limit` are held."""
         if not len(block):
             return
+        words = block["words"]
         self.records += len(block)
-        self.words += int(block["words"].sum())
-        self.bytes += int((block["words"] * word_bytes[block["layer"]]).sum())
+        _add_per_key(self.layer_words, block["layer"], words)
         start, end = int(block["start_cycle"].min()), int(block["end_cycle"].max())
         self.first_cycle = start if self.first_cycle is None else min(self.first_cycle, start)
         self.last_cycle = end if self.last_cycle is None else max(self.last_cycle, end)
-        keys, inverse = np.unique(block["op"].astype(np.int64) * 256 + block["operand"], return_inverse=True)
-        words = np.bincount(inverse, weights=block["words"])
-        counts = np.bincount(inverse)
-        for key, n, w in zip(keys.tolist(), counts.tolist(), words.tolist()):
-            entry = self.by_op_operand.setdefault(divmod(key, 256), [0, 0])
-            entry[0] += n
-            entry[1] += int(w)
-        held = sum(len(b) for b in self.shown)
-        if held < self.limit:
-            self.shown.append(block[:self.limit - held].copy())
+        code = block["op"] * np.uint8(self.operands) + block["operand"]  # < 256: the tables are checked at open
+        counts = _add_per_key(self.code_words, code, words)
+        if counts is None:
+            self.code_records[code[0]] += len(block)
+        else:
+            self.code_records += counts
+        if self.held < self.limit:
+            self.shown.append(block.records(self.limit - self.held))
+            self.held += len(self.shown[-1])
+
+    def by_op_operand(self, ops: tuple[str, ...], operands: tuple[str, ...]) -> tuple[OpOperandTotal, ...]:
+        """The totals of each op and operand that matched, in code order (op, then operand)."""
+        return tuple(OpOperandTotal(ops[code // self.operands], operands[code % self.operands],
+                                    int(self.code_records[code]), int(self.code_words[code]))
+                     for code in np.flatnonzero(self.code_records).tolist())
+
+
+def _add_per_key(totals: np.ndarray, keys: np.ndarray, values: np.ndarray) -> np.ndarray | None:
+    """Add Σ values per key to `totals` exactly; the records per key too, returned, unless every key is the same
+    (None then: the count is the block's length), which costs one sum instead of three bincounts."""
+    low, high = int(keys.min()), int(keys.max())
+    if low == high:
+        totals[low] += values.sum()
+        return None
+    totals += exact_sums(keys, values, len(totals))
+    return np.bincount(keys, minlength=len(totals))
 
 
 def named_rows(trace: Trace, block: np.ndarray) -> list[NamedRow]:
@@ -189,17 +240,18 @@ def query_trace(trace: Trace, level: str, layer: str | None = None, op: str | No
     keeping the first `limit`; every match goes to `rows_sink` (in slices) when one is given."""
     if level not in trace.levels:
         raise HwsimError(f"{trace.path}: no level {level!r} in this trace; it has {', '.join(trace.levels)}")
-    totals = _QueryTotals(max(0, limit))
-    for block in trace.records(level, layer, operand, op, cycles):
-        totals.add(block, trace.layer_word_bytes)
+    totals = _QueryTotals(max(0, limit), len(trace.layers), len(trace.ops), len(trace.operands))
+    for block in trace.column_blocks(level, layer, operand, op, cycles):
+        totals.add(block)
         if rows_sink is not None:  # in slices: a million Python rows would cost hundreds of MB
-            for i in range(0, len(block), CSV_SLICE_RECORDS):
-                rows_sink(named_rows(trace, block[i:i + CSV_SLICE_RECORDS]))
+            matches = block.records()
+            for i in range(0, len(matches), CSV_SLICE_RECORDS):
+                rows_sink(named_rows(trace, matches[i:i + CSV_SLICE_RECORDS]))
     shown = np.concatenate(totals.shown) if totals.shown else np.empty(0, dtype=RECORD_DTYPE)
-    return TraceQuery(level, totals.records, totals.words, totals.bytes if level != "pe" else None,
-                      totals.first_cycle, totals.last_cycle,
-                      tuple(OpOperandTotal(trace.ops[o], trace.operands[x], n, w)
-                            for (o, x), (n, w) in sorted(totals.by_op_operand.items())),
+    words = int(totals.layer_words.sum())
+    return TraceQuery(level, totals.records, words,
+                      int((totals.layer_words * trace.layer_word_bytes).sum()) if level != "pe" else None,
+                      totals.first_cycle, totals.last_cycle, totals.by_op_operand(trace.ops, trace.operands),
                       tuple(named_rows(trace, shown)))
 
 

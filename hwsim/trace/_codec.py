@@ -72,6 +72,38 @@ def deflate(shuffled: np.ndarray) -> bytes:
     return compressor.compress(shuffled.data) + compressor.flush()
 
 
+def inflate_planes(filter_mask: int, data: bytes, dtype: np.dtype, chunk_records: int) -> np.ndarray:
+    """A shuffle + deflate chunk as its byte planes: a (record bytes, `chunk_records`) uint8 array whose row k holds
+    byte k of every record (skipped filters honoured). Inflating into a buffer of the known size saves zlib's
+    growing and copying its output; the call releases the GIL, for worker threads."""
+    raw = data if filter_mask & _DEFLATE_SKIPPED else zlib.decompress(data, bufsize=dtype.itemsize * chunk_records)
+    flat = np.frombuffer(raw, dtype=np.uint8)
+    if filter_mask & _SHUFFLE_SKIPPED:
+        return _transpose_bytes(flat.reshape(chunk_records, dtype.itemsize))
+    return flat.reshape(dtype.itemsize, chunk_records)
+
+
+def field_from_planes(planes: np.ndarray, dtype: np.dtype, name: str, lo: int, hi: int,
+                      out: np.ndarray | None = None) -> np.ndarray:
+    """Field `name` of records lo..hi-1 as one contiguous array (into `out` when given), straight from the byte
+    planes: one strided byte copy per byte of the field, faster than a whole-record transpose and a strided field
+    view; a one-byte field is a view of its plane, no copy."""
+    field, offset = dtype.fields[name][:2]  # type: ignore[index]
+    if field.itemsize == 1 and out is None:
+        return planes[offset, lo:hi].view(field)
+    column = np.empty(hi - lo, dtype=field) if out is None else out
+    as_bytes = column.view(np.uint8).reshape(hi - lo, field.itemsize)
+    for k in range(field.itemsize):
+        as_bytes[:, k] = planes[offset + k, lo:hi]
+    return column
+
+
+def records_from_planes(planes: np.ndarray, dtype: np.dtype, rows: slice | np.ndarray) -> np.ndarray:
+    """The records at `rows` (a slice, a boolean mask or indices into the planes' columns) as `dtype` rows."""
+    picked = planes[:, rows]
+    return _transpose_bytes(picked).view(dtype).reshape(picked.shape[1])
+
+
 def decode_chunk(filter_mask: int, data: bytes, dtype: np.dtype, chunk_records: int) -> np.ndarray:
     """The `chunk_records` records of a chunk stored as shuffle + deflate (skipped filters honoured)."""
     raw = data if filter_mask & _DEFLATE_SKIPPED else zlib.decompressobj().decompress(data)  # releases the GIL
@@ -86,17 +118,7 @@ def decode_chunk_columns(filter_mask: int, data: bytes, dtype: np.dtype, chunk_r
     """Write a chunk's records into the columns `out` from row `start` on (as many as fit), straight from the
     shuffled bytes (byte k of every record together): no array of records in between, whose fields numpy
     would copy out strided. Threads may fill disjoint rows of the same columns."""
-    raw = data if filter_mask & _DEFLATE_SKIPPED else zlib.decompressobj().decompress(data)  # releases the GIL
-    flat = np.frombuffer(raw, dtype=np.uint8)
+    planes = inflate_planes(filter_mask, data, dtype, chunk_records)
     count = min(chunk_records, len(next(iter(out.values()))) - start)
-    if filter_mask & _SHUFFLE_SKIPPED:
-        records = flat.view(dtype)[:count]
-        for name in dtype.names or ():
-            out[name][start:start + count] = records[name]
-        return
-    planes = flat.reshape(dtype.itemsize, chunk_records)
     for name in dtype.names or ():
-        field, offset = dtype.fields[name][:2]  # type: ignore[index]
-        column = out[name][start:start + count].view(np.uint8).reshape(count, field.itemsize)
-        for k in range(field.itemsize):
-            column[:, k] = planes[offset + k, :count]
+        field_from_planes(planes, dtype, name, 0, count, out[name][start:start + count])

@@ -4,16 +4,21 @@ Queries read whole chunks (decoded by worker threads when the file uses the
 shuffle + deflate pipeline the writer produces), filter them with numpy and
 yield blocks of at most `chunk_records` records. A layer query reads only
 the rows between that layer's first and last record, found in `index/<level>`.
+`column_blocks` streams a chunk at a time as `RecordColumns`, whose fields
+are decoded straight from the chunk's shuffled bytes when first used: the
+way to reduce a large trace over a few fields at the speed of decompression.
 """
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 import os
 import zlib
+from collections import deque
 from collections.abc import Callable, Iterator
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from types import TracebackType
 from typing import Any, Self
 
@@ -21,7 +26,16 @@ import h5py
 import numpy as np
 
 from hwsim.errors import os_reason
-from hwsim.trace._codec import decode_chunk, decode_chunk_columns, is_shuffle_deflate, opaque, worker_threads
+from hwsim.trace._codec import (
+    decode_chunk,
+    decode_chunk_columns,
+    field_from_planes,
+    inflate_planes,
+    is_shuffle_deflate,
+    opaque,
+    records_from_planes,
+    worker_threads,
+)
 from hwsim.trace.schema import (
     DRAM_COMMAND_DTYPE,
     GROUP_DTYPE,
@@ -40,6 +54,82 @@ Code = str | int  # a name from a trace's table, or its index
 Window = tuple[int, int]  # cycles [start, end)
 _CHUNK_CACHE_BYTES = 32 << 20  # HDF5's own chunk cache, used by files that are not shuffle + deflate
 _LISTED_NAMES = 20  # names spelled out in an error message before "... (N in all)"
+_CHUNKS_AHEAD = 2  # chunks per worker thread decoded ahead of a column scan's caller
+_UNCHUNKED_BLOCK_RECORDS = 1 << 16  # rows per block of a column scan over a dataset stored without chunks
+
+
+class RecordColumns:
+    """Records of one chunk of a level (or those of them a filter kept), a field at a time.
+
+    `block["words"]` is the field as one contiguous array, decoded the first
+    time it is asked for and kept while the block lives: numpy's views of a
+    field of packed records are strided, and sums, masks and bincounts over
+    them run several times slower. `block.records()` gives the block as
+    RECORD_DTYPE rows, `block.where(mask)` the rows a boolean mask keeps.
+    Columns may be read-only views: copy before writing.
+    """
+
+    def __init__(self, length: int, planes: np.ndarray | None = None, records: np.ndarray | None = None,
+                 parent: RecordColumns | None = None, mask: np.ndarray | None = None) -> None:
+        self._length = length
+        self._planes = planes  # byte k of every record in row k (the chunk's shuffled bytes), cut to the block
+        self._records = records  # or packed records
+        self._parent, self._mask = parent, mask  # or the rows `mask` keeps of `parent`
+        self._columns: dict[str, np.ndarray] = {}
+
+    @classmethod
+    def of_planes(cls, planes: np.ndarray, lo: int, hi: int) -> RecordColumns:
+        """Records lo..hi-1 of a chunk held as its byte planes (`hwsim.trace._codec.inflate_planes`)."""
+        return cls(hi - lo, planes=planes[:, lo:hi])
+
+    @classmethod
+    def of_records(cls, records: np.ndarray) -> RecordColumns:
+        """Packed RECORD_DTYPE rows."""
+        return cls(len(records), records=records)
+
+    def __len__(self) -> int:
+        return self._length
+
+    def __getitem__(self, name: str) -> np.ndarray:
+        column = self._columns.get(name)
+        if column is None:
+            column = self._columns[name] = self._decoded(name)
+        return column
+
+    def _decoded(self, name: str) -> np.ndarray:
+        if self._parent is not None:
+            return self._parent[name][self._mask]
+        if self._planes is not None:
+            return field_from_planes(self._planes, RECORD_DTYPE, name, 0, self._length)
+        assert self._records is not None
+        return np.ascontiguousarray(self._records[name])
+
+    def where(self, mask: np.ndarray) -> RecordColumns:
+        """The records `mask` (a boolean per record) keeps; their columns are cut from this block's."""
+        if self._parent is not None:  # a filter of a filter: one mask over the unfiltered block
+            assert self._mask is not None
+            combined = self._mask.copy()
+            combined[combined] = mask
+            return self._parent.where(combined)
+        return RecordColumns(int(np.count_nonzero(mask)), parent=self, mask=mask)
+
+    def records(self, first: int | None = None) -> np.ndarray:
+        """The block's records (only the first `first` when given) as RECORD_DTYPE rows, in a fresh array."""
+        if self._parent is not None:
+            assert self._mask is not None
+            return self._parent._rows(self._mask if first is None else np.flatnonzero(self._mask)[:first])
+        return self._rows(slice(None, first))
+
+    def _rows(self, which: slice | np.ndarray) -> np.ndarray:
+        """The rows `which` (a slice, a boolean mask or indices) picks of an unfiltered block, as packed records."""
+        if self._planes is not None:
+            return records_from_planes(self._planes, RECORD_DTYPE, which)
+        assert self._records is not None
+        return self._records[which].copy()
+
+
+Block = np.ndarray | RecordColumns  # records as packed rows or as columns: both give a field by name
+RowFilter = Callable[[Block], np.ndarray]  # the boolean mask of a block's records a query keeps
 
 
 def open(path: str | os.PathLike[str], allow_incomplete: bool = False) -> Trace:  # hwsim.trace.open, by design
@@ -160,11 +250,31 @@ class Trace:
         here, before the first block is read.
         """
         dataset = self._level_dataset(level)
+        first_row, end_row, keep = self._record_filter(dataset, level, layer, operand, op, window_cycles)
+        _check_chunk_records(self.path, chunk_records)
+        return self._scan(dataset, first_row, end_row, chunk_records, keep)
+
+    def column_blocks(self, level: str, layer: Code | None = None, operand: Code | None = None,
+                      op: Code | None = None, window_cycles: Window | None = None) -> Iterator[RecordColumns]:
+        """`records(...)` one chunk at a time as `RecordColumns`: each field a contiguous array decoded when first
+        asked for, so a reduction over a few fields neither decodes the others nor reads them strided.
+
+        Worker threads decode a few chunks ahead of the caller; memory holds
+        those chunks, whatever the level's length. The filters are those of
+        `records`; chunks without a match are skipped.
+        """
+        dataset = self._level_dataset(level)
+        first_row, end_row, keep = self._record_filter(dataset, level, layer, operand, op, window_cycles)
+        return self._column_scan(dataset, first_row, end_row, keep)
+
+    def _record_filter(self, dataset: h5py.Dataset, level: str, layer: Code | None, operand: Code | None,
+                       op: Code | None, window_cycles: Window | None) -> tuple[int, int, RowFilter | None]:
+        """The rows a query of `level` reads (a layer's span in `index/<level>` when there is one) and the mask of
+        a block's records that match (None: every record does); names and codes checked against the tables."""
         layer_id = None if layer is None else self._code(layer, self.layers, "layer")
         operand_code = None if operand is None else self._code(operand, self.operands, "operand")
         op_code = None if op is None else self._code(op, self.ops, "op")
         c0, c1 = self._window(window_cycles)
-        _check_chunk_records(self.path, chunk_records)
         first_row, end_row = 0, len(dataset)
         if layer_id is not None and f"index/{level}" in self._file:
             first_row, end_row = (int(row) for row in self._file[f"index/{level}"][layer_id])
@@ -172,7 +282,7 @@ class Trace:
                 raise TraceError(f"trace {self.path}: index/{level} is damaged (layer {layer_id} at rows "
                                  f"{first_row}..{end_row} of {len(dataset)}); re-run the simulation that wrote it")
 
-        def keep(block: np.ndarray) -> np.ndarray:
+        def keep(block: Block) -> np.ndarray:
             mask = np.ones(len(block), dtype=bool)
             for column, code in (("layer", layer_id), ("operand", operand_code), ("op", op_code)):
                 if code is not None:
@@ -182,7 +292,7 @@ class Trace:
             return mask
 
         filtered = any(f is not None for f in (layer_id, operand_code, op_code, window_cycles))
-        return self._scan(dataset, first_row, end_row, chunk_records, keep if filtered else None)
+        return first_row, end_row, keep if filtered else None
 
     def select(self, level: str, layer: Code | None = None, operand: Code | None = None, op: Code | None = None,
                window_cycles: Window | None = None, chunk_records: int = 1 << 20) -> np.ndarray:
@@ -339,6 +449,51 @@ class Trace:
                 if len(block):
                     yield block
 
+    def _column_scan(self, dataset: h5py.Dataset, first_row: int, end_row: int,
+                     keep: RowFilter | None) -> Iterator[RecordColumns]:
+        """Rows [first_row, end_row) of a level's dataset, a chunk at a time, filtered by `keep`: worker threads
+        read, decode and check the next `_CHUNKS_AHEAD` chunks while the caller works on this one."""
+        chunk_len = dataset.chunks[0] if dataset.chunks else _UNCHUNKED_BLOCK_RECORDS
+        chunks = iter(range(first_row // chunk_len, ceil_div(end_row, chunk_len)))
+
+        def submit(k: int) -> tuple[int, Future[tuple[RecordColumns, str]]]:
+            lo, hi = max(first_row - k * chunk_len, 0), min(end_row - k * chunk_len, chunk_len)
+            return k, self._pool.submit(self._decode_block, dataset, k, chunk_len, lo, hi)
+
+        pending = deque(submit(k) for k in itertools.islice(chunks, _CHUNKS_AHEAD * worker_threads()))
+        while pending:
+            k, future = pending.popleft()
+            pending.extend(submit(k) for k in itertools.islice(chunks, 1))
+            block = self._checked_block(dataset, k * chunk_len, future)
+            if keep is not None:
+                block = block.where(keep(block))
+            if len(block):
+                yield block
+
+    def _decode_block(self, dataset: h5py.Dataset, k: int, chunk_len: int, lo: int,
+                      hi: int) -> tuple[RecordColumns, str]:
+        """Rows lo..hi-1 of chunk k, and what is wrong with their codes ('' when nothing): a worker's task. A
+        shuffle + deflate chunk is inflated here into its byte planes, others are read through HDF5."""
+        if self._direct[dataset.name]:
+            filter_mask, data = dataset.id.read_direct_chunk((k * chunk_len,))
+            block = RecordColumns.of_planes(inflate_planes(filter_mask, data, RECORD_DTYPE, chunk_len), lo, hi)
+        else:
+            block = RecordColumns.of_records(dataset[k * chunk_len + lo:k * chunk_len + hi])
+        return block, self._bad_codes(block)
+
+    def _checked_block(self, dataset: h5py.Dataset, first_row: int,
+                       future: Future[tuple[RecordColumns, str]]) -> RecordColumns:
+        """A worker's block, or the TraceError naming the damaged chunk (from `first_row`) it found."""
+        try:
+            block, problem = future.result()
+        except DAMAGE_ERRORS as exc:
+            raise TraceError(f"trace {self.path}: dataset {dataset.name} is damaged at rows from {first_row:,} "
+                             f"({_short(exc)}); re-run the simulation that wrote it") from None
+        if problem:
+            raise TraceError(f"trace {self.path}: dataset {dataset.name} is damaged: {problem} in rows from "
+                             f"{first_row:,}; re-run the simulation that wrote it")
+        return block
+
     def _read_chunks(self, dataset: h5py.Dataset, k0: int, k1: int, chunk_len: int) -> np.ndarray:
         """The rows of chunks k0..k1-1 (the last one cut at the dataset's end), their codes checked against the
         trace's tables: a damaged chunk is a TraceError naming it, never a wrong answer."""
@@ -353,7 +508,7 @@ class Trace:
                              f"{k0 * chunk_len:,}; re-run the simulation that wrote it")
         return rows
 
-    def _bad_codes(self, rows: np.ndarray | dict[str, np.ndarray]) -> str:
+    def _bad_codes(self, rows: np.ndarray | dict[str, np.ndarray] | RecordColumns) -> str:
         """What is wrong with a block of records, occupancy events or groups read back (as an array, or record
         columns) ('' when nothing): a code past its name table, a negative occupancy, an end before a start."""
         dtype = rows.dtype if isinstance(rows, np.ndarray) else RECORD_DTYPE
