@@ -22,31 +22,33 @@ import random
 import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
+from typing import NamedTuple
 
 from hwsim.errors import HwsimError
 from hwsim.hardware.energy import EnergyTable
 from hwsim.hardware.schema import Accelerator
 from hwsim.mapping.dataflows import Dataflow, dataflow_of
-from hwsim.mapping.nest.format import DIMS, OPERANDS, LoopNest
-from hwsim.mapping.nest.problem import Problem, lowering_for, nest_problem, tile_bound_words
+from hwsim.mapping.nest.format import DIMS, OPERANDS, LoopNest, Loops
+from hwsim.mapping.nest.problem import Problem, lowering_for, nest_problem
 from hwsim.mapping.nest.validate import check_nest
 from hwsim.search.cost import OBJECTIVES, LayerCost, exact_cost, rank
-from hwsim.search.screen import STORAGE, Screen, flat_loops
+from hwsim.search.screen import STORAGE, FlatLoop, Screen, flat_loops, pass_flat_loops
 from hwsim.search.space import (
     KEEP_MODES,
     PRIORITIES,
     Inner,
+    NestBuilder,
     Outer,
-    build_nest,
     choices,
     inner_space,
-    remaining,
     spread_sizes,
 )
 from hwsim.sparsity.profile import DENSE_LAYER, LayerZeros
 from hwsim.workload.ir import Layer
 
 GLB_CHOICES = 5  # near-equal GLB tile sizes tried per dim (beside the halvings: space.spread_sizes)
+ALL = frozenset(OPERANDS)
+ALL_SORTED = tuple(sorted(ALL))  # what a DRAM keeps, as a nest's `_key` names it
 
 
 @dataclass(frozen=True)
@@ -77,6 +79,18 @@ class _Candidate:
     outer: Outer
 
 
+class _Built(NamedTuple):
+    """A candidate as the screen reads it (its nest is made only for those priced): its inner part, its DRAM's and
+    GLB's loops, what the GLB keeps, every loop as (place, dim, factor) and its nest's identity (`_key`)."""
+
+    inner: int
+    dram: Loops
+    glb: Loops
+    keeps: frozenset[str]
+    loops: list[FlatLoop]
+    key: tuple[object, ...]
+
+
 class LayerSearcher:
     """Searches one layer's mapspace (module docstring)."""
 
@@ -90,51 +104,72 @@ class LayerSearcher:
         self.p: Problem = nest_problem(layer, batch, self.lowering)
         self.screen = Screen(self.p, hw, table)
         self.inners: list[Inner] = inner_space(self.p, hw)
+        self.builder = NestBuilder(self.p, self.inners, self.lowering)
         self.priced: dict[tuple[object, ...], LayerCost | None] = {}
         self.screened = 0
+        # what every candidate of an inner part shares: its pass's loops and tile per dim (DIMS order)
+        self._pass_loops = [pass_flat_loops(inner.array, inner.rf) for inner in self.inners]
+        self._pass_tiles = [tuple(inner.tile(d) for d in DIMS) for inner in self.inners]
+        self._sizes: dict[tuple[int, bool], list[int]] = {}
+        self._fits: dict[tuple[int, ...], bool] = {}
+        self._glb_ops = ("ifmap", "psum") if hw.glb.filter_bytes else OPERANDS
+        self._glb_room = hw.glb.data_bytes // hw.word_bytes
+        self._filter_room = hw.glb.filter_bytes // hw.word_bytes
 
     # -- candidates ---------------------------------------------------------------------------------------
-    def nest_of(self, c: _Candidate) -> LoopNest:
-        inner = self.inners[c.inner]
-        nest = build_nest(self.p, inner, c.outer, self.lowering, frozenset(OPERANDS))
-        keeps = self._reused(nest) if c.outer.keep_mode == "reuse" else frozenset(OPERANDS)
-        room = self.hw.glb.filter_bytes // self.hw.word_bytes
-        dram_loops = len(nest.storage[0].loops)
-        if "filter" in keeps and room and self.screen.tile(flat_loops(nest), "filter", dram_loops) > room:
-            keeps -= {"filter"}  # the filter partition cannot hold the tile: filters go past the GLB
-        return replace(nest, storage=(nest.storage[0], replace(nest.storage[1], keeps=keeps)))
+    def nest(self, built: _Built) -> LoopNest:
+        """The loop nest of a built candidate (made only for those priced exactly)."""
+        return self.builder.nest(built.inner, built.dram, built.glb, built.keeps)
 
-    def _reused(self, nest: LoopNest) -> frozenset[str]:
+    def build(self, c: _Candidate) -> _Built:
+        """The candidate's nest in parts: the GLB keeps every operand, or (keep mode `reuse`) those it gives
+        reuse, less the filters when the filter partition cannot hold their tile (they go past the GLB)."""
+        (dram, dram_loops), (glb, glb_loops) = self.builder.storage_loops(c.inner, c.outer)
+        loops = [*dram_loops, *glb_loops, *self._pass_loops[c.inner]]
+        rf_keeps = self.inners[c.inner].rf.keeps
+        keeps = self._reused(loops, len(dram), rf_keeps) if c.outer.keep_mode == "reuse" else ALL
+        if "filter" in keeps and self._filter_room and self.screen.tile(loops, "filter", len(dram)) > self._filter_room:
+            keeps -= {"filter"}
+        return _Built(c.inner, dram, glb, keeps, loops, (tuple(loops), (ALL_SORTED, tuple(sorted(keeps)))))
+
+    def _reused(self, loops: list[FlatLoop], n_dram: int, rf_keeps: frozenset[str]) -> frozenset[str]:
         """The operands whose GLB tile changes less often than the PEs' (the others gain nothing there)."""
-        loops = flat_loops(nest)
-        n_dram = sum(1 for l in loops if l[0] == "dram")
         n_above = sum(1 for l in loops if l[0] in (*STORAGE, "stream"))
         return frozenset(op for op in OPERANDS if self.screen._visit(loops, op, n_dram, True)[0]
-                         < self.screen._visit(loops, op, n_above, op in nest.rf.keeps)[0])
+                         < self.screen._visit(loops, op, n_above, op in rf_keeps)[0])
 
-    def random_outer(self, rng: random.Random, inner: Inner, spread: bool = True) -> Outer:
-        """A random outer part whose GLB tiles fit: dims in random order, each given the largest of a random
-        suffix of its tile sizes that still fits beside the others (the capacity pre-check). The sizes are
-        `space.spread_sizes` when `spread`, else only its near-equal largest cuts."""
-        rest = dict(zip(DIMS, remaining(self.p, inner)))
-        extent = {d: inner.tile(d) for d in DIMS}
-        factors = dict.fromkeys(DIMS, 1)
-        dims = [d for d in DIMS if rest[d] > 1]
+    def random_outer(self, rng: random.Random, k: int, spread: bool = True) -> Outer:
+        """A random outer part of inner part `k` whose GLB tiles fit: dims in random order, each given the largest
+        of a random suffix of its tile sizes that still fits beside the others (the capacity pre-check). The
+        sizes are `space.spread_sizes` when `spread`, else only its near-equal largest cuts."""
+        rest = self.builder.rest[k]
+        extent = list(self._pass_tiles[k])
+        factors = [1] * len(DIMS)
+        dims = [i for i in range(len(DIMS)) if rest[i] > 1]
         rng.shuffle(dims)
-        for d in dims:
-            sizes = spread_sizes(rest[d], GLB_CHOICES) if spread else choices(rest[d], rest[d], GLB_CHOICES)
+        for i in dims:
+            sizes = self._glb_sizes(rest[i], spread)
             for size in sizes[rng.randrange(len(sizes)):]:
-                if self._glb_fits({**extent, d: extent[d] * size}):
-                    factors[d], extent[d] = size, extent[d] * size
+                grown = (*extent[:i], extent[i] * size, *extent[i + 1:])
+                if self._glb_fits(grown):
+                    factors[i], extent[i] = size, grown[i]
                     break
-        return Outer(tuple(factors[d] for d in DIMS), rng.choice(PRIORITIES), rng.choice(PRIORITIES),
-                     rng.choice(KEEP_MODES))
+        return Outer(tuple(factors), rng.choice(PRIORITIES), rng.choice(PRIORITIES), rng.choice(KEEP_MODES))
 
-    def _glb_fits(self, extent: dict[str, int]) -> bool:
-        """Whether GLB tiles of these extents fit its data partition (filters too when it has no filter
-        partition; else they may bypass it)."""
-        ops = ("ifmap", "psum") if self.hw.glb.filter_bytes else OPERANDS
-        return sum(tile_bound_words(self.p, op, extent) for op in ops) <= self.hw.glb.data_bytes // self.hw.word_bytes
+    def _glb_sizes(self, extent: int, spread: bool) -> list[int]:
+        """The GLB tile sizes `random_outer` draws from for a dim of `extent` (each list made once)."""
+        key = (extent, spread)
+        if key not in self._sizes:
+            self._sizes[key] = spread_sizes(extent, GLB_CHOICES) if spread else choices(extent, extent, GLB_CHOICES)
+        return self._sizes[key]
+
+    def _glb_fits(self, extent: tuple[int, ...]) -> bool:
+        """Whether GLB tiles of these extents (DIMS order) fit its data partition (filters too when it has no
+        filter partition; else they may bypass it); each extent checked once."""
+        fits = self._fits.get(extent)
+        if fits is None:
+            fits = self._fits[extent] = sum(self.screen.words(op, extent) for op in self._glb_ops) <= self._glb_room
+        return fits
 
     def samples(self, rng: random.Random, count: int) -> Iterator[_Candidate]:
         """Every inner part once, then random ones, `count` in all, with GLB tiles among the largest cuts (where a
@@ -142,19 +177,21 @@ class LayerSearcher:
         a weight-heavy layer's filter tile small enough for the filter partition while the images stream)."""
         for i in range(count + count // 2):
             k = i if i < len(self.inners) else rng.randrange(len(self.inners))
-            yield _Candidate(k, self.random_outer(rng, self.inners[k], spread=i >= count))
+            yield _Candidate(k, self.random_outer(rng, k, spread=i >= count))
 
-    def screened_value(self, nest: LoopNest) -> float | None:
+    def screened_value(self, built: _Built) -> float | None:
         self.screened += 1
-        s = self.screen.evaluate(nest)
+        inner = self.inners[built.inner]
+        s = self.screen.evaluate_loops(built.loops, built.keeps, inner.array.delivery, inner.rf.keeps)
         if s is None:
             return None
         return OBJECTIVES.get(self.objective)(s.energy_pj, s.latency_cycles, s.dram_words)
 
     # -- exact ---------------------------------------------------------------------------------------------
-    def price(self, nest: LoopNest) -> LayerCost | None:
-        """The exact cost of a valid nest (None when `check_nest` rejects it); each nest priced once."""
-        key = _key(nest)
+    def price(self, nest: LoopNest, key: tuple[object, ...] | None = None) -> LayerCost | None:
+        """The exact cost of a valid nest (None when `check_nest` rejects it); each nest priced once. `key`:
+        the nest's `_key` when the caller has it."""
+        key = _key(nest) if key is None else key
         if key not in self.priced:
             try:
                 check_nest(nest, self.p, self.hw, self.df)
@@ -165,7 +202,7 @@ class LayerSearcher:
 
     def neighbours(self, c: _Candidate) -> Iterator[_Candidate]:
         o = c.outer
-        rest = remaining(self.p, self.inners[c.inner])
+        rest = self.builder.rest[c.inner]
         for i, r in enumerate(rest):
             sizes = sorted({1, *choices(r, r, GLB_CHOICES)})
             at = sizes.index(min(sizes, key=lambda s: abs(s - o.glb[i])))
@@ -178,7 +215,7 @@ class LayerSearcher:
         yield _Candidate(c.inner, replace(o, keep_mode=KEEP_MODES[1 - KEEP_MODES.index(o.keep_mode)]))
         for k in (c.inner - 1, c.inner + 1):
             if 0 <= k < len(self.inners):
-                scaled = tuple(min(g, r) for g, r in zip(o.glb, remaining(self.p, self.inners[k])))
+                scaled = tuple(min(g, r) for g, r in zip(o.glb, self.builder.rest[k]))
                 yield _Candidate(k, replace(o, glb=scaled))
 
     # -- the search ----------------------------------------------------------------------------------------
@@ -191,9 +228,11 @@ class LayerSearcher:
         if self.inners:
             rng = random.Random(seed ^ _shape_seed(self.p))
             for c in self._best_screened(rng, effort):
-                cost = self.price(self.nest_of(c))
+                built = self.build(c)
+                nest = self.nest(built)
+                cost = self.price(nest, built.key)
                 if cost is not None:
-                    pool.append((cost, self.nest_of(c), c))
+                    pool.append((cost, nest, c))
         if not pool:
             raise HwsimError(f"layer {self.layer.name!r}: no mapping of the {self.df.name} mapspace fits "
                              f"{self.hw.name}; raise the GLB or RF sizes in the config")
@@ -212,11 +251,10 @@ class LayerSearcher:
     def _best_screened(self, rng: random.Random, effort: Effort) -> list[_Candidate]:
         scored: dict[tuple[object, ...], tuple[float, int, _Candidate]] = {}
         for i, c in enumerate(self.samples(rng, effort.samples)):
-            nest = self.nest_of(c)
-            value = self.screened_value(nest)
-            key = _key(nest)
-            if value is not None and key not in scored:
-                scored[key] = (value, i, c)
+            built = self.build(c)
+            value = self.screened_value(built)
+            if value is not None and built.key not in scored:
+                scored[built.key] = (value, i, c)
         ordered = sorted(scored.values(), key=lambda e: (e[0], e[1]))
         return [c for _, _, c in ordered[:effort.exact]]
 
@@ -228,10 +266,11 @@ class LayerSearcher:
                 return best
             moves = []
             for n in self.neighbours(c):
-                nest = self.nest_of(n)
-                if self.screened_value(nest) is None:
+                built = self.build(n)
+                if self.screened_value(built) is None:
                     continue
-                cost = self.price(nest)
+                nest = self.nest(built)
+                cost = self.price(nest, built.key)
                 if cost is not None:
                     moves.append((cost, nest, n))
             if not moves:

@@ -19,11 +19,13 @@ that does not fit beside the live ones (they cannot be prefetched).
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from operator import itemgetter
 
 from hwsim.hardware.energy import EnergyTable
 from hwsim.hardware.schema import Accelerator
-from hwsim.mapping.nest.format import DIMS, OPERANDS, REDUCTION, SLIDING, LoopNest
+from hwsim.mapping.nest.format import DIMS, OPERANDS, REDUCTION, SLIDING, Array, LoopNest, Storage
 from hwsim.mapping.nest.problem import Problem, tile_bound_words
 from hwsim.vocab import Access, Level
 
@@ -31,6 +33,8 @@ SYSTOLIC_FILL = {"weight_stationary": 2, "input_stationary": 2, "output_stationa
 AXES = {"multicast": (), "forward_cols": ("rows",), "forward_rows": ("cols",), "unicast": ("rows", "cols")}
 STORAGE = ("dram", "l2", "glb")
 FlatLoop = tuple[str, str, int]  # place, dim, factor
+Extent = tuple[int, ...]  # a tile's extent per dim, DIMS order
+DIM_INDEX = {d: i for i, d in enumerate(DIMS)}
 
 
 @dataclass(frozen=True)
@@ -44,9 +48,18 @@ class Screened:
 
 def flat_loops(nest: LoopNest) -> list[FlatLoop]:
     """Every loop of the nest outer to inner as (place, dim, factor)."""
-    out = [(s.level, l.dim, l.factor) for s in nest.storage for l in s.loops]
-    for place, loops in (("stream", nest.array.stream), ("rows", nest.array.rows), ("cols", nest.array.cols),
-                         ("rf", nest.rf.loops)):
+    return storage_flat_loops(nest.storage) + pass_flat_loops(nest.array, nest.rf)
+
+
+def storage_flat_loops(storage: Iterable[Storage]) -> list[FlatLoop]:
+    """The storage levels' loops outer to inner as (place, dim, factor)."""
+    return [(s.level, l.dim, l.factor) for s in storage for l in s.loops]
+
+
+def pass_flat_loops(array: Array, rf: Storage) -> list[FlatLoop]:
+    """A pass's loops outer to inner as (place, dim, factor): the stream, the rows, the columns, the RF."""
+    out: list[FlatLoop] = []
+    for place, loops in (("stream", array.stream), ("rows", array.rows), ("cols", array.cols), ("rf", rf.loops)):
         out += [(place, l.dim, l.factor) for l in loops]
     return out
 
@@ -60,33 +73,57 @@ class Screen:
         self.glb_room = hw.glb.data_bytes // hw.word_bytes
         self.filter_room = hw.glb.filter_bytes // hw.word_bytes
         self.control = 1.0 / (1.0 - table.other_fraction)
+        self._words: dict[str, dict[Extent, int]] = {op: {} for op in OPERANDS}
+        self._relevant_of = {op: itemgetter(*(i for i, d in enumerate(DIMS) if d in self.rel[op])) for op in OPERANDS}
+
+    def words(self, op: str, extent: Extent) -> int:
+        """`tile_bound_words` of a tile of `op` with this extent, worked out once per problem for each extent of
+        the dims `op` depends on (its words depend on no other; a search asks for the same few thousand extents
+        hundreds of thousands of times)."""
+        key = self._relevant_of[op](extent)
+        known = self._words[op]
+        found = known.get(key)
+        if found is None:
+            found = known[key] = tile_bound_words(self.p, op, dict(zip(DIMS, extent)))
+        return found
 
     # -- visits and tiles --------------------------------------------------------------------------------
     def _visit(self, loops: list[FlatLoop], op: str, cut: int, kept: bool) -> tuple[int, int]:
         """(loop j of the visits, first loop of the tile)."""
         if not kept:
             return cut - 1, cut
-        j = max((i for i in range(cut) if loops[i][1] in self.rel[op] and loops[i][2] > 1), default=-1)
-        return j, j + 1
+        rel = self.rel[op]
+        for j in range(cut - 1, -1, -1):  # the innermost relevant loop above the cut
+            if loops[j][2] > 1 and loops[j][1] in rel:
+                return j, j + 1
+        return -1, 0
 
-    def _extent(self, loops: list[FlatLoop], start: int, skip: tuple[str, ...] = ()) -> tuple[dict[str, int], int]:
+    def _extent(self, loops: list[FlatLoop], start: int, skip: tuple[str, ...] = ()) -> tuple[Extent, int]:
         """Per dim the product of the factors from loop `start` on, leaving out the array axes in `skip` (and
         the PEs those cover)."""
-        extent = dict.fromkeys(DIMS, 1)
+        extent = [1] * len(DIMS)
         units = 1
+        at = DIM_INDEX
         for place, d, f in loops[start:]:
-            if place in skip:
+            if skip and place in skip:
                 units *= f
             else:
-                extent[d] *= f
-        return extent, units
+                extent[at[d]] *= f
+        return tuple(extent), units
 
     def tile(self, loops: list[FlatLoop], op: str, start: int) -> int:
-        return tile_bound_words(self.p, op, self._extent(loops, start)[0])
+        return self.words(op, self._extent(loops, start)[0])
 
     def boundary(self, loops: list[FlatLoop], op: str, cut: int, kept: bool, axes: tuple[str, ...] = (),
                  slide: bool = False) -> tuple[int, int]:
         """(words moved over all visits, reduction revisits) of `op` at a boundary below loop `cut`."""
+        visits, units, tile, revisits = self._crossing(loops, op, cut, kept, axes, slide)
+        return visits * units * tile, revisits
+
+    def _crossing(self, loops: list[FlatLoop], op: str, cut: int, kept: bool, axes: tuple[str, ...] = (),
+                  slide: bool = False) -> tuple[int, int, int, int]:
+        """(visits, PEs or lanes each visit reaches, words of the tile each receives, reduction revisits) of `op`
+        at a boundary below loop `cut` (`boundary`'s parts: the tile also says what a level must hold)."""
         j, start = self._visit(loops, op, cut, kept)
         if slide and j >= 0 and loops[j][0] == "stream" and loops[j][1] in SLIDING:
             start = j
@@ -97,17 +134,23 @@ class Screen:
             if d in REDUCTION:
                 revisits *= f
         extent, units = self._extent(loops, start, axes)
-        return visits * units * tile_bound_words(self.p, op, extent), revisits
+        return visits, units, self.words(op, extent), revisits
 
     # -- the candidate -----------------------------------------------------------------------------------
     def evaluate(self, nest: LoopNest) -> Screened | None:
         """The screening cost, or None when a GLB tile does not fit."""
-        loops = flat_loops(nest)
         glb = nest.level("glb")
-        keeps = glb.keeps if glb is not None else frozenset()
+        return self.evaluate_loops(flat_loops(nest), glb.keeps if glb is not None else frozenset(),
+                                   nest.array.delivery, nest.rf.keeps)
+
+    def evaluate_loops(self, loops: list[FlatLoop], keeps: frozenset[str], delivery: Mapping[str, str],
+                       rf_keeps: frozenset[str]) -> Screened | None:
+        """`evaluate` of a nest given as a search has it before building it: its `flat_loops`, what its GLB
+        keeps, how its array delivers the inputs and what its RFs keep."""
         n_dram = sum(1 for l in loops if l[0] == "dram")
         n_above_rf = sum(1 for l in loops if l[0] in (*STORAGE, "stream"))
-        tiles = {op: self.tile(loops, op, self._visit(loops, op, n_dram, True)[1]) for op in keeps}
+        kept = {op: self._crossing(loops, op, n_dram, True) for op in keeps}  # below the DRAM's loops
+        tiles = {op: crossing[2] for op, crossing in kept.items()}
         if not self._fits(tiles):
             return None
         w = self.table.word_pj
@@ -116,13 +159,14 @@ class Screen:
         for op in OPERANDS:
             parent = "glb" if op in keeps else "dram"
             if op in keeps:
-                words, rev = self.boundary(loops, op, n_dram, True)
+                visits, units, tile, rev = kept[op]
+                words = visits * units * tile
                 moved[op] = words
                 dram_words += words if op != "psum" else 2 * words - words / rev
                 glb_words += words if op != "psum" else 2 * words - words / rev
-            axes = AXES[nest.array.delivery[op]] if op != "psum" else ()
-            slide = op == "ifmap" and not self.p.transposed and "ifmap" in nest.rf.keeps and not axes
-            words, rev = self.boundary(loops, op, n_above_rf, op in nest.rf.keeps, axes, slide)
+            axes = AXES[delivery[op]] if op != "psum" else ()
+            slide = op == "ifmap" and not self.p.transposed and "ifmap" in rf_keeps and not axes
+            words, rev = self.boundary(loops, op, n_above_rf, op in rf_keeps, axes, slide)
             moves = words if op != "psum" else 2 * words - words / rev
             if parent == "glb":
                 glb_words += moves
@@ -135,7 +179,7 @@ class Screen:
         hops = self._hops(loops, n_above_rf)
         on_chip += hops * self.table.inter_pe_pj
         energy = dram + on_chip * self.control
-        latency = self._latency(nest, loops, moved, glb_words, dram_words, tiles)
+        latency = self._latency(loops, moved, glb_words, dram_words, tiles)
         return Screened(energy, latency, dram_words)
 
     def _fits(self, tiles: dict[str, int]) -> bool:
@@ -149,11 +193,10 @@ class Screen:
             iterations *= f
         spread, units = self._extent(loops, cut, ("rows", "cols"))
         whole = self._extent(loops, cut)[0]
-        return iterations * max(0, units * tile_bound_words(self.p, "psum", spread)
-                                - tile_bound_words(self.p, "psum", whole))
+        return iterations * max(0, units * self.words("psum", spread) - self.words("psum", whole))
 
-    def _latency(self, nest: LoopNest, loops: list[FlatLoop], moved: dict[str, float], glb_words: float,
-                 dram_words: float, tiles: dict[str, int]) -> float:
+    def _latency(self, loops: list[FlatLoop], moved: dict[str, float], glb_words: float, dram_words: float,
+                 tiles: dict[str, int]) -> float:
         hw, pe = self.hw, self.hw.pe_array
         passes = work = active = stream = 1
         for place, _, f in loops:
@@ -182,4 +225,4 @@ class Screen:
         return max(dram, glb, streams, compute + filters) + exposed
 
 
-__all__ = ["Screen", "Screened", "flat_loops"]
+__all__ = ["Screen", "Screened", "flat_loops", "pass_flat_loops", "storage_flat_loops"]

@@ -35,6 +35,7 @@ from hwsim.mapping.dataflows.systolic import ROLES
 from hwsim.mapping.nest.format import DIMS, OPERANDS, Array, Loop, LoopNest, Loops, Storage
 from hwsim.mapping.nest.problem import Problem, tile_bound_words
 from hwsim.registry import Registry
+from hwsim.search.screen import FlatLoop
 from hwsim.vocab import ceil_div
 
 PRIORITIES = tuple(itertools.permutations(OPERANDS))  # the loop orders of a storage level
@@ -218,24 +219,55 @@ def remaining(p: Problem, inner: Inner) -> tuple[int, ...]:
     return tuple(ceil_div(p.dims[d], inner.tile(d)) for d in DIMS)
 
 
-def ordered(p: Problem, factors: dict[str, int], priority: tuple[str, ...]) -> Loops:
-    """A storage level's loops (factors > 1) in the order `priority` gives: the loops irrelevant to the first
-    operand innermost, then those irrelevant to the second."""
+def level_order(p: Problem, dims: tuple[str, ...], priority: tuple[str, ...]) -> tuple[str, ...]:
+    """A storage level's looping dims (`dims`: factors > 1, DIMS order) outer to inner in the order `priority`
+    gives: the loops irrelevant to the first operand innermost, then those irrelevant to the second."""
     rel = p.relevant
-    dims = [d for d in DIMS if factors[d] > 1]
-    dims.sort(key=lambda d: tuple(d not in rel[op] for op in priority))
-    return tuple(Loop(d, factors[d]) for d in dims)
+    return tuple(sorted(dims, key=lambda d: tuple(d not in rel[op] for op in priority)))
 
 
-def build_nest(p: Problem, inner: Inner, outer: Outer, lowering: str, keeps: frozenset[str]) -> LoopNest:
-    """The loop nest of a candidate, the GLB keeping `keeps`."""
-    rest = remaining(p, inner)
-    glb = {d: min(g, r) for d, g, r in zip(DIMS, outer.glb, rest)}
-    dram = {d: ceil_div(r, glb[d]) for d, r in zip(DIMS, rest)}
-    storage = (Storage("dram", ordered(p, dram, outer.dram_priority)),
-               Storage("glb", ordered(p, glb, outer.glb_priority), keeps))
-    return LoopNest(p.layer, dict(p.dims), storage, inner.array, inner.rf, lowering)
+LevelLoops = tuple[Loops, tuple[FlatLoop, ...]]  # a storage level's loops, and as (place, dim, factor)
 
 
-__all__ = ["INNER_SPACES", "KEEP_MODES", "PRIORITIES", "Inner", "Outer", "build_nest", "choices", "inner_space",
-           "ordered", "remaining", "spread_sizes"]
+class NestBuilder:
+    """The loop nests of one problem's candidates (an inner part by its index, an outer part), remembering what
+    candidates share: each inner part's remaining tiles and each storage level's loops per factors and order."""
+
+    def __init__(self, p: Problem, inners: list[Inner], lowering: str) -> None:
+        self.p, self.inners, self.lowering = p, inners, lowering
+        self.rest = [remaining(p, inner) for inner in inners]  # per inner part (DIMS order)
+        self._orders: dict[tuple[str, tuple[int, ...], tuple[str, ...]], LevelLoops] = {}
+        self._dim_orders: dict[tuple[tuple[str, ...], tuple[str, ...]], tuple[str, ...]] = {}
+
+    def storage_loops(self, k: int, outer: Outer) -> tuple[LevelLoops, LevelLoops]:
+        """The DRAM's and the GLB's loops of inner part `k` with `outer`: the GLB takes its factor of each dim
+        (at most what the passes leave), the DRAM the rest."""
+        rest = self.rest[k]
+        glb = tuple(map(min, outer.glb, rest))
+        dram = tuple(map(ceil_div, rest, glb))
+        return self._ordered("dram", dram, outer.dram_priority), self._ordered("glb", glb, outer.glb_priority)
+
+    def nest(self, k: int, dram: Loops, glb: Loops, keeps: frozenset[str]) -> LoopNest:
+        """The loop nest of inner part `k` under the storage levels' loops, the GLB keeping `keeps`."""
+        inner = self.inners[k]
+        storage = (Storage("dram", dram), Storage("glb", glb, keeps))
+        return LoopNest(self.p.layer, dict(self.p.dims), storage, inner.array, inner.rf, self.lowering)
+
+    def _ordered(self, level: str, factors: tuple[int, ...], priority: tuple[str, ...]) -> LevelLoops:
+        """The loops of a level with these factors (DIMS order; those > 1 loop) in `level_order`, made once per
+        combination (the order once per set of looping dims)."""
+        key = (level, factors, priority)
+        found = self._orders.get(key)
+        if found is None:
+            by_dim = dict(zip(DIMS, factors))
+            dims = tuple(d for d in DIMS if by_dim[d] > 1)
+            order = self._dim_orders.get((dims, priority))
+            if order is None:
+                order = self._dim_orders[dims, priority] = level_order(self.p, dims, priority)
+            loops = tuple(Loop(d, by_dim[d]) for d in order)
+            found = self._orders[key] = (loops, tuple((level, l.dim, l.factor) for l in loops))
+        return found
+
+
+__all__ = ["INNER_SPACES", "KEEP_MODES", "PRIORITIES", "Inner", "LevelLoops", "NestBuilder", "Outer", "choices",
+           "inner_space", "level_order", "remaining", "spread_sizes"]
