@@ -282,7 +282,8 @@ def bench_against(nets: list[str], rev: str, work_dir: Path) -> None:
         times: dict[str, list[Measured]] = {"base": [], "this": []}
         for k, side in enumerate(("base", "this", "this", "base")):
             trace = work_dir / f"{net}-{side}-{k}.h5"
-            times[side].append(measure([sys.executable, "-m", "hwsim.cli.main", "simulate", net, "--hw", HW,
+            # -P: the working directory (this checkout) is not put ahead of the side's PYTHONPATH
+            times[side].append(measure([sys.executable, "-P", "-m", "hwsim.cli.main", "simulate", net, "--hw", HW,
                                         "--trace-levels", LEVELS, "--out", str(trace), "--json"], work_dir,
                                        f"{net}-{side}-{k}", sides[side]))
         cycles = {side: {json.loads(m.stdout)["cycles"] for m in ms} for side, ms in times.items()}
