@@ -14,35 +14,44 @@ from conftest import small_zoo_graph
 
 import hwsim.trace
 from hwsim.flows import resolve_run
-from hwsim.flows.simulate import peak_occupancy, simulate_run
-from hwsim.metrics import derive
-from hwsim.sim.executor import RecordOptions, simulate
+from hwsim.flows.run import RunSpec
+from hwsim.flows.simulate import counted_metrics, peak_occupancy, simulate_run
+from hwsim.metrics import TraceMetrics, derive
+from hwsim.sim.executor import simulate
 from hwsim.sim.machine import Machine
-from hwsim.sim.run import trace_attrs
+from hwsim.sim.run import RecordedRun, record_run
 from hwsim.trace import TraceWriter
 from hwsim.trace.schema import OPERANDS, OPS, TraceError
-from hwsim.trace.sinks import CountingSink, NullSink, Tee
-from hwsim.vocab import TRACE_LEVELS
+from hwsim.trace.sinks import NullSink
 
 CASES = [("alexnet", "eyeriss-v1"), ("mobilenetv2", "scalesim-12x14-ws"), ("resnet18", "eyeriss-v1-ddr")]
 
 
-def _run(network: str, config: str, path: Path) -> tuple[CountingSink, list[int]]:
+def _run(network: str, config: str, path: Path) -> tuple[RunSpec, RecordedRun]:
+    """The network simulated into a trace and a counting sink at once (`record_run` tees them)."""
     spec = resolve_run(small_zoo_graph(network), config)
-    schedule = spec.schedule()
-    machine = Machine.build(spec.hardware)
-    buffers = machine.buffer_names() + schedule.named_buffers()
-    counts = CountingSink(len(schedule.layers), len(machine.units.names), len(buffers))
-    with TraceWriter(path, TRACE_LEVELS, [w.name for w in schedule.layers], buffers,
-                     trace_attrs(schedule, spec.hardware, spec.sparsity), units=machine.units.names) as writer:
-        result = simulate(schedule, machine, Tee(writer, counts), RecordOptions())
-    return counts, [run.end_cycle for run in result.layers]
+    return spec, record_run(spec.schedule(), spec.hardware, path)
+
+
+def _same_report(counted: TraceMetrics, summed: TraceMetrics) -> None:
+    """Every per-layer figure of two reports equal."""
+    assert [l.name for l in counted.layers] == [l.name for l in summed.layers]
+    for a, b in zip(counted.layers, summed.layers, strict=True):
+        assert np.array_equal(a.transfers, b.transfers) and a.compute == b.compute, a.name
+        assert (a.passes, a.start_cycle, a.end_cycle, a.compute_cycles) == \
+            (b.passes, b.start_cycle, b.end_cycle, b.compute_cycles), a.name
+        assert a.energy_pj == b.energy_pj and a.dram_counters == b.dram_counters, a.name
+        assert np.array_equal(a.level_operand_pj, b.level_operand_pj), a.name
 
 
 @pytest.mark.parametrize(("network", "config"), CASES)
 def test_the_counting_sink_holds_what_the_trace_holds(network: str, config: str, tmp_path: Path) -> None:
-    counts, ends = _run(network, config, tmp_path / "t.h5")
+    spec, run = _run(network, config, tmp_path / "t.h5")
+    counts, ends = run.counts, [r.end_cycle for r in run.result.layers]
     with hwsim.trace.open(tmp_path / "t.h5") as trace:
+        # the report priced from the counters is the one derived by reading the trace back
+        _same_report(counted_metrics(spec, run), derive(trace))
+        assert run.peak_occupancy_bytes() == peak_occupancy(trace) != {}
         units = len(trace.unit_names)
         for level in trace.levels:
             r = trace.select(level)
@@ -81,27 +90,10 @@ def test_a_trace_of_another_format_is_refused_naming_its_version(tmp_path: Path)
         hwsim.trace.open(path, allow_incomplete=True)
 
 
-@pytest.mark.parametrize(("network", "config"), [*CASES, ("resnet18", "eyeriss-8bit")])
-def test_the_report_counted_as_it_ran_is_the_one_its_trace_gives(network: str, config: str, tmp_path: Path) -> None:
-    sim = simulate_run(resolve_run(small_zoo_graph(network), config), tmp_path / "t.h5")
-    with hwsim.trace.open(tmp_path / "t.h5") as trace:
-        read_back = derive(trace)
-        peaks = peak_occupancy(trace)
-    assert sim.peak_occupancy_bytes == peaks and peaks
-    assert [l.name for l in sim.metrics.layers] == [l.name for l in read_back.layers]
-    for counted, summed in zip(sim.metrics.layers, read_back.layers, strict=True):
-        assert np.array_equal(counted.transfers, summed.transfers), counted.name
-        assert counted.compute == summed.compute, counted.name
-        assert (counted.passes, counted.start_cycle, counted.end_cycle, counted.compute_cycles) == \
-            (summed.passes, summed.start_cycle, summed.end_cycle, summed.compute_cycles), counted.name
-        assert counted.energy_pj == summed.energy_pj and counted.dram_counters == summed.dram_counters, counted.name
-        assert np.array_equal(counted.level_operand_pj, summed.level_operand_pj), counted.name
-
-
 def test_a_run_without_a_trace_reports_what_a_traced_run_reports(tmp_path: Path,
                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
-    spec = resolve_run(small_zoo_graph("alexnet"), "eyeriss-v1")
+    spec = resolve_run("phases_example", "eyeriss-v1")
     untraced = simulate_run(spec, keep_trace=False)
     assert untraced.trace is None and list(tmp_path.iterdir()) == []  # not even the default traces/ file
     traced = simulate_run(spec, tmp_path / "t.h5")
