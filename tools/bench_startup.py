@@ -11,24 +11,22 @@ Usage: python tools/bench_startup.py [--against REV] [--repeat N]
 from __future__ import annotations
 
 import argparse
-import os
 import statistics
 import sys
 import tempfile
 from pathlib import Path
 
-from bench_sim import load_average, measure
+from bench_sim import ROOT, load_average, measure
 from revisions import resolve_commit, revision_env, worktree
 
 COMMANDS = {"hwsim --help": (["--help"], 0.15),
             "hwsim estimate resnet50 --hw eyeriss-v1": (["estimate", "resnet50", "--hw", "eyeriss-v1"], 0.35)}
 
 
-def _runs(root: Path | None, args: list[str], work: Path, tag: str) -> tuple[float, float]:
-    """(CPU s, wall s) of one run of `python -m hwsim.cli.main ARGS` on the hwsim at `root` (None: this one)."""
-    env = revision_env(root) if root is not None else dict(os.environ)
-    done = measure([sys.executable, "-P" if root is not None else "-B", "-m", "hwsim.cli.main", *args], work, tag,
-                   env)
+def _runs(root: Path, args: list[str], work: Path, tag: str) -> tuple[float, float]:
+    """(CPU s, wall s) of one run of `python -P -m hwsim.cli.main ARGS` on the hwsim at `root`: both sides alike
+    (-P: the working directory is not put ahead of the side's PYTHONPATH; bytecode cached, as an install runs)."""
+    done = measure([sys.executable, "-P", "-m", "hwsim.cli.main", *args], work, tag, revision_env(root))
     return done.cpu_s, done.wall_s
 
 
@@ -50,7 +48,8 @@ def main() -> None:
                 for side in order:
                     if side == "base" and base is None:
                         continue
-                    sides[side].append(_runs(base if side == "base" else None, argv, work, f"{side}{k}"))
+                    sides[side].append(_runs(base if side == "base" and base is not None else ROOT, argv, work,
+                                             f"{side}{k}"))
             this_cpu = statistics.median(c for c, _ in sides["this"])
             this_wall = statistics.median(w for _, w in sides["this"])
             base_cpu = statistics.median(c for c, _ in sides["base"]) if sides["base"] else float("nan")
