@@ -352,11 +352,17 @@ def _worker_processes() -> set[int]:
     return found
 
 
-def test_dask_without_a_scheduler_starts_and_closes_a_local_cluster(cli, tmp_path: Path) -> None:
+def test_dask_without_a_scheduler_starts_and_closes_a_local_cluster(cli, tmp_path: Path,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     pytest.importorskip("dask.distributed")
     import os
     import threading
 
+    import hwsim.sweep.executors as executors
+
+    # 64 estimates are far too little work to start a LocalCluster for (the local pool runs them, with a note:
+    # tests/test_sweep_dask.py); with the threshold lifted they start one
+    monkeypatch.setattr(executors, "LOCAL_CLUSTER_MIN_S_PER_WORKER", 0.0)
     path = SWEEPS / "cnnergy-glb.yaml"
     assert cli("sweep", str(path), "--out", str(tmp_path / "one"), "--jobs", "1").code == 0
     before, running = _worker_processes(), threading.Event()
@@ -375,7 +381,7 @@ def test_dask_without_a_scheduler_starts_and_closes_a_local_cluster(cli, tmp_pat
         running.set()
         watcher.join()
     assert result.code == 0, result.err
-    assert len(result.json()["evaluated"]) == 64
+    assert len(result.json()["evaluated"]) == 64 and result.json()["executor"] == executors.LOCAL_CLUSTER
     _assert_same_table(tmp_path / "dask", tmp_path / "one")
     assert peak[0] == min(len(os.sched_getaffinity(0)), 64)  # one worker process per CPU, at most one per point
     assert _gone(before)  # all of them closed with the sweep

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import argparse
 import functools
-import os
+from contextlib import closing
 from pathlib import Path
 from typing import Any
 
@@ -19,10 +19,17 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from hwsim.cli.args import positive_int
 from hwsim.cli.commands import COMMAND_HELP
-from hwsim.cli.output import console, emit_json, table, write_atomically
+from hwsim.cli.output import console, emit_json, print_notices, table, write_atomically
 from hwsim.errors import SweepError
 from hwsim.files import OutputLock
-from hwsim.sweep.executors import EXECUTORS, dask_rows, local_rows
+from hwsim.sweep.executors import (
+    EXECUTORS,
+    LOCAL_CLUSTER,
+    LOCAL_CLUSTER_MIN_S_PER_WORKER,
+    Choice,
+    choose_executor,
+    run_rows,
+)
 from hwsim.sweep.pareto import column, pareto_front, plot_front, value
 from hwsim.sweep.results import LOG_NAME, PointLog, read_log, read_table, results_path, table_format, write_table
 from hwsim.sweep.run import ERROR, OK, evaluate, is_axis_column, table_columns
@@ -49,7 +56,8 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
                         "(default: the number of CPUs; with the local pool 1 runs in this process)")
     p.add_argument("--executor", choices=EXECUTORS, default=None,
                    help="local process pool (default) or dask: a cluster at --scheduler, or without it a "
-                        "LocalCluster started for the sweep and closed at its end")
+                        "LocalCluster started for the sweep and closed at its end, when the points are worth "
+                        f"~{LOCAL_CLUSTER_MIN_S_PER_WORKER:.0f} CPU-s per worker (else the local pool, with a note)")
     p.add_argument("--scheduler", metavar="ADDR", default=None,
                    help="dask: the scheduler of a running cluster, e.g. tcp://host:8786")
     p.add_argument("--out", metavar="DIR | FILE.png", default=None,
@@ -102,11 +110,13 @@ def _check_executor(args: argparse.Namespace) -> None:
         raise SweepError("--scheduler is for --executor dask; add --executor dask or remove it")
 
 
-def _rows(args: argparse.Namespace, points: list[Point], trace_dir: str | None) -> Any:
-    work = functools.partial(evaluate, trace_dir=trace_dir)
-    if args.executor == "dask":
-        return dask_rows(points, work, args.scheduler, args.jobs)
-    return local_rows(points, work, args.jobs or os.cpu_count() or 1)
+def _where(choice: Choice) -> str:
+    """Where the points ran, for the summary."""
+    if choice.scheduler is not None:
+        return f"the Dask cluster at {choice.scheduler}"
+    if choice.kind == LOCAL_CLUSTER:
+        return f"a Dask LocalCluster of {choice.workers} workers"
+    return f"a local pool of {choice.workers} processes" if (choice.workers or 1) > 1 else "this process"
 
 
 def run_sweep(args: argparse.Namespace) -> int:
@@ -136,9 +146,11 @@ def _sweep_into(args: argparse.Namespace, sweep: Sweep, out: Path, fmt: str) -> 
         console().print(f"{sweep.name}: {len(sweep.points)} points, {len(sweep.points) - len(pending)} done, "
                         f"{len(pending)} to run" + (f" ({len(todo)} now)" if len(todo) < len(pending) else ""))
     evaluated: list[str] = []
+    choice = choose_executor(todo, args.executor or "local", args.scheduler, args.jobs)
     if todo:
-        rows = _rows(args, todo, trace_dir)
-        with PointLog(out / LOG_NAME) as log, Progress(
+        print_notices((), (choice.note,) if choice.note else (), args.json)
+        rows = run_rows(todo, functools.partial(evaluate, trace_dir=trace_dir), choice)
+        with closing(rows), PointLog(out / LOG_NAME) as log, Progress(
                 TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                 TimeRemainingColumn(), console=console(), transient=True, disable=quiet) as bar:
             task = bar.add_task(f"sweep {sweep.name}", total=len(todo))
@@ -153,6 +165,8 @@ def _sweep_into(args: argparse.Namespace, sweep: Sweep, out: Path, fmt: str) -> 
     summary = {"sweep": sweep.name, "file": sweep.path, "mode": sweep.mode, "out": str(out), "table": str(path),
                "points": len(sweep.points), "done_before": len(sweep.points) - len(pending),
                "to_run": len(pending), "evaluated": evaluated, "remaining": len(pending) - len(evaluated),
+               "executor": choice.kind, "workers": choice.workers, "where": _where(choice),
+               "notes": [choice.note] if choice.note else [],
                "ok": len(table_rows) - len(failed), "failed": len(failed),
                "failed_points": [{"point_id": r["point_id"], "error": r.get("error")} for r in failed]}
     if args.json:
@@ -171,7 +185,8 @@ def _print_summary(s: dict[str, Any]) -> None:
             t.add_row(f["point_id"], str(f["error"]))
         out.print(t)
     rest = f"; {s['remaining']} still to run (rerun to finish)" if s["remaining"] else ""
-    out.print(f"{s['sweep']}: {s['points']} points, {len(s['evaluated'])} evaluated now, {s['ok']} ok, "
+    on = f" on {s['where']}" if s["evaluated"] else ""
+    out.print(f"{s['sweep']}: {s['points']} points, {len(s['evaluated'])} evaluated now{on}, {s['ok']} ok, "
               f"{s['failed']} failed{rest}; table {s['table']}")
 
 

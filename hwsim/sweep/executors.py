@@ -2,8 +2,17 @@
 Dask cluster.
 
 Each function starts the work (forks the pool's workers, or maps the points onto the cluster) before
-it returns, then yields rows in completion order. Leaving the loop early (an interrupt) cancels the
-points not yet started.
+it returns, then yields rows in completion order. Leaving the loop early (an interrupt), or closing the
+generator, cancels the points not yet started; a LocalCluster started for the sweep is closed with it.
+
+`--executor dask` without a scheduler starts a LocalCluster only for work large enough to pay for it
+(`choose_executor`): on one machine the cluster computes nothing the fork pool does not, and its start and
+stop cost a fixed 2.4-2.9 CPU-s and 2.7-5.8 s of wall time on two cores (two spawned worker interpreters
+importing dask.distributed and hwsim; `tools/bench_sweep.py --dask`), so it is started from
+LOCAL_CLUSTER_MIN_S_PER_WORKER (60) estimated seconds of points per worker, where that is at most ~10 % of
+the sweep; below it the points run on the local pool instead, with a note saying so. Past the start the
+cluster keeps pace with the pool: a 300-point simulate sweep on two cores ran at 0.88-1.23x the pool's
+points per second. A cluster named by `--scheduler` is used whatever the size: its workers are running.
 """
 
 from __future__ import annotations
@@ -13,10 +22,12 @@ import logging
 import os
 import signal
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Generator, Iterator, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor, as_completed
 from concurrent.futures.process import BrokenProcessPool
-from typing import TYPE_CHECKING
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Literal
 
 from hwsim.errors import SweepError
 from hwsim.sweep.spec import Point
@@ -27,14 +38,83 @@ if TYPE_CHECKING:
 
 Row = dict[str, object]
 Evaluate = Callable[[Point], Row]
+Rows = Generator[Row, None, None]
 
 EXECUTORS = ("local", "dask")
 
+# What one point costs, CPU seconds of hwsim.sweep.run.evaluate measured on the zoo: an estimate 5-50 ms
+# (phases_example to ResNet-50); a simulation 0.04 s (phases_example), 0.47 s (SqueezeNet at 32x32), 6-7 s
+# (AlexNet); a searched mapping 1-6 s more. Erring low only keeps the points on the local pool, as fast on one
+# machine; erring high (a toy network simulated) can start a cluster for ~10 s of work, a few seconds lost.
+SECONDS_PER_POINT = {"estimate": 0.01, "simulate": 0.5}
+SEARCH_SECONDS_PER_POINT = 1.0
+# Start a LocalCluster from this many estimated seconds of points per worker: its fixed start and stop
+# (2.7-5.8 s wall on two cores, measured) is then at most ~10 % of the sweep.
+LOCAL_CLUSTER_MIN_S_PER_WORKER = 60.0
 
-def local_rows(points: Sequence[Point], evaluate: Evaluate, jobs: int) -> Iterator[Row]:
+# Where the points run (Choice.kind): the local pool (or this process, with one job), a Dask LocalCluster
+# started for the sweep, or the running Dask cluster at --scheduler.
+Kind = Literal["local", "local-cluster", "cluster"]
+LOCAL: Kind = "local"
+LOCAL_CLUSTER: Kind = "local-cluster"
+CLUSTER: Kind = "cluster"
+
+
+@dataclass(frozen=True)
+class Choice:
+    """Where a sweep's points run, and why when it is not what was asked for."""
+
+    kind: Kind
+    workers: int | None  # processes of the local pool or the LocalCluster; None for a running cluster
+    scheduler: str | None  # the running cluster's address (CLUSTER)
+    note: str | None  # one line for the user when --executor dask runs on the local pool
+
+
+def cpus() -> int:
+    """The CPUs this process may run on (its affinity where the platform tells it)."""
+    affinity = getattr(os, "sched_getaffinity", None)
+    return len(affinity(0)) if affinity else os.cpu_count() or 1
+
+
+def estimated_seconds(points: Sequence[Point]) -> float:
+    """Roughly what evaluating `points` one after another costs, in CPU seconds (SECONDS_PER_POINT by mode, plus
+    SEARCH_SECONDS_PER_POINT for a searched mapping): enough to tell milliseconds of work from minutes."""
+    return sum(SECONDS_PER_POINT.get(p.mode, 0.0) + (SEARCH_SECONDS_PER_POINT if p.mapper == "search" else 0.0)
+               for p in points)
+
+
+def choose_executor(points: Sequence[Point], executor: str, scheduler: str | None, jobs: int | None) -> Choice:
+    """Where `points` run for `--executor`, `--scheduler` and `--jobs`: a running cluster when a scheduler is
+    named; for `dask` without one a LocalCluster of `jobs` workers (default one per CPU) when the points'
+    estimated seconds per worker reach LOCAL_CLUSTER_MIN_S_PER_WORKER, else the local pool with a note; for
+    `local` the pool of `jobs` processes (default one per CPU)."""
+    if scheduler is not None:
+        return Choice(CLUSTER, None, scheduler, None)
+    workers = max(1, min(jobs or cpus(), len(points)))
+    if executor != "dask" or not points:
+        return Choice(LOCAL, workers, None, None)
+    work_s = estimated_seconds(points)
+    if work_s / workers >= LOCAL_CLUSTER_MIN_S_PER_WORKER:
+        return Choice(LOCAL_CLUSTER, workers, None, None)
+    pool = f"on {workers} local processes" if workers > 1 else "in this process"
+    shown = f"{work_s:.0f}" if work_s >= 10 else f"{work_s:.2g}"
+    note = (f"{len(points)} points (~{shown} CPU-s) run {pool}, not on a Dask LocalCluster: its start-up "
+            f"pays from ~{LOCAL_CLUSTER_MIN_S_PER_WORKER * workers:.0f} CPU-s of points (a running cluster: "
+            "--scheduler ADDR)")
+    return Choice(LOCAL, workers, None, note)
+
+
+def run_rows(points: Sequence[Point], evaluate: Evaluate, choice: Choice) -> Rows:
+    """Rows of `points` where `choice` says, as they finish; close the generator to stop early."""
+    if choice.kind == LOCAL:
+        return local_rows(points, evaluate, choice.workers or 1)
+    return dask_rows(points, evaluate, choice.scheduler, choice.workers)
+
+
+def local_rows(points: Sequence[Point], evaluate: Evaluate, jobs: int) -> Rows:
     """Rows of `points` from `jobs` worker processes; with one job, one after another in this process."""
     if jobs == 1 or len(points) <= 1:
-        return map(evaluate, points)
+        return (evaluate(p) for p in points)
     pool = ProcessPoolExecutor(max_workers=min(jobs, len(points)), initializer=worker_setup,
                                initargs=(os.getpid(),))
     futures = [pool.submit(evaluate, p) for p in points]  # the workers start here, before any output
@@ -58,7 +138,7 @@ def worker_setup(sweep_pid: int) -> None:
         os._exit(1)
 
 
-def _pool_rows(pool: ProcessPoolExecutor, futures: list[Future[Row]]) -> Iterator[Row]:
+def _pool_rows(pool: ProcessPoolExecutor, futures: list[Future[Row]]) -> Rows:
     try:
         for future in as_completed(futures):
             try:
@@ -71,16 +151,17 @@ def _pool_rows(pool: ProcessPoolExecutor, futures: list[Future[Row]]) -> Iterato
 
 
 def dask_rows(points: Sequence[Point], evaluate: Evaluate, scheduler: str | None,
-              workers: int | None = None) -> Iterator[Row]:
+              workers: int | None = None) -> Rows:
     """Rows of `points` evaluated on the Dask cluster whose scheduler listens at `scheduler`, or with no
-    scheduler on a `LocalCluster` of `workers` single-threaded worker processes (default: one per CPU)."""
+    scheduler on a `LocalCluster` of `workers` single-threaded worker processes (default: one per CPU), started
+    whatever the number of points (`choose_executor` decides whether one pays)."""
     try:
         from dask.distributed import Client
     except ImportError:
         raise SweepError("--executor dask needs dask.distributed, which is not installed; "
                          "pip install 'hwsim[dask]'") from None
     if scheduler is None:
-        return _local_cluster_rows(points, evaluate, workers or _cpus())
+        return _local_cluster_rows(points, evaluate, workers or cpus())
     try:
         client = Client(scheduler, timeout=10)
     except (OSError, TimeoutError, ValueError) as exc:
@@ -90,21 +171,62 @@ def dask_rows(points: Sequence[Point], evaluate: Evaluate, scheduler: str | None
     return _dask_rows(client, futures)
 
 
-def _cpus() -> int:
-    """The CPUs this process may run on (its affinity where the platform tells it)."""
-    affinity = getattr(os, "sched_getaffinity", None)
-    return len(affinity(0)) if affinity else os.cpu_count() or 1
+# The LocalCluster runs points and serves nothing else, so its background polling is slowed to what a sweep
+# needs: no statistical profiler sampling every task's stack every 10 ms (it feeds the dashboard, which is off),
+# system statistics every 10 s rather than 0.5 s, the memory limits checked every second rather than 0.1 s,
+# the event loop's health every second rather than 20 ms, and no work stealing (each worker takes the next
+# point when it is free). At Dask's defaults these cost the sweep's process and each worker ~3 % of a core
+# for as long as the sweep lasts (measured with a 60-point simulate sweep on two cores); its processes log
+# only what is critical: a point that fails is a row, a lost worker a SweepError, and the heartbeats a
+# closing cluster misses are no news.
+LOCAL_CLUSTER_CONFIG = {
+    "distributed.worker.profile.enabled": False,
+    "distributed.admin.system-monitor.interval": "10s",
+    "distributed.worker.memory.monitor-interval": "1s",
+    "distributed.admin.tick.interval": "1s",
+    "distributed.scheduler.work-stealing": False,
+}
 
 
-def _local_cluster_rows(points: Sequence[Point], evaluate: Evaluate, workers: int) -> Iterator[Row]:
+def _local_cluster_rows(points: Sequence[Point], evaluate: Evaluate, workers: int) -> Rows:
     """Rows from a LocalCluster started at the first row asked for and closed when the loop ends, however it
-    ends (all rows, a failed worker, an interrupt): no worker process outlives the sweep."""
+    ends (all rows, a failed worker, an interrupt, the generator closed): no worker process outlives the sweep.
+    Its worker processes each import hwsim once, at their first point, and run points until the sweep ends."""
+    import dask
     from dask.distributed import Client, LocalCluster
 
-    with LocalCluster(n_workers=min(workers, len(points)), threads_per_worker=1, processes=True,
-                      dashboard_address=None, silence_logs=logging.ERROR, preload=[__name__]) as cluster, \
-            Client(cluster) as client:
+    with ExitStack() as stack:
+        stack.enter_context(dask.config.set(LOCAL_CLUSTER_CONFIG))
+        with _interrupts_held():
+            cluster = stack.enter_context(LocalCluster(
+                n_workers=min(workers, len(points)), threads_per_worker=1, processes=True, dashboard_address=None,
+                silence_logs=logging.CRITICAL, preload=[__name__]))
+            client = stack.enter_context(Client(cluster))
         yield from _dask_rows(client, client.map(evaluate, list(points), pure=False))
+
+
+HELD_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
+@contextmanager
+def _interrupts_held() -> Iterator[None]:
+    """While a LocalCluster starts (a few seconds), hold SIGINT and SIGTERM back and act on them once it has
+    started or failed to: a cluster interrupted half-started cannot be closed (Dask then fails at exit with a
+    traceback), while a started one closes cleanly. Only the main thread can do this; elsewhere nothing is
+    held. (A Ctrl-C at the terminal also reaches worker processes still importing, before their preload
+    ignores it: they end at once, printing their own traceback, and the sweep stops as the cluster fails.)"""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    held: list[int] = []
+    previous = {s: signal.signal(s, lambda signum, frame: held.append(signum)) for s in HELD_SIGNALS}
+    try:
+        yield
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+        for held_signal in held:
+            os.kill(os.getpid(), held_signal)  # to the handler restored above
 
 
 def dask_setup(worker: object) -> None:
@@ -115,7 +237,7 @@ def dask_setup(worker: object) -> None:
         signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
-def _dask_rows(client: Client, futures: list[DaskFuture[Row]]) -> Iterator[Row]:
+def _dask_rows(client: Client, futures: list[DaskFuture[Row]]) -> Rows:
     from dask.distributed import as_completed as dask_completed
 
     try:
@@ -130,4 +252,5 @@ def _dask_rows(client: Client, futures: list[DaskFuture[Row]]) -> Iterator[Row]:
         client.close()
 
 
-__all__ = ["EXECUTORS", "dask_rows", "local_rows"]
+__all__ = ["CLUSTER", "EXECUTORS", "LOCAL", "LOCAL_CLUSTER", "Choice", "choose_executor", "cpus", "dask_rows",
+           "estimated_seconds", "local_rows", "run_rows"]
