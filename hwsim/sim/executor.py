@@ -51,7 +51,8 @@ An L2 or DRAM ALLOC whose `src_addr` is a word address (≥ 0) places its words 
 
 What a run measures goes to a *sink* (`hwsim.trace.sinks`): records per level, occupancy events, the
 schedule's groups and the DRAM's commands. The HDF5 trace writer is one sink; a counting sink keeps totals
-while the run goes.
+while the run goes. Records go in slabs as they are made (`hwsim.sim.recorder`); on one core, where works run
+one at a time, the rest goes every HAND_ON_STEPS steps too, so a run's memory does not grow with its work.
 """
 
 from __future__ import annotations
@@ -60,6 +61,7 @@ from abc import ABC, abstractmethod
 from collections import deque
 from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass, field
+from functools import partial
 from itertools import pairwise, takewhile
 from typing import Any
 
@@ -74,12 +76,14 @@ from hwsim.sim.machine import Machine
 from hwsim.sim.recorder import Recorder
 from hwsim.sim.runner import Step, StepRunner
 from hwsim.sim.structure import GroupLog
-from hwsim.trace.schema import OCCUPANCY_DTYPE
+from hwsim.trace.schema import DRAM_COMMAND_DTYPE, OCCUPANCY_DTYPE
 from hwsim.trace.sinks import TraceSink
 from hwsim.vocab import TRACE_LEVELS, Level, Operand, StepField, StepKind
 
 SIM_LEVELS = TRACE_LEVELS
 SEQUENTIAL_CLOCK_GROUPS = 1024  # a sequential layer advances the simpy clock every this many groups
+STEPS_AT_ONCE = 1 << 14  # steps of a block turned into tuples at a time
+HAND_ON_STEPS = 1 << 16  # a one-core run hands occupancy, groups and DRAM commands to the sink every this many steps
 
 _L2, _LINE_BUFFER, _RF = int(Level.L2), int(Level.LINE_BUFFER), int(Level.RF)
 _TRANSFER, _COMPUTE, _ALLOC = int(StepKind.TRANSFER), int(StepKind.COMPUTE), int(StepKind.ALLOC)
@@ -157,26 +161,29 @@ class Handoff:
 
 def _groups(layer: Work, log: GroupLog) -> Iterator[Group]:
     """The layer's groups in order, each with the index of its first step in the layer; every block is noted in
-    `log` for the trace."""
+    `log` for the trace. A block's steps become tuples STEPS_AT_ONCE at a time (a block may hold hundreds of
+    thousands, some 350 B each as tuples), a group spanning pieces or blocks joined as it goes."""
     offset = 0
     index = 0
     pending: list[Step] = []
     pending_start = 0
     for block in layer.blocks():
         log.add(block, offset)
-        steps = block.tolist()
-        cuts = np.flatnonzero(np.diff(block["group"])) + 1
-        bounds = [0, *cuts.tolist(), len(steps)]
-        for a, b in pairwise(bounds):
-            part = steps[a:b]
-            if pending and pending[0][GROUP] == part[0][GROUP]:
-                pending.extend(part)
-                continue
-            if pending:
-                yield Group(index, pending_start, pending, _compute_index(pending))
-                index += 1
-            pending, pending_start = part, offset + a
-        offset += len(steps)
+        for lo in range(0, len(block), STEPS_AT_ONCE):
+            piece = block[lo:lo + STEPS_AT_ONCE]
+            steps = piece.tolist()
+            cuts = np.flatnonzero(np.diff(piece["group"])) + 1
+            bounds = [0, *cuts.tolist(), len(steps)]
+            for a, b in pairwise(bounds):
+                part = steps[a:b]
+                if pending and pending[0][GROUP] == part[0][GROUP]:
+                    pending.extend(part)
+                    continue
+                if pending:
+                    yield Group(index, pending_start, pending, _compute_index(pending))
+                    index += 1
+                pending, pending_start = part, offset + lo + a
+        offset += len(block)
     if pending:
         yield Group(index, pending_start, pending, _compute_index(pending))
 
@@ -216,6 +223,8 @@ class LayerExecutor:
         self.steps = 0
         self.rf_wait = self.load_wait = self.psum_wait = 0
         self.streams_out = m.cores[layer.core].hw.noc.psum_out_streamed
+        self.hand_on: Callable[[], None] | None = None  # called every HAND_ON_STEPS steps, when set
+        self._handed_on_steps = 0  # steps loaded when `hand_on` was last called
 
     def run(self) -> Generator[simpy.Event, Any, None]:
         yield from self.policy.run(self)
@@ -368,6 +377,9 @@ class LayerExecutor:
         if follows and at > env.now:
             yield env.timeout(at - env.now)
         self.stored.advance(g.index)
+        if self.hand_on is not None and self.steps - self._handed_on_steps >= HAND_ON_STEPS:
+            self._handed_on_steps = self.steps
+            self.hand_on()
         return at
 
 
@@ -485,8 +497,13 @@ class _Run:
         self.done = [env.event() for _ in schedule.layers]
         self.runs: list[LayerRun | None] = [None] * len(schedule.layers)
         self.spaces = m.buffer_spaces()
-        self.emitted = [0] * len(self.spaces)
+        self.untraced = m.untraced_spaces()
         self.ring0 = len(self.spaces)  # occupancy buffer id of named buffer 0
+        # one core runs one work at a time: what happens while a work runs is that work's, so it can be handed on
+        # as the work goes (with several cores, a work's events are those since the last work ended, known only
+        # when it ends)
+        self.hands_on = len(m.cores) == 1
+        self.commands: list[np.ndarray] = []  # DRAM commands taken while the running work ran, kept compact
         self.dram_mark = m.dram.stats()
         m.dram.record_commands("dram" in options.levels)  # the validator checks the JEDEC timing from them
         self.previous_on_core: list[int | None] = []
@@ -529,6 +546,8 @@ class _Run:
         word_bytes = (work.word_bits or m.hw.precision_bits) // 8
         rec = Recorder(self.options.levels, self.sink.append, index, self.options.per_transaction)
         ex = LayerExecutor(m, work, rec, word_bytes)
+        if self.hands_on:
+            ex.hand_on = partial(self._hand_on, index, ex.group_log)
         start, before = int(m.env.now), m.stall_cycles(work.core)
         yield from ex.run()
         after, dram = m.stall_cycles(work.core), m.dram.stats()
@@ -536,7 +555,7 @@ class _Run:
         self.dram_mark = dram
         rec.flush()
         self.sink.append_groups(ex.group_log.rows())
-        commands = m.dram.take_commands()
+        commands = self._work_commands()
         if len(commands):
             self.sink.append_dram_commands(commands)
         self._emit_occupancy(index)
@@ -547,15 +566,42 @@ class _Run:
             self.progress(index, run)
         self.done[index].succeed()
 
+    def _hand_on(self, layer: int, groups: GroupLog) -> None:
+        """While work `layer` runs alone: hand its finished groups and the buffers' events so far to the sink, so
+        that memory holds only what came since (the trace gets the same rows), and keep the DRAM commands so far
+        as compact rows (a later booking may issue commands at earlier cycles: they go once the work ends)."""
+        done = groups.take()
+        if len(done):
+            self.sink.append_groups(done)
+        self._take_commands()
+        self._emit_occupancy(layer)
+
+    def _take_commands(self) -> None:
+        commands = self.m.dram.take_commands()
+        if len(commands):
+            self.commands.append(commands)
+
+    def _work_commands(self) -> np.ndarray:
+        """The DRAM commands issued since the last work ended, by cycle, ties by channel and then in the order
+        issued: what one take at the work's end gives, however many takes there were."""
+        self._take_commands()
+        parts, self.commands = self.commands, []
+        if len(parts) <= 1:
+            return parts[0] if parts else np.empty(0, dtype=DRAM_COMMAND_DTYPE)
+        joined = np.concatenate(parts)
+        ordered: np.ndarray = joined[np.lexsort((joined["channel"], joined["cycle"]))]
+        return ordered
+
     def _emit_occupancy(self, layer: int) -> None:
-        """The buffers' allocate/free events since the last work ended, as work `layer`'s."""
+        """The buffers' allocate/free events not handed on yet, as work `layer`'s."""
         for b, space in enumerate(self.spaces):
             if space is None:
                 continue
-            log = space.occupancy_records()[self.emitted[b]:]
-            self.emitted[b] += len(log)
+            log = space.take_occupancy()
             if len(log):
                 self.sink.append_occupancy(occupancy_events(b, layer, log))
+        for space in self.untraced:
+            space.take_occupancy()
         if self.m.ring_log:
             self.sink.append_occupancy(ring_events(self.m.ring_log, layer, self.ring0))
             self.m.ring_log.clear()

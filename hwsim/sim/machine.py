@@ -129,6 +129,14 @@ class Machine:
         """The spaces of `buffer_names`, in the same order."""
         return [space for c in self.cores for space in c.spaces()]
 
+    def untraced_spaces(self) -> list[Space]:
+        """The spaces whose occupancy the trace does not keep (the L2's partitions: its named buffers are traced
+        instead; a line buffer's unused filter partition): their logs are only to be emptied."""
+        traced = {id(space) for space in self.buffer_spaces() if space is not None}
+        srams = [self.l2] if self.l2 is not None else []
+        srams += [unit for c in self.cores for unit in (c.glb, c.line_buffer) if unit is not None]
+        return [space for sram in srams for space in sram.spaces.values() if id(space) not in traced]
+
     def ring_change(self, ring: int, nbytes: int, cycle: int) -> None:
         """Log a named buffer's occupancy after an ALLOC (+bytes) or FREE (−bytes) at `cycle`."""
         held = self.ring_words[ring] = self.ring_words.get(ring, 0) + nbytes

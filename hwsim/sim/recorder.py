@@ -12,7 +12,7 @@ from hwsim.vocab import TRACE_LEVELS
 
 COLUMNS = ("start_cycle", "end_cycle", "op", "operand", "layer", "step", "address", "words", "unit")
 SMALL_BLOCK = 4  # component blocks up to this many records are kept as Python tuples
-FLUSH_RECORDS = 1 << 20  # records held before they are handed to the sink
+FLUSH_RECORDS = 1 << 18  # records held before they are handed to the sink (some 200 B each while held)
 
 
 @dataclass

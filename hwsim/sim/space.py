@@ -10,7 +10,8 @@ where space not free now never will be) is an impossible mapping.
 `release(nbytes, at)` gives space back; waiting claims are granted once the
 release has been processed by the simpy clock, in the order they came, like
 a simpy Container's puts after a get. Every change of occupancy is logged as
-(cycle, bytes after) for the trace.
+(cycle, bytes after) for the trace until it is taken (`take_occupancy`), so a
+run that hands the log on as it goes keeps only the events since it last did.
 """
 
 from __future__ import annotations
@@ -110,8 +111,16 @@ class Space(Component):
         self._log_bytes.append(self.occupancy_bytes)
 
     def occupancy_records(self) -> np.ndarray:
-        """Every claim and release as (cycle, bytes_after), in order, after an initial (0, 0)."""
+        """Every claim and release not taken yet as (cycle, bytes_after), in order; before the first take, an
+        initial (0, 0) first."""
         block = np.empty(len(self._log_cycles), dtype=[("cycle", np.int64), ("bytes_after", np.int64)])
         block["cycle"] = self._log_cycles
         block["bytes_after"] = self._log_bytes
+        return block
+
+    def take_occupancy(self) -> np.ndarray:
+        """`occupancy_records`, forgotten once taken: the log holds only the events since the last take."""
+        block = self.occupancy_records()
+        self._log_cycles.clear()
+        self._log_bytes.clear()
         return block

@@ -2,9 +2,11 @@
 and which levels each group moves data through.
 
 The executor notes every block of steps it walks; a layer's rows (`hwsim.trace.schema.GROUP_DTYPE`) go to the
-trace once the layer has run. They are what a trace validator needs to tell a pass's loads from the previous
-pass's stores, and to know which levels must hold records. They are worked out in numpy from the step blocks,
-apart from the executor's own walk of the same steps.
+trace as the layer runs (`GroupLog.take`: every row but the last, which the next block may continue) and the
+rest once it has run (`GroupLog.rows`), so a layer of millions of groups holds only the rows since the last
+take. They are what a trace validator needs to tell a pass's loads from the previous pass's stores, and to know
+which levels must hold records. They are worked out in numpy from the step blocks, apart from the executor's own
+walk of the same steps.
 """
 
 from __future__ import annotations
@@ -38,12 +40,13 @@ def step_level_bits(block: np.ndarray) -> np.ndarray:
 
 
 class GroupLog:
-    """Collects the group rows of one layer from its step blocks, in order."""
+    """Collects the group rows of one layer from its step blocks, in order, until they are taken."""
 
     def __init__(self, layer: int) -> None:
         self.layer = layer
         self._parts: list[np.ndarray] = []
         self._last_group = -1  # schedule group id of the last row so far (a group may span blocks)
+        self._open: np.ndarray | None = None  # the last row so far, which the next block may continue
 
     def add(self, block: np.ndarray, offset: int) -> None:
         """Note a block of steps whose first is step `offset` of the layer."""
@@ -59,16 +62,26 @@ class GroupLog:
         computes = np.flatnonzero(block["kind"] == StepKind.COMPUTE)
         owner = np.searchsorted(starts, computes, side="right") - 1
         rows["compute_step"][owner[::-1]] = computes[::-1] + offset  # the first COMPUTE of each group
-        if self._parts and int(group[0]) == self._last_group:  # continues the previous block's last group
-            last = self._parts[-1][-1:]
+        if self._open is not None and int(group[0]) == self._last_group:  # continues the previous block's group
+            last = self._open
             last["levels"] |= rows["levels"][0]
             if last["compute_step"][0] == NO_STEP:
                 last["compute_step"] = rows["compute_step"][0]
             rows = rows[1:]
         self._last_group = int(group[-1])
         if len(rows):
-            self._parts.append(rows)
+            if self._open is not None:
+                self._parts.append(self._open)
+            self._parts.append(rows[:-1])
+            self._open = rows[-1:].copy()
+
+    def take(self) -> np.ndarray:
+        """The rows noted since the last take that no later block can change (all but the last), forgotten."""
+        taken = np.concatenate(self._parts) if self._parts else np.zeros(0, dtype=GROUP_DTYPE)
+        self._parts = []
+        return taken
 
     def rows(self) -> np.ndarray:
-        """The layer's groups so far."""
-        return np.concatenate(self._parts) if self._parts else np.zeros(0, dtype=GROUP_DTYPE)
+        """The layer's groups not taken yet, the last included (the layer has run)."""
+        rest = [*self._parts, *([self._open] if self._open is not None else [])]
+        return np.concatenate(rest) if rest else np.zeros(0, dtype=GROUP_DTYPE)

@@ -19,6 +19,8 @@ from hwsim.mapping.nest.problem import Problem
 from hwsim.vocab import ceil_div
 
 Cells = tuple[np.ndarray, np.ndarray, np.ndarray]  # [passes, cells] lo, hi and whether the cell exists
+WINDOW_ELEMENTS = 1 << 20  # (pass, cell pair, row pair) elements `_window_rows` enumerates at once (~40 B each)
+ARRAY_CELLS = 1 << 20  # cells `TileCounter.array_words` enumerates at once, over every dim (~40 B each)
 
 
 def whole(lo: np.ndarray, hi: np.ndarray) -> Cells:
@@ -38,13 +40,34 @@ def split(cells: Cells, size: int, count: int) -> Cells:
 
 def _window_rows(problem: Problem, out_dim: str, a: Cells, k: Cells) -> np.ndarray:
     """Per pass: Σ over cell pairs (grid rows × kernel rows, or frames, or columns: the axis of `out_dim`) of the
-    distinct ifmap rows each pair reads."""
-    (a_lo, a_hi, a_ok), (k_lo, k_hi, k_ok) = a, k
-    stride, dilation, pad, size = problem.axis(out_dim)
+    distinct ifmap rows each pair reads. The (pass, cell pair, row pair) elements are enumerated a slice of passes
+    at a time, at most WINDOW_ELEMENTS at once: a tile spanning a whole row of a wide input would otherwise take
+    memory in proportion to the input's width times the passes of a chunk."""
+    (a_lo, a_hi, _), (k_lo, k_hi, _) = a, k
     span_a = int(np.max(a_hi - a_lo, initial=0))
     span_k = int(np.max(k_hi - k_lo, initial=0))
+    passes = a_lo.shape[0]
     if span_a == 0 or span_k == 0:
-        return np.zeros(a_lo.shape[0], dtype=np.int64)
+        return np.zeros(passes, dtype=np.int64)
+    per_pass = a_lo.shape[1] * k_lo.shape[1] * span_a * span_k
+    step = max(1, WINDOW_ELEMENTS // per_pass)
+    if passes <= step:
+        return _distinct_rows(problem.axis(out_dim), a, k, span_a, span_k)
+    parts = [_distinct_rows(problem.axis(out_dim), _rows(a, lo, lo + step), _rows(k, lo, lo + step), span_a, span_k)
+             for lo in range(0, passes, step)]
+    return np.concatenate(parts)
+
+
+def _rows(cells: Cells, lo: int, hi: int) -> Cells:
+    """The cells of passes lo … hi − 1."""
+    return cells[0][lo:hi], cells[1][lo:hi], cells[2][lo:hi]
+
+
+def _distinct_rows(axis: tuple[int, int, int, int], a: Cells, k: Cells, span_a: int, span_k: int) -> np.ndarray:
+    """`_window_rows` of a slice of passes, on `axis` = (stride, dilation, padding, ifmap size), with every cell at
+    most `span_a` (grid) and `span_k` (kernel) long."""
+    (a_lo, a_hi, a_ok), (k_lo, k_hi, k_ok) = a, k
+    stride, dilation, pad, size = axis
     ai = a_lo[:, :, None, None, None] + np.arange(span_a)[None, None, None, :, None]
     ki = k_lo[:, None, :, None, None] + np.arange(span_k)[None, None, None, None, :]
     values = ai * stride + ki * dilation - pad
@@ -131,7 +154,36 @@ class TileCounter:
 
     def array_words(self, passes: Passes, op: str, j: int, axes: frozenset[str], coarse: str) -> np.ndarray:
         """Per pass: Σ over its visits at the array (loops out to j; `coarse`: a sliding dim counted at the
-        granularity outside j) of `op`'s words, per lane or PE sub-range along `axes`."""
+        granularity outside j) of `op`'s words, per lane or PE sub-range along `axes`. Each pass is counted on
+        its own, a slice of passes at a time holding at most ARRAY_CELLS cells: a stream loop over a whole row
+        cuts a pass into as many cells as the input is wide."""
+        width = self._cells_per_pass(op, j, axes, coarse)
+        step = max(1, ARRAY_CELLS // width)
+        if len(passes) <= step:
+            return self._array_words(passes, op, j, axes, coarse)
+        return np.concatenate([self._array_words(_slice(passes, lo, lo + step), op, j, axes, coarse)
+                               for lo in range(0, len(passes), step)])
+
+    def _cells_per_pass(self, op: str, j: int, axes: frozenset[str], coarse: str) -> int:
+        """The cells `_array_words` enumerates per pass, over every dim (the visits' cells, cut per lane or PE
+        sub-range for the dims `op` depends on)."""
+        storage = sum(1 for l in self.loops if l.place in ("dram", "l2", "glb"))
+        relevant = self.problem.relevant[op]
+        total = 0
+        for d in DIMS:
+            cut = j if coarse == d else j + 1
+            width = 1
+            for i in range(storage, cut):
+                if self.loops[i].dim == d:
+                    width *= self.loops[i].factor
+            if d in relevant:
+                for loop in self._spatial(d, axes):
+                    width *= loop.factor
+            total += width
+        return total
+
+    def _array_words(self, passes: Passes, op: str, j: int, axes: frozenset[str], coarse: str) -> np.ndarray:
+        """`array_words` of every pass of `passes` at once."""
         cells: dict[str, Cells] = {}
         copies: dict[str, np.ndarray] = {}
         relevant = self.problem.relevant[op]
@@ -176,3 +228,10 @@ class TileCounter:
             used = np.where(ok, np.minimum(factor, ceil_div(hi - lo, spatial[-1].tile)), 0)
         total: np.ndarray = used.sum(axis=1)
         return total
+
+
+def _slice(passes: Passes, lo: int, hi: int) -> Passes:
+    """Passes lo … hi − 1 of `passes`, as a chunk of their own (each pass's words depend on that pass alone)."""
+    at = slice(lo, hi)
+    return Passes(passes.index[:, at], {d: s[at] for d, s in passes.start.items()},
+                  {d: n[at] for d, n in passes.length.items()}, passes.first + lo)
