@@ -216,8 +216,10 @@ def validate_trace(trace: Trace) -> Validation:
             continue
         rec = _Records(trace.columns(level))
         _units_rule(tally, level, rec, tree, trace, crossing)
-        for unit in np.unique(rec["unit"]).tolist():
-            _component_rules(tally, level, rec[rec["unit"] == unit], tree, unit, trace, names)
+        units = np.unique(rec["unit"]).tolist()
+        for unit in units:  # a level of one unit (DRAM, a core's PE array) is checked without a copy of it
+            _component_rules(tally, level, rec if len(units) == 1 else rec[rec["unit"] == unit], tree, unit, trace,
+                             names)
         if level in ("dram", *_SRAM_LEVELS):
             psum = rec[rec["operand"] == Operand.PSUM]
             psum_access[level] = psum[(psum["op"] == Op.READ) | (psum["op"] == Op.UPDATE)]
