@@ -164,9 +164,11 @@ def test_sigterm_leaves_no_partial_trace(tmp_path: Path) -> None:
     out = tmp_path / "run.h5"
     proc = _hwsim("simulate", "resnet50", "--hw", "eyeriss-v1", "--out", str(out))
     deadline = time.monotonic() + 60
-    while not any(tmp_path.iterdir()) and time.monotonic() < deadline:  # the partial trace appears
+    # the output lock (.run.h5.lock) comes first, the partial trace a moment later: wait for the trace itself
+    while (not any(p.name.endswith(".partial") for p in tmp_path.iterdir()) and proc.poll() is None
+           and time.monotonic() < deadline):
         time.sleep(0.05)
-    assert any(p.name.endswith(".partial") for p in tmp_path.iterdir())
+    assert any(p.name.endswith(".partial") for p in tmp_path.iterdir()), (proc.poll(), sorted(tmp_path.iterdir()))
     proc.send_signal(signal.SIGTERM)
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 128 + signal.SIGTERM, err
