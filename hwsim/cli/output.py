@@ -16,8 +16,8 @@ from rich.progress import (
     TextColumn,
     TimeElapsedColumn,
 )
-from rich.table import Table
 
+from hwsim.cli.plain_table import PlainTable
 from hwsim.errors import require_finite
 from hwsim.files import write_atomically
 from hwsim.hardware.units import format_bytes, format_count
@@ -61,9 +61,9 @@ def print_notices(warnings: tuple[str, ...], notes: tuple[str, ...], quiet: bool
         console().print(f"[cyan]note:[/] {note}")
 
 
-def table(title: str, columns: list[tuple[str, JustifyMethod]]) -> Table:
-    """A table with (header, justify) columns."""
-    t = Table(title=title, title_justify="left", header_style="bold")
+def table(title: str, columns: list[tuple[str, JustifyMethod]]) -> PlainTable:
+    """A table with (header, justify) columns (plain ones print without rich's layout: `hwsim.cli.plain_table`)."""
+    t = PlainTable(title=title, title_justify="left", header_style="bold")
     for header, justify in columns:
         t.add_column(header, justify=justify, no_wrap=header != "description")
     return t
