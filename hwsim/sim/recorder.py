@@ -4,14 +4,16 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
+from hwsim.sim.dram.base import BurstRun
 from hwsim.trace.schema import RECORD_DTYPE
 from hwsim.vocab import TRACE_LEVELS
 
 COLUMNS = ("start_cycle", "end_cycle", "op", "operand", "layer", "step", "address", "words", "unit")
-SMALL_BLOCK = 4  # component blocks up to this many records are kept as Python tuples
+SMALL_BLOCK = 4  # a transaction of up to this many bursts goes after the longer ones in its slab (see `flush`)
 FLUSH_RECORDS = 1 << 18  # records held before they are handed to the sink (some 200 B each while held)
 
 
@@ -19,10 +21,12 @@ FLUSH_RECORDS = 1 << 18  # records held before they are handed to the sink (some
 class Recorder:
     """Collects records per level for one layer; `flush` hands them to the sink as numpy blocks.
 
-    Single-record transactions (most of them) are kept flattened in int lists and multi-burst ones as int64
-    [n, 9] arrays, so building a layer's records costs one conversion, not one per transaction.
-    Every FLUSH_RECORDS records they go to the sink, sorted by start cycle within the slab, so
-    memory stays bounded on layers with tens of millions of records.
+    Single-record transactions (most of them) are kept flattened in int lists, and a DRAM transaction's bursts as
+    it was booked (its cycles, its address template and a few ints: `BurstRun`), so building a layer's records
+    costs a few numpy calls per slab, not one per transaction. Every FLUSH_RECORDS records they go to the sink,
+    sorted by start cycle within the slab, so memory stays bounded on layers with tens of millions of records.
+    A level's records come from rows or from burst runs, never both (DRAM is recorded per burst or per
+    transaction).
     """
 
     levels: frozenset[str]
@@ -30,33 +34,22 @@ class Recorder:
     layer: int = 0
     per_transaction: frozenset[str] = frozenset()  # levels recorded once per transaction, not per burst
     rows: dict[str, list[int]] = field(default_factory=dict)  # per level, records flattened (9 ints each)
-    arrays: dict[str, list[np.ndarray]] = field(default_factory=dict)
-    held: int = 0  # records (tuples + array rows) waiting for the next flush
+    runs: dict[str, tuple[list[_Run], list[_Run]]] = field(default_factory=dict)  # per level: burst runs of more
+    # than SMALL_BLOCK bursts, and of at most that many
+    held: int = 0  # records (tuples + bursts) waiting for the next flush
 
     def wants(self, level: str) -> bool:
         return level in self.levels
 
-    def block(self, level: str, comp: np.ndarray, op: int, operand: int, step: int, unit: int) -> None:
-        """Component records (start, end, address, words) of unit `unit` as trace records of one step."""
-        layer = self.layer
-        if len(comp) > 1 and level in self.per_transaction:
-            self.row(level, int(comp["start_cycle"].min()), int(comp["end_cycle"].max()), op, operand, step,
-                     int(comp["address"][0]), int(comp["words"].sum()), unit)
-            return
-        self._count(len(comp))
-        if len(comp) <= SMALL_BLOCK:
-            rows = self.rows.setdefault(level, [])
-            for start, end, address, words in comp.tolist():
-                rows.extend((start, end, op, operand, layer, step, address, words, unit))
-            return
-        out = np.empty((len(comp), len(COLUMNS)), dtype=np.int64)
-        out[:, 0] = comp["start_cycle"]
-        out[:, 1] = comp["end_cycle"]
-        out[:, 2:6] = (op, operand, layer, step)
-        out[:, 6] = comp["address"]
-        out[:, 7] = comp["words"]
-        out[:, 8] = unit
-        self.arrays.setdefault(level, []).append(out)
+    def bursts(self, level: str, run: BurstRun, op: int, operand: int, step: int, unit: int) -> None:
+        """A booked DRAM transaction's bursts (`DramModel.booked_bursts`), one record each, as records of one step
+        at unit `unit`."""
+        bursts = len(run[2])
+        self._count(bursts)
+        runs = self.runs.get(level)
+        if runs is None:
+            runs = self.runs[level] = ([], [])
+        runs[bursts <= SMALL_BLOCK].append((*run, op, operand, step, unit))
 
     def row(self, level: str, start: int, end: int, op: int, operand: int, step: int, address: int,
             words: int, unit: int) -> None:
@@ -74,11 +67,14 @@ class Recorder:
             self.flush()
 
     def flush(self) -> None:
-        """Hand each level's held records, in start-cycle order, to the sink as one block."""
+        """Hand each level's held records, in start-cycle order, to the sink as one block: the runs of more than
+        SMALL_BLOCK bursts first, then the shorter ones and the rows, in the order they came (a stable sort keeps
+        that order among records starting at the same cycle)."""
         self.held = 0
         for level in TRACE_LEVELS:
-            parts = self.arrays.pop(level, [])
+            long_runs, short_runs = self.runs.pop(level, ([], []))
             rows = self.rows.pop(level, [])
+            parts = [_assembled(runs, self.layer) for runs in (long_runs, short_runs) if runs]
             if rows:
                 parts.append(np.array(rows, dtype=np.int64).reshape(-1, len(COLUMNS)))
             if not parts:
@@ -91,3 +87,24 @@ class Recorder:
             for j, name in enumerate(COLUMNS):
                 block[name] = table[:, j]
             self.sink(level, block)
+
+
+_Run = tuple[Any, Any, np.ndarray, int, int, int, int, int]  # a BurstRun, then op, operand, step, unit
+
+
+def _assembled(runs: list[_Run], layer: int) -> np.ndarray:
+    """Burst runs as records (one row of COLUMNS per burst), in the order given."""
+    bursts = np.fromiter((len(run[2]) for run in runs), dtype=np.int64, count=len(runs))
+    scalars = np.array([run[3:] for run in runs], dtype=np.int64)  # shift, op, operand, step, unit per run
+    template = np.concatenate([run[2] for run in runs])
+    out = np.empty((len(template), len(COLUMNS)), dtype=np.int64)
+    out[:, 0] = np.concatenate([run[0] for run in runs])
+    out[:, 1] = np.concatenate([run[1] for run in runs])
+    out[:, 2] = np.repeat(scalars[:, 1], bursts)
+    out[:, 3] = np.repeat(scalars[:, 2], bursts)
+    out[:, 4] = layer
+    out[:, 5] = np.repeat(scalars[:, 3], bursts)
+    out[:, 6] = template[:, 0] + np.repeat(scalars[:, 0], bursts)
+    out[:, 7] = template[:, 1]
+    out[:, 8] = np.repeat(scalars[:, 4], bursts)
+    return out

@@ -129,8 +129,9 @@ class StepRunner:
         if level == _DRAM:
             dram = m.dram
             if self.dram_per_burst:
-                burst = (dram.reserve_read if is_read else dram.reserve_write)(address * wb, words * wb, at, wb)
-                rec.block("dram", burst, op, operand, index, dram.unit)
+                dram.book(is_read, address * wb, words * wb, at, wb)
+                if words:
+                    rec.bursts("dram", dram.booked_bursts(address * wb, words * wb, wb), op, operand, index, dram.unit)
                 return dram.reserved_end_cycle
             start = dram.book(is_read, address * wb, words * wb, at, wb)
             component: Port = dram

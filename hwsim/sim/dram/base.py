@@ -9,6 +9,7 @@ addresses and word counts like every other component.
 from __future__ import annotations
 
 from abc import abstractmethod
+from collections.abc import Sequence
 
 import numpy as np
 import simpy
@@ -20,6 +21,12 @@ from hwsim.sim.timing import RECORD_DTYPE, check_count
 from hwsim.vocab import DRAM_COMMAND_DTYPE
 
 TEMPLATE_CACHE_ENTRIES = 4096
+
+Cycles = Sequence[int] | np.ndarray  # per burst of a transaction (plain ints for a few bursts, else an array)
+BurstRun = tuple[Cycles, Cycles, np.ndarray, int]
+"""The bursts of one booked transaction, not yet records: their data start and end cycles, the (first word
+address, words) of each burst from its offset in the address period (a shared, read-only template), and the words
+to add to those addresses."""
 
 
 class DramModel(Port):
@@ -38,6 +45,7 @@ class DramModel(Port):
         self.burst_bytes = cfg.burst_bytes
         self.period_bytes = 0  # transfers whose addresses differ by a multiple of this place alike (0: none do)
         self._templates: dict[tuple[int, int, int], np.ndarray] = {}
+        self._booked: tuple[Cycles, Cycles] | None = None  # start and end cycles of the last booking's bursts
 
     def _check(self, address: int, amount: int, word_bytes: int) -> None:
         check_count(address, "address", self.name)
@@ -54,10 +62,33 @@ class DramModel(Port):
         b = self.burst_bytes
         return np.arange(address // b, (address + amount - 1) // b + 1, dtype=np.int64)
 
-    def burst_records(self, start_cycles: np.ndarray, end_cycles: np.ndarray, address: int,
-                      amount: int, word_bytes: int) -> np.ndarray:
+    def burst_records(self, start_cycles: Cycles, end_cycles: Cycles, address: int, amount: int,
+                      word_bytes: int) -> np.ndarray:
         """One record per burst of a transaction: the cycles its data takes and the words (of `word_bytes`) of the
         transaction it carries (a partial first or last burst carries fewer)."""
+        template, shift = self._template(address, amount, word_bytes)
+        out = np.empty((len(template), 4), dtype=np.int64)
+        out[:, 0] = start_cycles
+        out[:, 1] = end_cycles
+        out[:, 2:] = template
+        if shift:
+            out[:, 2] += shift
+        return out.view(RECORD_DTYPE).reshape(-1)
+
+    def booked_bursts(self, address: int, amount: int, word_bytes: int) -> BurstRun:
+        """The bursts of the transaction of `amount` bytes at byte `address` just booked (at least one byte),
+        left for a recorder to assemble into records with many others at once."""
+        assert self._booked is not None
+        template, shift = self._template(address, amount, word_bytes)
+        return self._booked[0], self._booked[1], template, shift
+
+    def _records(self, start_cycle: int, address: int, amount: int, word_bytes: int) -> np.ndarray:
+        assert self._booked is not None
+        return self.burst_records(*self._booked, address, amount, word_bytes)
+
+    def _template(self, address: int, amount: int, word_bytes: int) -> tuple[np.ndarray, int]:
+        """(first word address, words) of each burst of a transaction, cached by its offset into the address
+        period, and the words its addresses lie beyond that offset's."""
         period = self.period_bytes
         offset = address % period if period else address
         key = (offset, amount, word_bytes)
@@ -66,13 +97,7 @@ class DramModel(Port):
             if len(self._templates) >= TEMPLATE_CACHE_ENTRIES:
                 self._templates.clear()
             template = self._templates[key] = self._words_template(offset, amount, word_bytes)
-        out = np.empty((len(template), 4), dtype=np.int64)
-        out[:, 0] = start_cycles
-        out[:, 1] = end_cycles
-        out[:, 2:] = template
-        if address != offset:
-            out[:, 2] += (address - offset) // word_bytes
-        return out.view(RECORD_DTYPE).reshape(-1)
+        return template, (address - offset) // word_bytes
 
     def _words_template(self, address: int, amount: int, wb: int) -> np.ndarray:
         """(first word address, words) of each burst of a transaction of words `wb` bytes wide."""
@@ -96,4 +121,4 @@ class DramModel(Port):
         """Cycles transactions have waited so far beyond an unloaded access (the machine's DRAM stall)."""
 
 
-__all__ = ["DramModel"]
+__all__ = ["BurstRun", "DramModel"]

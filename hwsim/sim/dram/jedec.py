@@ -83,7 +83,6 @@ class JedecDram(DramModel):
         self._dram_num, self._dram_den = ratio.numerator, ratio.denominator  # DRAM cycles per core cycle
         self._plans: dict[tuple[int, int], tuple[_Part, ...]] = {}
         self.period_bytes = self._map.period_bursts * self.burst_bytes
-        self._booked: tuple[np.ndarray, np.ndarray] | None = None
 
     def stall_cycles(self) -> int:
         return int(self.queue_stall_cycles)
@@ -193,11 +192,6 @@ class JedecDram(DramModel):
             batch = segments(w.bank, w.group, w.rank, w.row, self.timing, self.channels[ch].piece)
             parts.append(_Part(ch, mine, batch, w))
         return tuple(parts)
-
-    def _records(self, start_cycle: int, address: int, amount: int, word_bytes: int) -> np.ndarray:
-        assert self._booked is not None
-        start, end = self._booked
-        return self.burst_records(start, end, address, amount, word_bytes)
 
 
 class _ChannelQueue:

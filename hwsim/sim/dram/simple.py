@@ -121,7 +121,6 @@ class SimpleDram(DramModel):
         # within a transaction the in-flight bound binds only if in_flight slots are shorter than a latency
         self._piece = cfg.in_flight if (cfg.in_flight - 1) * self._slot_ticks < longest else 1 << 62
         self._plans: dict[tuple[int, int], _Plan] = {}
-        self._booked: tuple[np.ndarray, np.ndarray] | None = None
 
     @property
     def burst_slot_cycles(self) -> float:
@@ -187,7 +186,7 @@ class SimpleDram(DramModel):
         end_cycles = [-(-(s + slot) // tpc) for s in starts]
         self.reserved_end_cycle = max(end_cycles)
         self.busy_channel_cycles += len(starts) * slot / tpc
-        self._booked = (np.array(start_cycles, dtype=np.int64), np.array(end_cycles, dtype=np.int64))
+        self._booked = (start_cycles, end_cycles)
         return min(start_cycles)
 
     def _serve_few(self, part: _ChannelPart, direction: int, request_ticks: int, row_shift: int) -> list[int]:
@@ -273,11 +272,6 @@ class SimpleDram(DramModel):
         channel.bus_free_ticks = starts[-1] + slot
         channel.done_ticks = done[len(starts):] + [s + slot for s in starts]
         return starts
-
-    def _records(self, start_cycle: int, address: int, amount: int, word_bytes: int) -> np.ndarray:
-        assert self._booked is not None
-        start, end = self._booked
-        return self.burst_records(start, end, address, amount, word_bytes)
 
     def _plan(self, offset_bytes: int, nbytes: int) -> _Plan:
         """The cached channel parts of a transfer of `nbytes` at `offset_bytes` into the address period."""
