@@ -129,9 +129,10 @@ class StepRunner:
         if level == _DRAM:
             dram = m.dram
             if self.dram_per_burst:
-                dram.book(is_read, address * wb, words * wb, at, wb)
+                start = dram.book(is_read, address * wb, words * wb, at, wb)
                 if words:
-                    rec.bursts("dram", dram.booked_bursts(address * wb, words * wb, wb), op, operand, index, dram.unit)
+                    rec.bursts("dram", dram.booked_bursts(start, address * wb, words * wb, wb), op, operand, index,
+                               dram.unit)
                 return dram.reserved_end_cycle
             start = dram.book(is_read, address * wb, words * wb, at, wb)
             component: Port = dram

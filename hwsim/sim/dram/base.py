@@ -75,10 +75,14 @@ class DramModel(Port):
             out[:, 2] += shift
         return out.view(RECORD_DTYPE).reshape(-1)
 
-    def booked_bursts(self, address: int, amount: int, word_bytes: int) -> BurstRun:
-        """The bursts of the transaction of `amount` bytes at byte `address` just booked (at least one byte),
-        left for a recorder to assemble into records with many others at once."""
-        assert self._booked is not None
+    def booked_bursts(self, start_cycle: int, address: int, amount: int, word_bytes: int) -> BurstRun:
+        """The bursts of the transaction of `amount` bytes at byte `address` just booked (at least one byte;
+        `book` returned `start_cycle`), left for a recorder to assemble into records with many others at once. A
+        model that makes its own records (`_records`, like a plugin's) hands those on instead."""
+        if self._booked is None or type(self)._records is not DramModel._records:
+            records = self._records(start_cycle, address, amount, word_bytes)
+            return (records["start_cycle"], records["end_cycle"],
+                    np.stack((records["address"], records["words"]), axis=1), 0)
         template, shift = self._template(address, amount, word_bytes)
         return self._booked[0], self._booked[1], template, shift
 
