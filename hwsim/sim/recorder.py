@@ -4,11 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
 
 import numpy as np
 
-from hwsim.sim.dram.base import BurstRun
+from hwsim.sim.dram.base import BurstRun, Cycles
 from hwsim.trace.schema import RECORD_DTYPE
 from hwsim.vocab import TRACE_LEVELS
 
@@ -89,7 +88,7 @@ class Recorder:
             self.sink(level, block)
 
 
-_Run = tuple[Any, Any, np.ndarray, int, int, int, int, int]  # a BurstRun, then op, operand, step, unit
+_Run = tuple[Cycles, Cycles, np.ndarray, int, int, int, int, int]  # a BurstRun, then op, operand, step, unit
 
 
 def _assembled(runs: list[_Run], layer: int) -> np.ndarray:
