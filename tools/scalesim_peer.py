@@ -206,6 +206,7 @@ def write_run(config: str, layers: list[Gemm], work_dir: Path) -> PeerRun:
     """SCALE-Sim's inputs for `layers` on the array of a shipped scalesim-* config (1 MB SRAMs: compute only)."""
     hw = load_config(config)
     name = config.replace("-", "_")
+    work_dir.mkdir(parents=True, exist_ok=True)
     run = PeerRun(work_dir / f"{name}.cfg", work_dir / f"{name}.csv", work_dir / f"{name}-layout.csv",
                   work_dir / f"{name}-out")
     run.cfg.write_text(CFG.format(name=name, rows=hw.pe_array.rows, cols=hw.pe_array.cols,
