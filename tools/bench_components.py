@@ -73,7 +73,7 @@ def dram_reads(hw: Accelerator, reserve: bool) -> Job:
 def pe_passes(hw: Accelerator, reserve: bool) -> Job:
     """Passes of a 3x3 conv row (9·56 MACs per PE) on the whole array; returns the MACs done."""
     def job(env: simpy.Environment, count: int) -> Generator[simpy.Event, Any, int]:
-        pe = PeArray(env, hw.pe_array, hw.word_bytes)
+        pe = PeArray(env, hw.pe_array)
         macs = 0
         for _ in range(count):
             if reserve:

@@ -114,12 +114,12 @@ def adopt_orphans() -> None:
 def _reap_orphans() -> tuple[int, ...]:
     """Wait for the processes re-parented here (at most REAP_LIMIT_S); the pids of those still running then,
     which are killed."""
-    deadline, reaped_late = time.monotonic() + REAP_LIMIT_S, []
+    deadline = time.monotonic() + REAP_LIMIT_S
     while True:
         try:
             pid, _ = os.waitpid(-1, os.WNOHANG)
         except ChildProcessError:
-            return tuple(reaped_late)
+            return ()  # none left
         if pid:
             continue
         if time.monotonic() > deadline:
@@ -180,7 +180,7 @@ def _load(averages: tuple[float, float, float]) -> str:
 
 
 def _median(runs: list[Measured], field: str) -> float:
-    return statistics.median(getattr(r, field) for r in runs)
+    return float(statistics.median(getattr(r, field) for r in runs))
 
 
 def _line(name: str, points: int, runs: list[Measured]) -> str:

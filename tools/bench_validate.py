@@ -46,11 +46,12 @@ def measure(net: str, hw_name: str, tmp: Path) -> tuple[float, float, float, boo
     width, _, height = size.partition("x")
     graph, hw = zoo.build(name, (int(height), int(width)) if size else None), load_config(hw_name)
     t0 = time.perf_counter()
-    sim = simulate_network(graph, hw, 1, tmp / f"{name}.h5")
+    trace_path = tmp / f"{name}.h5"
+    sim = simulate_network(graph, hw, 1, trace_path)
     t1 = time.perf_counter()
     report = compare(estimate_network(sim.graph, sim.hardware, sim.mapping, sim.sparsity), sim.metrics)
     t2 = time.perf_counter()
-    with open_trace(sim.trace) as trace:
+    with open_trace(trace_path) as trace:
         physics = validate_trace(trace)
     t3 = time.perf_counter()
     (tmp / f"{name}.h5").unlink()

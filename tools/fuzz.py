@@ -32,11 +32,15 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import h5py
 import numpy as np
 
 from hwsim.trace.seal import seal
+
+if TYPE_CHECKING:
+    from onnx import ModelProto
 
 REPO = Path(__file__).resolve().parents[1]
 FAMILIES = ("config", "sweep", "onnx", "trace", "hostile")
@@ -106,15 +110,15 @@ def mutate_yaml(text: str, rng: random.Random) -> tuple[str | bytes, str]:
     return bytes(data), "random bytes replaced"
 
 
-def conv_graph(rng: random.Random) -> tuple[object, str]:
+def conv_graph(rng: random.Random) -> tuple[ModelProto, str]:
     """A small ONNX graph (conv, pool, fc) on an image or, one time in three, on a clip of 4 frames (3-D windows),
     with one attribute, shape or initializer damaged."""
     from onnx import TensorProto, helper, numpy_helper
 
     clip = rng.random() < 1 / 3
     axes = 3 if clip else 2
-    attrs: dict[str, object] = {"kernel_shape": [3] * axes, "strides": [1] * axes, "pads": [1] * (2 * axes),
-                                "dilations": [1] * axes, "group": 1}
+    attrs: dict[str, Any] = {"kernel_shape": [3] * axes, "strides": [1] * axes, "pads": [1] * (2 * axes),
+                             "dilations": [1] * axes, "group": 1}
     hw = [1, 3, 4, 32, 32] if clip else [1, 3, 32, 32]
     weights = np.zeros((8, 3, *[3] * axes), np.float32)
     kind = rng.choice(["attr", "attr", "attr", "shape", "init", "cycle", "missing", "pool"])
@@ -130,7 +134,7 @@ def conv_graph(rng: random.Random) -> tuple[object, str]:
         hw[rng.randrange(1, len(hw))] = dim
         what = f"input dims {hw}"
     conv = helper.make_node("Conv", ["x", "W"], ["c"], **attrs)
-    pool_attrs = {"kernel_shape": [2] * axes, "strides": [2] * axes}
+    pool_attrs: dict[str, Any] = {"kernel_shape": [2] * axes, "strides": [2] * axes}
     if kind == "pool":
         pool_attrs[rng.choice(["kernel_shape", "strides"])] = rng.choice([[0] * axes, [-3] * axes, [1000] * axes])
         what = f"MaxPool {pool_attrs}"
@@ -213,9 +217,9 @@ def _damage_hdf5(target: Path, choice: float, rng: random.Random) -> str:
         if rng.random() < 0.3:
             del file.attrs[key]
             return f"attribute {key} deleted"
-        value = rng.choice([0, -1, 99, "three", float("nan"), float("inf"), "{bad json", ""])
-        file.attrs[key] = value
-        return f"attribute {key} = {value!r}"
+        hostile: object = rng.choice([0, -1, 99, "three", float("nan"), float("inf"), "{bad json", ""])
+        file.attrs[key] = hostile
+        return f"attribute {key} = {hostile!r}"
 
 
 def _damage_tables(file: h5py.File, rng: random.Random) -> str:
@@ -247,7 +251,7 @@ def write_yaml_mutant(sources: list[Path], path: Path, rng: random.Random) -> st
 
 def config_runs(out: Path, rng: random.Random, n: int) -> list[Run]:
     sources = sorted((REPO / "configs").glob("*.yaml"))
-    runs = []
+    runs: list[Run] = []
     for k in range(n):
         path = out / f"config-{k}.yaml"
         mutation = write_yaml_mutant(sources, path, rng)
@@ -262,7 +266,7 @@ def config_runs(out: Path, rng: random.Random, n: int) -> list[Run]:
 
 def sweep_runs(out: Path, rng: random.Random, n: int) -> list[Run]:
     sources = sorted((REPO / "configs" / "sweeps").glob("*.yaml"))
-    runs = []
+    runs: list[Run] = []
     for k in range(n):
         path = out / f"sweep-{k}.yaml"
         mutation = write_yaml_mutant(sources, path, rng)
@@ -273,7 +277,7 @@ def sweep_runs(out: Path, rng: random.Random, n: int) -> list[Run]:
 def onnx_runs(out: Path, rng: random.Random, n: int) -> list[Run]:
     from onnx import save
 
-    runs = []
+    runs: list[Run] = []
     for k in range(n):
         model, what = conv_graph(rng)
         path = out / f"graph-{k}.onnx"
@@ -289,7 +293,7 @@ def trace_runs(out: Path, rng: random.Random, n: int) -> list[Run]:
     source = out / "source.h5"
     subprocess.run([sys.executable, "-m", "hwsim.cli.main", "simulate", "phases_example", "--hw", "eyeriss-v1",
                     "--out", str(source), "--json"], cwd=REPO, check=True, capture_output=True)
-    runs = []
+    runs: list[Run] = []
     for k in range(n):
         path = out / f"trace-{k}.h5"
         what = damage_trace(source, path, rng)
@@ -308,7 +312,7 @@ def _sweep_file(path: Path, axes: str) -> Path:
     return path
 
 
-def _lrn_graph(size: int) -> object:
+def _lrn_graph(size: int) -> ModelProto:
     from onnx import TensorProto, helper
 
     node = helper.make_node("LRN", ["x"], ["y"], size=size)
@@ -323,7 +327,7 @@ def hostile_runs(out: Path, rng: random.Random, n: int) -> list[Run]:
     GLB with a 512 B filter partition."""
     from onnx import save
 
-    runs = []
+    runs: list[Run] = []
     for what, axes in (("to: .inf", "  pe_array.rows: {from: 1, to: .inf, step: 1}\n"),
                        ("step: .nan", "  pe_array.rows: {from: 1, to: 9, step: .nan}\n"),
                        ("1e308 by 1e-308", "  pe_array.rows: {from: 1, to: 1e308, step: 1e-308}\n"),

@@ -38,6 +38,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -46,6 +47,7 @@ import hwsim.trace
 from hwsim.flows.dram_replay import read_requests, replay
 from hwsim.flows.simulate import simulate_network
 from hwsim.hardware import load_config
+from hwsim.hardware.schema import Accelerator
 from hwsim.vocab import Op
 
 HW = "eyeriss-v1-ddr"
@@ -97,6 +99,11 @@ def _timed(run: Callable[[], int]) -> tuple[int, float]:
     return run(), _cpu_seconds() - before
 
 
+def _replayed_cycles(trace: Path, hw: Accelerator) -> int:
+    """hwsim's DRAM model replaying a Ramulator trace file: the cycle its last request ends."""
+    return replay(read_requests(trace, "ramulator"), hw).end_cycles
+
+
 def ramulator_cycles(run_sh: Path, trace: Path) -> int:
     done = subprocess.run([str(run_sh), str(trace)], capture_output=True, text=True, check=False)
     if done.returncode:
@@ -128,12 +135,13 @@ def main() -> int:
             print(f"AlexNet simulated on {HW} in {time.time() - started:.1f} s wall")
         print(f"{'trace':34s} {'requests':>9s} {'hwsim cycles':>13s} {'Ramulator':>11s} {'ratio':>6s}       "
               f"{'hwsim CPU-s':>11s} {'Ram. CPU-s':>10s}")
-        out, network = [], [0, 0]
+        out: list[bool] = []
+        network = [0, 0]
         for name, lines in traces.items():
             path = folder / f"{len(out)}.trace"
             path.write_text("".join(lines))
-            ours, our_cpu = _timed(lambda p=path: replay(read_requests(p, "ramulator"), hw).end_cycles)
-            theirs, their_cpu = _timed(lambda p=path: ramulator_cycles(run_sh, p))
+            ours, our_cpu = _timed(partial(_replayed_cycles, path, hw))
+            theirs, their_cpu = _timed(partial(ramulator_cycles, run_sh, path))
             ratio = ours / theirs
             ok = abs(ratio - 1) <= TOLERANCE
             out.append(ok)

@@ -82,7 +82,10 @@ def main() -> None:
                 print(f"{'':26}tiling gain on feature buffers alone at that DRAM: "
                       f"{feature_tiling_gain(graph, r, tile):,.1f}x (the total also counts on-chip weights)")
             io = layer_by_layer_dram_bytes(graph, 2**62)
-            scaling.setdefault(name, {})[res] = (features_on_chip(graph, best), layer_by_layer_on_chip_bytes(graph, io))
+            lbl = layer_by_layer_on_chip_bytes(graph, io)
+            if lbl is None:
+                raise SystemExit(f"{name} at {res}: the layer-by-layer bound never reaches its own DRAM traffic")
+            scaling.setdefault(name, {})[res] = (features_on_chip(graph, best), lbl)
             if (name, res) == ("srgan", "HD"):
                 model_share = r.model_bytes / best.on_chip_bytes if best.weights is WeightPolicy.ON_CHIP else 0.0
                 print(f"{'':26}SRGAN HD min-BW: {m(best.dram_bytes)} features DRAM, {m(best.on_chip_bytes)} on chip, "
