@@ -43,6 +43,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from fractions import Fraction
+from operator import sub
 
 import simpy
 
@@ -55,6 +56,7 @@ from hwsim.sim.timing import check_count, cycles_at_rate, exact_rate
 from hwsim.vocab import NO_ADDRESS
 
 PARTITIONS = ("data", "filter")
+SWEEP_CACHE_ENTRIES = 4096  # bank sweeps kept per SRAM (see `Sram._sweep`)
 
 SramConfig = schema.Glb | schema.L2 | schema.LineBuffer
 ConfigAtWord = Callable[[int], SramConfig]  # the SRAM's config as a run at words of that many bytes sees it
@@ -105,6 +107,7 @@ class Sram(Port):
         self._cfg_at_word = cfg_at_word
         self._timings: dict[int, WordTiming] = {}
         self._rates: dict[int, tuple[WordTiming, int, int]] = {}  # per width: its timing and rate as integers
+        self._sweeps: dict[tuple[int, int, int], tuple[list[int], list[int]]] = {}  # see `_sweep`
         ports = _port_timing(cfg, word_bytes, name)[0]
         default = self.timing(word_bytes)
         self.words_per_cycle, self.latency_cycles = default.words_per_cycle, default.latency_cycles
@@ -174,17 +177,30 @@ class Sram(Port):
                              f"of the {size_words}-word buffer")
 
     @staticmethod
-    def _sweep_offsets(located: int, amount: int, first_bank: int, last_bank: int, bank: int, numerator: int,
-                       denominator: int, latency_cycles: int) -> tuple[list[int], list[int]]:
-        """Per bank a transfer touches: the cycle after its start its first word there passes (floor), and the
-        cycle its last word there has passed (ceil, with the SRAM's latency): the banks in address order. The
-        rate is numerator / denominator words per cycle."""
+    def _sweep_offsets(into_first: int, amount: int, bank: int, numerator: int, denominator: int,
+                       latency_cycles: int) -> tuple[list[int], list[int]]:
+        """Per bank a transfer touches, in address order: the cycle after its start its first word there passes
+        (floor), and the cycle its last word there has passed (ceil, with the SRAM's latency). The transfer
+        starts `into_first` words into its first bank; the rate is numerator / denominator words per cycle."""
         entry, leave = [], []
-        for b in range(first_bank, last_bank + 1):
-            into = max(0, b * bank - located)
+        for b in range((into_first + amount - 1) // bank + 1):
+            into = max(0, b * bank - into_first)
             entry.append(into * denominator // numerator)
-            leave.append(-(-min(amount, (b + 1) * bank - located) * denominator // numerator) + latency_cycles)
+            leave.append(-(-min(amount, (b + 1) * bank - into_first) * denominator // numerator) + latency_cycles)
         return entry, leave
+
+    def _sweep(self, into_first: int, amount: int, word_bytes: int, t: WordTiming, numerator: int,
+               denominator: int) -> tuple[list[int], list[int]]:
+        """`_sweep_offsets`, kept per (offset into the first bank, words, width): a layer's transfers repeat a few
+        shapes, and a wide one sweeps hundreds of banks."""
+        key = (into_first, amount, word_bytes)
+        found = self._sweeps.get(key)
+        if found is None:
+            if len(self._sweeps) >= SWEEP_CACHE_ENTRIES:
+                self._sweeps.clear()
+            found = self._sweeps[key] = self._sweep_offsets(into_first, amount, t.bank_words, numerator,
+                                                            denominator, t.latency_cycles)
+        return found
 
     def _rate(self, word_bytes: int) -> tuple[WordTiming, int, int]:
         found = self._rates.get(word_bytes)
@@ -202,9 +218,8 @@ class Sram(Port):
         bank_free_at = self._bank_free_at
         sweeps = first_bank != last_bank and len(self._port_free_at) > 1
         if sweeps:
-            entry, leave = self._sweep_offsets(located, amount, first_bank, last_bank, bank, numerator, denominator,
-                                               t.latency_cycles)
-            banks_ready = max(now, *(bank_free_at[b] - e for b, e in zip(range(first_bank, last_bank + 1), entry)))
+            entry, leave = self._sweep(located - first_bank * bank, amount, word_bytes, t, numerator, denominator)
+            banks_ready = max(now, *map(sub, bank_free_at[first_bank:last_bank + 1], entry))
         else:
             banks_ready = max(now, bank_free_at[first_bank] if first_bank == last_bank
                               else max(bank_free_at[first_bank:last_bank + 1]))
