@@ -75,35 +75,41 @@ class Recorder:
             rows = self.rows.pop(level, [])
             parts = [_assembled(runs, self.layer) for runs in (long_runs, short_runs) if runs]
             if rows:
-                parts.append(np.array(rows, dtype=np.int64).reshape(-1, len(COLUMNS)))
+                parts.append(_from_rows(rows))
             if not parts:
                 continue
-            table = np.concatenate(parts) if len(parts) > 1 else parts[0]
-            start = table[:, 0]
+            block = np.concatenate(parts) if len(parts) > 1 else parts[0]
+            start = block["start_cycle"]
             if (start[1:] < start[:-1]).any():  # already in order (often): a stable sort would not move a row
-                table = table[np.argsort(start, kind="stable")]
-            block = np.empty(len(table), dtype=RECORD_DTYPE)
-            for j, name in enumerate(COLUMNS):
-                block[name] = table[:, j]
+                block = block[np.argsort(start, kind="stable")]
             self.sink(level, block)
 
 
 _Run = tuple[Cycles, Cycles, np.ndarray, int, int, int, int, int]  # a BurstRun, then op, operand, step, unit
 
 
+def _from_rows(rows: list[int]) -> np.ndarray:
+    """Flattened rows (9 ints each, in COLUMNS order) as records."""
+    table = np.array(rows, dtype=np.int64).reshape(-1, len(COLUMNS))
+    block = np.empty(len(table), dtype=RECORD_DTYPE)
+    for j, name in enumerate(COLUMNS):
+        block[name] = table[:, j]
+    return block
+
+
 def _assembled(runs: list[_Run], layer: int) -> np.ndarray:
-    """Burst runs as records (one row of COLUMNS per burst), in the order given."""
+    """Burst runs as records (one per burst), in the order given, written column by column."""
     bursts = np.fromiter((len(run[2]) for run in runs), dtype=np.int64, count=len(runs))
     scalars = np.array([run[3:] for run in runs], dtype=np.int64)  # shift, op, operand, step, unit per run
     template = np.concatenate([run[2] for run in runs])
-    out = np.empty((len(template), len(COLUMNS)), dtype=np.int64)
-    out[:, 0] = np.concatenate([run[0] for run in runs])
-    out[:, 1] = np.concatenate([run[1] for run in runs])
-    out[:, 2] = np.repeat(scalars[:, 1], bursts)
-    out[:, 3] = np.repeat(scalars[:, 2], bursts)
-    out[:, 4] = layer
-    out[:, 5] = np.repeat(scalars[:, 3], bursts)
-    out[:, 6] = template[:, 0] + np.repeat(scalars[:, 0], bursts)
-    out[:, 7] = template[:, 1]
-    out[:, 8] = np.repeat(scalars[:, 4], bursts)
+    out = np.empty(len(template), dtype=RECORD_DTYPE)
+    out["start_cycle"] = np.concatenate([run[0] for run in runs])
+    out["end_cycle"] = np.concatenate([run[1] for run in runs])
+    out["op"] = np.repeat(scalars[:, 1], bursts)
+    out["operand"] = np.repeat(scalars[:, 2], bursts)
+    out["layer"] = layer
+    out["step"] = np.repeat(scalars[:, 3], bursts)
+    out["address"] = template[:, 0] + np.repeat(scalars[:, 0], bursts)
+    out["words"] = template[:, 1]
+    out["unit"] = np.repeat(scalars[:, 4], bursts)
     return out
