@@ -91,6 +91,7 @@ class Machine:
     ring_words: dict[int, int] = field(default_factory=dict)  # named buffer id -> bytes held
     ring_log: list[tuple[int, int, int]] = field(default_factory=list)  # (cycle, id, bytes after a change)
     placed: dict[int, dict[int, int]] = field(default_factory=dict)  # level -> live allocations: address -> words
+    _routes: dict[tuple[str, str], tuple[LinkDirection, ...]] = field(default_factory=dict)  # routes found so far
 
     @classmethod
     def build(cls, hw: Accelerator) -> Machine:
@@ -119,6 +120,15 @@ class Machine:
     def link(self, source: str, target: str) -> LinkDirection | None:
         """The direction of the link from unit `source` to unit `target` (core names, l2, dram); None: no link."""
         return self.links.get((source, target))
+
+    def route(self, source: str, target: str) -> tuple[LinkDirection, ...]:
+        """The link directions a transfer from core `source` to core `target` crosses: the link joining them, else
+        the fewest hops through other cores (a mesh), the first found in the config's link order (breadth first:
+        deterministic); empty when no path joins them."""
+        key = (source, target)
+        if key not in self._routes:
+            self._routes[key] = _shortest_route(self.links, {c.name for c in self.cores}, source, target)
+        return self._routes[key]
 
     def buffer_names(self) -> tuple[str, ...]:
         """The occupancy buffers of the cores, in id order (a single core's unprefixed: glb.data, ...)."""
@@ -210,6 +220,30 @@ def _build_core(env: simpy.Environment, hw: Accelerator, k: int, units: UnitTabl
                                  _at_word(view, lambda h: h.line_buffer))
         _stamp(line_buffer, units.core_unit(k, "line_buffer"))
     return CoreUnits(k, name, view, glb, noc, pe, line_buffer, units.core_unit(k, "rf"))
+
+
+def _shortest_route(links: dict[tuple[str, str], LinkDirection], cores: set[str], source: str,
+                    target: str) -> tuple[LinkDirection, ...]:
+    """The fewest link directions from `source` to `target` passing only through cores (breadth first, links in
+    config order); empty when none joins them."""
+    came: dict[str, tuple[str, LinkDirection] | None] = {source: None}
+    frontier = [source]
+    while frontier and target not in came:
+        following = []
+        for node in frontier:
+            for (a, b), direction in links.items():
+                if a == node and b not in came and (b in cores or b == target):
+                    came[b] = (a, direction)
+                    following.append(b)
+        frontier = [n for n in following if n in cores]
+    if target not in came:
+        return ()
+    hops: list[LinkDirection] = []
+    node = target
+    while (step := came[node]) is not None:
+        node, direction = step
+        hops.append(direction)
+    return tuple(reversed(hops))
 
 
 __all__ = ["CORE_BUFFERS", "NAMED_LEVELS", "PLACED_LEVELS", "CoreUnits", "Machine"]

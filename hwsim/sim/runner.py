@@ -1,22 +1,23 @@
 """Performing one step of a schedule on the machine and recording it: the one path every execution policy uses.
 
 A step is performed at the cycle it is requested: every component it needs books it at once (`book`, no simpy
-event) and it ends when its source, destination and bus are all done. Its ends are units of the tree: a
-per-core level (GLB, line buffer, RF, PE array) on the core its `src_core`/`dst_core` names, a shared one (L2,
-DRAM) for every core. A transfer between two cores' buffers crosses the link joining them: the source is read
-when the transfer is requested, the link carries the words as soon as its direction is free, and the
-destination is written from when they start to arrive (`latency` later). Words are the work's width
+event) and it ends when its source, destination and bus are all done. Its ends are units of the tree: a per-core
+level (GLB, line buffer, RF, PE array) on the core its `src_core`/`dst_core` names, a shared one (L2, DRAM) for
+every core. A transfer between two cores' buffers crosses the link joining them, or the fewest links through other
+cores (a mesh: `Machine.route`): the source is read when the transfer is requested, each link carries the words as
+soon as its direction is free and the first words have reached it (cut-through: a hop starts `latency` after the
+hop before it started, or later when its direction is busy), and the destination is written from when they start to
+arrive (the last hop's start plus its latency). Each hop is one link record. Words are the work's width
 (`word_bytes`); every record names the unit it happened at.
 
 Records (see `hwsim.trace.schema`; op codes `hwsim.vocab.Op`): DRAM one per burst (or one per transaction when
-asked; a level that keeps tiles coded moves and records a transfer's coded words), GLB / L2 / line buffer one
-per transfer, NoC one per bus transfer (op write), link one per transfer (op write), RF one per transfer (fill,
-or read for psums going out), and per pass at level `pe`: the MACs (operand other, op update, address = active
-PEs; exactly one per pass, so it also times the pass), non-MAC ops (other, write), the MACs' RF reads per operand
-(read), psum RF writes (psum, update), words handed PE to PE (fill; psum: spatial reduction, ifmap and filter:
-systolic forwarding), and what zero ifmap words spared when the array gates or skips them (skip: the MACs,
-operand other; their filter RF reads, operand filter; with zero_gating_psums their psum RF reads and writes,
-operand psum).
+asked; a level that keeps tiles coded moves and records a transfer's coded words), GLB / L2 / line buffer one per
+transfer, NoC one per bus transfer (op write), link one per transfer (op write), RF one per transfer (fill, or read
+for psums going out), and per pass at level `pe`: the MACs (operand other, op update, address = active PEs; exactly
+one per pass, so it also times the pass), non-MAC ops (other, write), the MACs' RF reads per operand (read), psum
+RF writes (psum, update), words handed PE to PE (fill; psum: spatial reduction, ifmap and filter: systolic
+forwarding), and what zero ifmap words spared when the array gates or skips them (skip: the MACs, operand other;
+their filter RF reads, operand filter; with zero_gating_psums their psum RF reads and writes, operand psum).
 """
 
 from __future__ import annotations
@@ -106,20 +107,23 @@ class StepRunner:
         return end
 
     def _across(self, index: int, s: Step, at: int) -> int:
-        """A transfer between two cores' buffers over the link joining them (module docstring); its end cycle."""
+        """A transfer between two cores' buffers over the links between them (module docstring); its end cycle."""
         operand, words, a, b = s[OPERAND], s[WORDS], s[SRC_CORE], s[DST_CORE]
         source, target = self.m.cores[a].name, self.m.cores[b].name
-        link = self.m.link(source, target)
-        if link is None:
+        route = self.m.route(source, target)
+        if not route:
             raise HwsimError(f"step {index} moves {words} words from core {source} to core {target}, but no link "
                              "joins them; add one to the config's links")
         read_end = self._side(s[SRC], a, True, s[SRC_ADDR], words, READ, operand, index, at)
-        start = link.book(False, NO_ADDRESS, words, at, self.wb)
-        if self.want_link:
-            self.rec.row("link", start, link.reserved_end_cycle, WRITE, operand, index, NO_ADDRESS, words, link.unit)
-        arrive = start + link.cfg.latency_cycles
+        end, arrive = read_end, at
+        for link in route:
+            start = link.book(False, NO_ADDRESS, words, arrive, self.wb)
+            if self.want_link:
+                self.rec.row("link", start, link.reserved_end_cycle, WRITE, operand, index, NO_ADDRESS, words,
+                             link.unit)
+            arrive, end = start + link.cfg.latency_cycles, max(end, link.reserved_end_cycle)
         write_end = self._side(s[DST], b, False, s[DST_ADDR], words, FILL, operand, index, arrive)
-        return max(read_end, link.reserved_end_cycle, write_end)
+        return max(end, write_end)
 
     def _side(self, level: int, core: int, is_read: bool, address: int, words: int, op: int, operand: int,
               index: int, at: int) -> int:
