@@ -32,6 +32,7 @@ from hwsim.check.validate import Validation
 from hwsim.hardware.dram import dram_kind
 from hwsim.hardware.energy import COMPONENTS, ComputeCounts, energy_table
 from hwsim.hardware.precision import layer_hardware
+from hwsim.hardware.tree import core_hardware
 from hwsim.metrics.derive import TraceMetrics
 from hwsim.vocab import ACCESS_NAMES, LEVEL_NAMES, OPERAND_NAMES
 
@@ -133,6 +134,22 @@ class SearchRow:
 
 
 @dataclass(frozen=True)
+class PipelineCheck:
+    """A multi-core run's latency against its pipeline bound (`hwsim.analytic.multicore`), and the words its links
+    carried against the closed count from the allocation."""
+
+    bound_cycles: int
+    simulated_cycles: int
+    bottleneck: str  # what sets the bound: the longest chain of works ("path") or the shared DRAM ("dram")
+    link_words_closed: int
+    link_words_simulated: int
+
+    @property
+    def ok(self) -> bool:
+        return self.simulated_cycles >= self.bound_cycles and self.link_words_closed == self.link_words_simulated
+
+
+@dataclass(frozen=True)
 class CheckReport:
     network: str
     hardware: str
@@ -140,11 +157,12 @@ class CheckReport:
     energy_leaves_out: tuple[str, ...] = ()  # components the energy comparison leaves out (a jedec DRAM's)
     validation: Validation | None = None  # the trace's physics (`hwsim.check.validate`), when it was checked
     search: tuple[SearchRow, ...] = ()  # a searched mapping's stated costs against the closed form's
+    pipeline: PipelineCheck | None = None  # a multi-core allocation's bound and link words
 
     @property
     def ok(self) -> bool:
         return (all(l.ok for l in self.layers) and (self.validation is None or self.validation.ok)
-                and all(r.ok for r in self.search))
+                and all(r.ok for r in self.search) and (self.pipeline is None or self.pipeline.ok))
 
     @property
     def mismatches(self) -> list[CountRow]:
@@ -201,16 +219,19 @@ def compare(estimate: NetworkEstimate, metrics: TraceMetrics, measured: bool = F
     by_command = dram_kind(metrics.hardware.dram.model).prices_commands
     compared = [c for c in COMPONENTS if not (c == "dram" and by_command)]
     checks = []
-    tables = {b: energy_table(layer_hardware(metrics.hardware, 8 * b)) for b in {e.word_bytes for e in estimate.layers}}
+    tables = {}
     for e in estimate.layers:
         m = by_name.get(e.layer.name)
         if m is None:
             raise KeyError(f"layer {e.layer.name!r} is not in the trace")
+        if (m.core, e.word_bytes) not in tables:  # priced on the core it ran on
+            tables[(m.core, e.word_bytes)] = energy_table(layer_hardware(core_hardware(metrics.hardware, m.core),
+                                                                         8 * e.word_bytes))
         rows = _count_rows(e.layer.name, e.counts, m, tolerance)
         if addresses is not None and e.layer.name in addresses.analytic:
             rows += _address_rows(e.layer.name, addresses.analytic[e.layer.name],
                                   addresses.simulated.get(e.layer.name, {}))
-        at_simulated_time, _ = tables[e.word_bytes].price(e.counts.transfers, e.counts.compute, m.cycles)
+        at_simulated_time, _ = tables[(m.core, e.word_bytes)].price(e.counts.transfers, e.counts.compute, m.cycles)
         checks.append(LayerCheck(e.layer.name, tuple(rows),
                                  sum(at_simulated_time[c] for c in compared), sum(m.energy_pj[c] for c in compared),
                                  e.latency.bound_cycles, m.cycles, tolerance))

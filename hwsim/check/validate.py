@@ -228,7 +228,7 @@ def validate_trace(trace: Trace) -> Validation:
             dram_bursts = {"op": rec["op"], "start_cycle": rec["start_cycle"]}
         del rec
     steps = _merge_steps(per_step)
-    groups = trace.groups()
+    groups = in_step_order(trace.groups())
     _group_rules(tally, steps, groups, psum_access, hw, trace, recorded)
     _occupancy_rule(tally, trace, tree)
     if "dram" in recorded and hw.dram.timing is not None and hw.dram.device is not None:
@@ -587,6 +587,16 @@ def _group_min(values: np.ndarray, group: np.ndarray, n: int) -> np.ndarray:
     out = np.full(n, _LATE)
     np.minimum.at(out, group, values)
     return out
+
+
+def in_step_order(groups: np.ndarray) -> np.ndarray:
+    """The schedule's groups by layer, then first step: works on several cores end, and hand on their groups, in
+    the order they finish."""
+    key = (groups["layer"].astype(np.int64) << _STEP_BITS) | groups["first_step"]
+    if len(key) < 2 or np.all(np.diff(key) > 0):
+        return groups
+    ordered: np.ndarray = groups[np.argsort(key, kind="stable")]
+    return ordered
 
 
 def _step_groups(tally: _Tally, steps: _Steps, groups: np.ndarray, names: tuple[str, ...]) -> np.ndarray | None:

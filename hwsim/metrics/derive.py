@@ -25,6 +25,7 @@ from hwsim.hardware.energy import ComputeCounts, energy_table
 from hwsim.hardware.loader import from_dict
 from hwsim.hardware.precision import layer_hardware
 from hwsim.hardware.schema import Accelerator
+from hwsim.hardware.tree import core_hardware
 from hwsim.trace.reader import Trace
 from hwsim.trace.sinks import CountingSink, exact_bincount
 from hwsim.vocab import (
@@ -76,6 +77,7 @@ class LayerMetrics:
     compute_cycles: int = 0  # Σ over passes of their cycles on the PE array
     dram_energy_pj: dict[str, float] = field(default_factory=dict)  # by command (jedec DRAM); empty: priced per bit
     dram_counters: dict[str, float] = field(default_factory=dict)  # the DRAM model's counters in the layer
+    core: int = 0  # the core it ran on
 
     @property
     def cycles(self) -> int:
@@ -179,6 +181,7 @@ class RunCounts:
     unit_names: tuple[str, ...]
     sums: _Sums
     dram_stats: dict[str, dict[str, float]]  # the DRAM model's counters per layer name
+    layer_cores: np.ndarray | None = None  # the core each layer ran on (None: all on core 0)
 
 
 def derive(trace: Trace) -> TraceMetrics:
@@ -187,7 +190,7 @@ def derive(trace: Trace) -> TraceMetrics:
     names = tuple(trace.layers)
     return price(RunCounts(str(trace.attrs.get("network", "")), hw, int(trace.attrs.get("batch", 1)), names,
                            trace.layer_word_bytes, tuple(trace.unit_names), _accumulate(trace, len(names)),
-                           _dram_stats(trace)))
+                           _dram_stats(trace), trace.layer_cores))
 
 
 def counted_sums(counts: CountingSink, layers: int) -> _Sums:
@@ -212,14 +215,16 @@ def counted_sums(counts: CountingSink, layers: int) -> _Sums:
 
 
 def price(run: RunCounts) -> TraceMetrics:
-    """Per-layer counts, energy, latency and utilization of `run`'s sums, each layer priced at its own word."""
+    """Per-layer counts, energy, latency and utilization of `run`'s sums, each layer priced on the core it ran on
+    at its own word."""
     hw = run.hardware
-    views = {int(b): layer_hardware(hw, 8 * int(b)) for b in set(run.layer_word_bytes.tolist())}
-    tables = {b: energy_table(view) for b, view in views.items()}  # each layer priced at its own word
-    link_pj = {b: _link_energy_pj(view, run.unit_names) for b, view in views.items()}
+    cores = run.layer_cores if run.layer_cores is not None else np.zeros(len(run.layer_names), dtype=np.int64)
+    views = {(int(c), int(b)): layer_hardware(core_hardware(hw, int(c)), 8 * int(b))
+             for c, b in set(zip(cores.tolist(), run.layer_word_bytes.tolist(), strict=True))}
+    tables = {key: energy_table(view) for key, view in views.items()}  # each layer priced at its own word
+    link_pj = {b: _link_energy_pj(layer_hardware(hw, 8 * b), run.unit_names) for _, b in views}
     sums = run.sums
     counts, pe, first, last = sums.counts, sums.pe, sums.first, sums.last
-    lanes = hw.pe_array.pes * hw.pe_array.macs_per_cycle
     layers = []
     for i, name in enumerate(run.layer_names):
         p = pe[i]
@@ -229,16 +234,18 @@ def price(run: RunCounts) -> TraceMetrics:
                                 int(p[Op.FILL, Operand.IFMAP]), int(p[Op.FILL, Operand.FILTER]),
                                 int(p[Op.SKIP, OTHER]), int(p[Op.SKIP, Operand.FILTER]),
                                 int(p[Op.SKIP, Operand.PSUM]))
-        word_bytes = int(run.layer_word_bytes[i])
+        word_bytes, core = int(run.layer_word_bytes[i]), int(cores[i])
+        view = views[(core, word_bytes)]
+        lanes = view.pe_array.pes * view.pe_array.macs_per_cycle
         start = int(first[i]) if last[i] >= 0 else -1
         end = int(last[i]) if last[i] >= 0 else -1
         span = max(0, end - start)
-        energy, by_level = tables[word_bytes].price(counts[i], compute, span)  # clock and static over the span
+        energy, by_level = tables[(core, word_bytes)].price(counts[i], compute, span)  # clock, static: the span
         if hw.links:
             energy["link"] = float(sums.link_words[i] @ link_pj[word_bytes])
         layers.append(LayerMetrics(name, counts[i], compute, int(sums.passes[i]), start, end, energy, by_level,
                                    compute.macs / (span * lanes) if span else 0.0, word_bytes,
-                                   int(sums.pass_cycles[i])))
+                                   int(sums.pass_cycles[i]), core=core))
     return TraceMetrics(run.network, hw, run.batch,
                         tuple(_priced_by_command(l, hw, run.dram_stats.get(l.name)) for l in layers))
 

@@ -466,6 +466,7 @@ class LayerRun:
     psum_wait_cycles: int  # cycles passes waited for earlier passes' psums to be stored
     resource_stall_cycles: dict[str, int]  # cycles transactions queued for each resource during the layer
     dram_counters: dict[str, float] = field(default_factory=dict)  # the DRAM model's counters gained in the layer
+    core: int = 0  # the core it ran on
 
     @property
     def cycles(self) -> int:
@@ -484,7 +485,16 @@ class SimResult:
 
     @property
     def cycles(self) -> int:
-        return self.layers[-1].end_cycle if self.layers else 0
+        return max((run.end_cycle for run in self.layers), default=0)
+
+    def dram_cycles(self) -> dict[str, int]:
+        """Per work, the cycles from the end of the work that ended before it to its own end: the slice of the
+        run its DRAM counters cover (they are taken as each work ends; one core: the work's own cycles)."""
+        out, last = {}, 0
+        for run in sorted(self.layers, key=lambda r: r.end_cycle):
+            out[run.name] = run.end_cycle - last
+            last = run.end_cycle
+        return out
 
 
 class _Run:
@@ -560,7 +570,8 @@ class _Run:
             self.sink.append_dram_commands(commands)
         self._emit_occupancy(index)
         run = LayerRun(work.name, start, int(m.env.now), ex.steps, ex.runner.passes, ex.runner.compute_cycles,
-                       ex.rf_wait, ex.load_wait, ex.psum_wait, {k: after[k] - before[k] for k in after}, counters)
+                       ex.rf_wait, ex.load_wait, ex.psum_wait, {k: after[k] - before[k] for k in after}, counters,
+                       work.core)
         self.runs[index] = run
         if self.progress:
             self.progress(index, run)

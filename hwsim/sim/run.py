@@ -81,7 +81,8 @@ class RecordedRun:
 
     def dram_stats(self) -> dict[str, dict[str, float]]:
         """The DRAM model's counters and cycles per layer name (as a trace keeps them)."""
-        return {run.name: {"cycles": run.cycles, **run.dram_counters} for run in self.result.layers}
+        cycles = self.result.dram_cycles()
+        return {run.name: {"cycles": cycles[run.name], **run.dram_counters} for run in self.result.layers}
 
 
 def record_run(schedule: Schedule, hw: Accelerator, path: str | Path | None,
@@ -146,8 +147,9 @@ def dram_stats_document(result: SimResult) -> dict[str, object]:
     """The DRAM model's counters per layer with their units and descriptions, and each layer's cycles: what a
     trace keeps so that DRAM energy can be priced by command and DRAM behaviour reported (row hits, bank and
     bus use, refresh) without the simulator."""
+    slices = result.dram_cycles()
     return {
         "units": {s.attr: s.unit for s in result.dram_stats},
         "descriptions": {s.attr: s.description for s in result.dram_stats},
-        "layers": {run.name: {"cycles": run.cycles, **run.dram_counters} for run in result.layers},
+        "layers": {run.name: {"cycles": slices[run.name], **run.dram_counters} for run in result.layers},
     }
