@@ -32,7 +32,7 @@ def _trace_figures(path: Path, levels: tuple[str, ...] | None = None) -> dict[st
 
 
 def test_every_family_is_one_registered_mapper() -> None:
-    assert set(MAPPERS.names()) == {"nest", "depth_first", "phases", "planned"}
+    assert set(MAPPERS.names()) == {"nest", "depth_first", "phases", "planned", "multicore"}
     assert MAPPERS.get("depth_first").dram_per_transaction and not MAPPERS.get("nest").dram_per_transaction
 
 

@@ -30,9 +30,16 @@ def _two(tmp_path: Path, text: str = TWO) -> Path:
     return path
 
 
+MULTICORE = {"quad-eyeriss-mesh": 4, "hetero-edge": 2, "chiplet-2x2": 4}  # the shipped multi-core configs, cores
+
+
 def test_every_shipped_config_is_one_core_and_its_own_view() -> None:
     for name in shipped_configs():
         hw = load_config(name)
+        if name in MULTICORE:
+            assert len(hw.all_cores) == MULTICORE[name] and hw.links
+            assert core_hardware(hw, 0).glb == hw.glb and core_hardware(hw, 0).cores == ()
+            continue
         assert hw.cores == () and hw.links == () and len(hw.all_cores) == 1
         assert core_hardware(hw, 0) == hw  # nothing changes for a single core
         assert hw.all_cores[0].glb is hw.glb and hw.all_cores[0].name == "core0"

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 from hwsim.errors import ConfigError, HwsimError
 from hwsim.hardware.units import BYTES, parse_quantity
-from hwsim.search.names import MAPPERS, OBJECTIVE_NAMES
+from hwsim.search.names import ALLOCATION_OBJECTIVES, ALLOCATIONS, MAPPERS, OBJECTIVE_NAMES
 from hwsim.sparsity.names import DEFAULT_RELU_SPARSITY, SPARSITY_CHOICES
 from hwsim.vocab import MAX_BATCH, WORD_BITS, WORD_BITS_TEXT
 from hwsim.workload.network import parse_input_size
@@ -153,6 +153,17 @@ def add_mapping_argument(parser: argparse.ArgumentParser) -> None:
                         help="rules (default): the dataflow's rule mapping; search: the best mapping a search finds "
                              "under --objective")
     add_search_arguments(parser)
+    add_allocation_argument(parser)
+
+
+def add_allocation_argument(parser: argparse.ArgumentParser) -> None:
+    """--allocate RULE: give a multi-core accelerator's cores the layers by a rule or a search."""
+    parser.add_argument("--allocate", choices=ALLOCATIONS, default=None,
+                        help="run on every core of a multi-core config: round_robin (layer k on core k mod n), "
+                             "stages (contiguous stages, one per core: a pipeline), split (layers divided over the "
+                             "cores by output channels) or search (the best allocation under --objective: latency, "
+                             "energy or edp); --batch images stream through the cores. Replay a saved one with "
+                             "--mapping FILE (written by hwsim map --allocate ... --out)")
 
 
 def add_search_arguments(parser: argparse.ArgumentParser) -> None:
@@ -190,13 +201,33 @@ def search_settings(args: argparse.Namespace, jobs: int = 1) -> SearchSettings:
 
 
 def mapping_request(args: argparse.Namespace) -> MappingLike:
-    """What to run: the --mapping file, a search (--mapper search), or None for the rules."""
+    """What to run: the --mapping file, a search (--mapper search), an allocation (--allocate), or None for the
+    rules."""
+    allocating = getattr(args, "allocate", None)
+    if allocating is not None:
+        return allocation_request(args)
     searching = args.mapper == "search"
     if args.mapping is not None and searching:
         raise HwsimError("--mapping FILE and --mapper search both choose the mapping; give one of them")
     if not searching and (args.objective is not None or args.budget is not None):
         raise HwsimError("--objective and --budget set a search; add --mapper search")
     return search_settings(args) if searching else args.mapping
+
+
+def allocation_request(args: argparse.Namespace) -> MappingLike:
+    """The allocation --allocate asks for (--objective: a search's, latency unless given)."""
+    from hwsim.mapping.plans import AllocationRequest
+
+    if args.mapping is not None or args.mapper == "search":
+        raise HwsimError("--allocate makes the run's plan; drop --mapping and --mapper (replay a saved allocation "
+                         "with --mapping FILE alone)")
+    objective = args.objective or "latency"
+    if objective not in ALLOCATION_OBJECTIVES:
+        raise HwsimError(f"--objective {objective}: an allocation search minimises "
+                         f"{', '.join(ALLOCATION_OBJECTIVES)}")
+    if args.objective is not None and args.allocate != "search":
+        raise HwsimError(f"--objective sets a search; use --allocate search (not {args.allocate})")
+    return AllocationRequest(args.allocate, objective)
 
 
 def positive_int(text: str) -> int:

@@ -54,6 +54,7 @@ def document(report: CheckReport) -> dict[str, Any]:
                        for l in report.layers],
             "mismatches": [vars(r) for r in report.mismatches],
             "search": [{**vars(r), "ok": r.ok} for r in report.search],
+            "pipeline": {**vars(report.pipeline), "ok": report.pipeline.ok} if report.pipeline else None,
             "validation": validation_document(report.validation) if report.validation else None}
 
 
@@ -100,6 +101,14 @@ def print_report(report: CheckReport) -> None:
         searched = len({r.layer for r in report.search})
         out.print(f"{SEARCH}: {len(report.search) - len(bad)}/{len(report.search)} figures of {searched} searched "
                   f"layers equal within {SEARCH_RTOL:g} (energy, latency, bound, DRAM words)")
+    if report.pipeline is not None:
+        p = report.pipeline
+        above = "at or above the bound" if p.simulated_cycles >= p.bound_cycles else "BELOW THE BOUND"
+        equal = "equal" if p.link_words_closed == p.link_words_simulated else "DIFFER"
+        out.print(f"pipeline bound (a lower bound: the longest chain of works at their bounds, or the shared DRAM): "
+                  f"{format_count(p.bound_cycles)} cycles ({p.bottleneck}), simulated "
+                  f"{format_count(p.simulated_cycles)} — {above}; link words: closed form "
+                  f"{format_count(p.link_words_closed)}, trace {format_count(p.link_words_simulated)} — {equal}")
     if report.validation is not None:
         print_validation(report.validation)
     out.print("PASS" if report.ok else "FAIL")

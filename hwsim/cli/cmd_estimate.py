@@ -47,6 +47,7 @@ from hwsim.flows.estimate import (
 )
 from hwsim.flows.inputs import AUTO, NONE, SparsityLike
 from hwsim.flows.precision import is_mixed
+from hwsim.flows.run import RunSpec
 from hwsim.hardware.schema import Accelerator
 from hwsim.hardware.units import BYTES, parse_quantity
 from hwsim.hardware.units import format_bytes as fmt_bytes
@@ -280,11 +281,28 @@ def _estimate_mapping(args: argparse.Namespace, graph: Graph, warnings: tuple[st
     """The mapping model: the run resolved once, its mapping priced in closed form."""
     spec = run_spec(args, graph, NONE, args.clock_power, args.throughput_gmacs)
     print_notices(warnings, spec.notes, args.json)
+    if spec.mapper.name == "multicore":
+        return _estimate_allocation(args, spec)
     r = estimate_run(spec)
     if args.json:
         emit_json({**mapping_document(r), "warnings": list(warnings), "notes": list(spec.notes)})
     else:
         print_mapping_estimate(r)
+    return 0
+
+
+def _estimate_allocation(args: argparse.Namespace, spec: RunSpec) -> int:
+    """A multi-core allocation priced in closed form: each work on its core, and the pipeline bound."""
+    from hwsim.cli.allocation_view import allocation_document, print_allocation
+    from hwsim.flows.allocation import closed_allocation
+    from hwsim.mapping.plans import AllocationPlan
+
+    assert isinstance(spec.plan, AllocationPlan)
+    closed = closed_allocation(spec.graph, spec.hardware, spec.plan)
+    if args.json:
+        emit_json(allocation_document(spec.plan, closed, None, spec.allocation_search))
+    else:
+        print_allocation(spec.plan, spec.hardware, closed, None, spec.allocation_search)
     return 0
 
 

@@ -7,6 +7,7 @@ from types import SimpleNamespace
 from typing import Any
 
 from hwsim.cli.args import (
+    add_allocation_argument,
     add_bits_argument,
     add_network_arguments,
     add_search_arguments,
@@ -40,6 +41,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
                    help="search (the default when --objective is given): the best mapping found per layer; "
                         "rules: the dataflow's rule mapping")
     add_search_arguments(p)
+    add_allocation_argument(p)
     add_bits_argument(p)
     p.add_argument("--jobs", type=positive_int, default=1, metavar="N",
                    help="search layers of different shapes in N processes (default 1)")
@@ -121,7 +123,35 @@ def resolved_run(args: argparse.Namespace, graph: Graph, search: SearchSettings 
         raise ConfigError(f"{args.hw}: {exc}") from None
 
 
+def run_allocation(args: argparse.Namespace) -> int:
+    """`hwsim map --allocate RULE`: the allocation over a multi-core config's cores, priced, written to --out."""
+    from hwsim.cli.allocation_view import allocation_document, print_allocation
+    from hwsim.cli.args import allocation_request
+    from hwsim.flows.allocation import closed_allocation
+    from hwsim.mapping.plans import AllocationPlan, save_plan
+
+    args.mapping = None
+    loaded = load_network(args.network, args.input, args.allow_unknown)
+    hw = load_config(args.hw)
+    try:
+        spec = resolve_run(loaded.graph, hw, args.batch, allocation_request(args), None, args.bits)
+    except ConfigError as exc:
+        raise ConfigError(f"{args.hw}: {exc}") from None
+    print_notices(loaded.warnings, spec.notes, args.json)
+    assert isinstance(spec.plan, AllocationPlan)
+    if args.out:
+        save_plan(spec.plan, args.out)
+    closed = closed_allocation(spec.graph, spec.hardware, spec.plan)
+    if args.json:
+        emit_json(allocation_document(spec.plan, closed, args.out, spec.allocation_search))
+    else:
+        print_allocation(spec.plan, spec.hardware, closed, args.out, spec.allocation_search)
+    return 0
+
+
 def run(args: argparse.Namespace) -> int:
+    if args.allocate is not None:
+        return run_allocation(args)
     loaded = load_network(args.network, args.input, args.allow_unknown)
     mapper = args.mapper or ("search" if args.objective or args.budget else "rules")
     if mapper == "rules" and (args.objective or args.budget):

@@ -21,6 +21,7 @@ from hwsim.cli.output import (
     print_notices,
     table,
 )
+from hwsim.flows.cores import core_timelines, link_traffic
 from hwsim.flows.simulate import Simulation, simulate_run
 from hwsim.metrics.derive import not_traced
 from hwsim.metrics.dram_stats import dram_report
@@ -93,7 +94,38 @@ def document(sim: Simulation) -> dict[str, Any]:
             "peak_occupancy_bytes": dict(sim.peak_occupancy_bytes), "traced_levels": sorted(sim.levels),
             "not_traced": list(missing),
             "network_macs": sim.network_macs, "dram_model": sim.hardware.dram.model,
-            "dram": [asdict(s) for s in dram_report(sim.hardware, sim.metrics.layers)]}
+            "dram": [asdict(s) for s in dram_report(sim.hardware, sim.metrics.layers)],
+            **_cores_document(sim)}
+
+
+def _cores_document(sim: Simulation) -> dict[str, Any]:
+    """A multi-core run's per-core timelines and link traffic (nothing for one core)."""
+    if len(sim.hardware.all_cores) < 2:
+        return {}
+    links = () if sim.link_words is None else link_traffic(sim.hardware, sim.unit_names, sim.link_words)
+    return {"cores": [asdict(c) for c in core_timelines(sim.result, sim.hardware)],
+            "links": [asdict(l) for l in links]}
+
+
+def _cores_table(doc: dict[str, Any]) -> Any:
+    t = table(f"cores: {format_count(doc['cycles'])} cycles each, busy (its works running) + waiting (for another "
+              "core's works) + idle (done)", [("core", "left"), ("works", "right"), ("busy", "right"),
+                                              ("waiting", "right"), ("idle", "right"), ("busy %", "right"),
+                                              ("queued in works", "right")])
+    for c in doc["cores"]:
+        t.add_row(c["core"], str(c["works"]), format_count(c["busy_cycles"]), format_count(c["waiting_cycles"]),
+                  format_count(c["idle_cycles"]), f"{c['busy_cycles'] / max(1, doc['cycles']):.0%}",
+                  format_count(c["queued_cycles"]))
+    return t
+
+
+def _links_table(doc: dict[str, Any]) -> Any:
+    t = table("links: words carried per direction, the cycles they take at the link's width, energy",
+              [("link", "left"), ("words", "right"), ("cycles", "right"), ("energy µJ", "right")])
+    for l in doc["links"]:
+        t.add_row(l["direction"], format_count(l["words"]), format_count(l["busy_cycles"]),
+                  f"{l['energy_pj'] / 1e6:.3f}")
+    return t
 
 
 def _layer_table(doc: dict[str, Any]) -> Any:
@@ -132,6 +164,10 @@ def _traced_sum(energy_pj: dict[str, float | None]) -> float:
 def print_report(doc: dict[str, Any]) -> None:
     out = console()
     out.print(_layer_table(doc))
+    if "cores" in doc:
+        out.print(_cores_table(doc))
+        if doc["links"]:
+            out.print(_links_table(doc))
     if doc["sparsity"]["kind"] != "dense":
         out.print(f"zeros: {doc['sparsity']['source']} (zeros if/of: the share of zero words in the layer's input "
                   "and output tensors; gated MACs: those a zero ifmap word gated or skipped)")

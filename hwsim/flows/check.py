@@ -22,10 +22,11 @@ from hwsim.analytic.estimate import NetworkEstimate, estimate_network
 from hwsim.analytic.nest_addresses import AddressSums, dram_transfer_sums
 from hwsim.analytic.pipeline import pipeline_latency
 from hwsim.check import CheckReport, compare
-from hwsim.check.compare import Addresses, SearchRow
+from hwsim.check.compare import Addresses, PipelineCheck, SearchRow
 from hwsim.check.depth_first import DepthFirstCheck
 from hwsim.check.validate import validate_trace
 from hwsim.errors import HwsimError
+from hwsim.flows.allocation import closed_allocation
 from hwsim.flows.depth_first import check_point
 from hwsim.flows.inputs import HardwareLike, MappingLike, NetworkLike, SparsityLike
 from hwsim.flows.run import RunSpec, resolve_run
@@ -33,7 +34,7 @@ from hwsim.flows.simulate import ALL_LEVELS, Progress, Simulation, simulate_run
 from hwsim.hardware.precision import layer_hardware
 from hwsim.hardware.schema import Accelerator
 from hwsim.mapping.nest.format import LoopNest, NetworkMapping, mapping_from_data
-from hwsim.mapping.plans import DepthFirstPlan
+from hwsim.mapping.plans import AllocationPlan, DepthFirstPlan
 from hwsim.metrics import TraceMetrics
 from hwsim.metrics.addresses import dram_transfer_offsets
 from hwsim.search.network import SearchedMapping
@@ -102,17 +103,41 @@ def check_run(spec: RunSpec, trace_path: str | Path | None = None,
             return check_point(spec.graph, spec.hardware, spec.plan, trace_path, progress=progress)
         with tempfile.TemporaryDirectory(prefix="hwsim-check-") as tmp:
             return check_point(spec.graph, spec.hardware, spec.plan, Path(tmp) / "check.h5", progress=progress)
+    if isinstance(spec.plan, AllocationPlan):
+        if trace_path is not None:
+            return check_allocated(simulate_run(spec, trace_path, progress=progress))
+        with tempfile.TemporaryDirectory(prefix="hwsim-check-") as tmp:
+            return _unkept(check_allocated(simulate_run(spec, Path(tmp) / "check.h5", progress=progress)))
     if not isinstance(spec.plan, NetworkMapping):
         raise HwsimError(f"{spec.graph.name}: a {spec.mapper.name} plan is checked by `hwsim phases --simulate` or "
                          "`hwsim memplan --simulate`, which compare its buffers with the trace")
     if trace_path is not None:
         return check_simulation(simulate_run(spec, trace_path, progress=progress), spec.search)
     with tempfile.TemporaryDirectory(prefix="hwsim-check-") as tmp:
-        report = check_simulation(simulate_run(spec, Path(tmp) / "check.h5", progress=progress), spec.search)
+        return _unkept(check_simulation(simulate_run(spec, Path(tmp) / "check.h5", progress=progress), spec.search))
+
+
+def _unkept(report: CheckReport) -> CheckReport:
+    """`report` saying its trace was a temporary one."""
     if report.validation is None:
         return report
     unkept = dataclasses.replace(report.validation, path="the check's trace (not kept: pass --trace FILE to keep it)")
     return dataclasses.replace(report, validation=unkept)
+
+
+def check_allocated(sim: Simulation) -> CheckReport:
+    """A multi-core allocation's simulation against its closed form: every work's counts, energy, latency bound and
+    DRAM offsets on its core, the run's latency against the pipeline bound, the links' words against their closed
+    count, and the trace's physics."""
+    assert isinstance(sim.spec.plan, AllocationPlan) and sim.trace is not None
+    closed = closed_allocation(sim.graph, sim.hardware, sim.spec.plan)
+    with hwsim.trace.open(sim.trace) as trace:
+        addresses = Addresses(closed.addresses, dram_transfer_offsets(trace))
+        report = compare(closed.estimate, sim.metrics, addresses=addresses)
+        links = sum(int(block["words"].sum()) for block in trace.records("link")) if "link" in trace.levels else 0
+        pipeline = PipelineCheck(closed.bound.cycles, sim.result.cycles, closed.bound.bottleneck, closed.link_words,
+                                 links)
+        return dataclasses.replace(report, validation=validate_trace(trace), pipeline=pipeline)
 
 
 def check_network(network: NetworkLike, hw: HardwareLike, batch: int = 1, trace_path: str | Path | None = None,

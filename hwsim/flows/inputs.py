@@ -15,7 +15,7 @@ from hwsim.analytic.graph_adapter import SPARSITY_PRESETS, SparsityModel, preset
 from hwsim.errors import HwsimError
 from hwsim.hardware import load_config
 from hwsim.hardware.schema import Accelerator
-from hwsim.mapping.plans import Plan
+from hwsim.mapping.plans import AllocationRequest, Plan
 from hwsim.sparsity.profile import SparsityError, SparsityProfile, read_profile
 from hwsim.workload.ir import Graph
 from hwsim.workload.network import is_onnx_path, load_network
@@ -25,9 +25,9 @@ if TYPE_CHECKING:  # the search engine is imported only by a run that searches
 
 NetworkLike = Graph | str | Path
 HardwareLike = Accelerator | str | Path
-# a mapping or another mapper's plan, a file written with --out, a search to run (`--mapper search`), or None: the
-# dataflow's rules
-MappingLike = Union[Plan, "SearchSettings", str, Path, None]
+# a mapping or another mapper's plan, a file written with --out, a search to run (`--mapper search`), an allocation
+# to make over a multi-core accelerator's cores (`--allocate`), or None: the dataflow's rules
+MappingLike = Union[Plan, "SearchSettings", AllocationRequest, str, Path, None]
 
 SparsityLike = SparsityModel | SparsityProfile | None  # defaults or a preset, a profile (file, measured), or dense
 

@@ -35,12 +35,21 @@ from hwsim.hardware.schema import Accelerator
 from hwsim.mapping.mapper import default_mapping
 from hwsim.mapping.mappers import Mapper, mapper_of
 from hwsim.mapping.nest.format import MappingError, NetworkMapping
-from hwsim.mapping.plans import DepthFirstPlan, PhasePlan, Plan, SlotPlan, load_plan
+from hwsim.mapping.plans import (
+    AllocationPlan,
+    AllocationRequest,
+    DepthFirstPlan,
+    PhasePlan,
+    Plan,
+    SlotPlan,
+    load_plan,
+)
 from hwsim.mapping.schedule import Schedule
 from hwsim.sparsity.profile import DENSE, SparsityProfile
 from hwsim.workload.ir import Graph
 
 if TYPE_CHECKING:  # the search engine is imported only by a run that searches (`_searched`)
+    from hwsim.search.allocation import AllocationSearch
     from hwsim.search.network import Progress as SearchProgress
     from hwsim.search.network import SearchedMapping, SearchSettings
 
@@ -57,6 +66,7 @@ class RunSpec:
     sparsity: SparsityProfile = DENSE
     notes: tuple[str, ...] = ()
     search: SearchedMapping | None = None  # what a search chose per layer beside the rules, when it made the plan
+    allocation_search: AllocationSearch | None = None  # what an allocation search tried, when it made the plan
 
     @property
     def mapper(self) -> Mapper:
@@ -89,7 +99,13 @@ def resolve_run(network: NetworkLike, hw: HardwareLike, batch: int | None = None
     graph, priced = run_precision(given_graph, config, bits)
     priced = with_control(priced, clock_power_w, throughput_gmacs)
     profile = as_profile(sparsity, graph) or DENSE
-    plan, searched = _plan(mapping, graph, priced, batch, profile, search_progress)
+    allocated = _allocation(mapping, graph, priced, check_batch(batch)) if isinstance(mapping, AllocationRequest) \
+        else None
+    plan, searched = (allocated[0], None) if allocated else _plan(mapping, graph, priced, batch, profile,
+                                                                  search_progress)
+    if isinstance(plan, AllocationPlan) and profile is not DENSE:
+        raise HwsimError(f"{graph.name}: a multi-core allocation runs dense (zeros are not modelled across cores "
+                         "yet); drop --sparsity and --activations-from")
     if isinstance(plan, PhasePlan) and plan.bits != priced.precision_bits:
         priced = at_precision(config, plan.bits)  # a phase plan sizes its buffers at its own word
     notes = (*batch_notes, *precision_notes(given_graph, config, bits))
@@ -99,8 +115,8 @@ def resolve_run(network: NetworkLike, hw: HardwareLike, batch: int | None = None
         if not isinstance(mapping, (str, Path)):
             raise
         raise MappingError(f"{mapping}: {exc}") from None
-    run_batch = plan.batch if isinstance(plan, NetworkMapping) else check_batch(batch)
-    return RunSpec(graph, priced, run_batch, plan, profile, notes, searched)
+    run_batch = plan.batch if isinstance(plan, (NetworkMapping, AllocationPlan)) else check_batch(batch)
+    return RunSpec(graph, priced, run_batch, plan, profile, notes, searched, allocated[1] if allocated else None)
 
 
 def _batch(asked: int | None, graph: Graph) -> tuple[int, tuple[str, ...]]:
@@ -120,14 +136,33 @@ def _plan(mapping: MappingLike, graph: Graph, hw: Accelerator, batch: int, profi
     loop-nest mapping for another batch is an error)."""
     if mapping is None:
         return default_mapping(graph, hw, check_batch(batch), check=False), None
-    if not isinstance(mapping, (str, Path, NetworkMapping, DepthFirstPlan, PhasePlan, SlotPlan)):  # a search
+    assert not isinstance(mapping, AllocationRequest)  # made by `_allocation`
+    if not isinstance(mapping, (str, Path, NetworkMapping, DepthFirstPlan, PhasePlan, SlotPlan,
+                                AllocationPlan)):  # a search
         searched = _searched(mapping, graph, hw, check_batch(batch), profile, progress)
         return searched.mapping, searched
     given = load_plan(mapping) if isinstance(mapping, (str, Path)) else mapping
     if isinstance(given, NetworkMapping) and batch not in (1, given.batch):
         raise MappingError(f"mapping of {given.network!r}: made for batch {given.batch}, asked for {batch}; map the "
                            "network again with --batch, or drop --batch")
+    if isinstance(given, AllocationPlan) and batch not in (1, given.images):
+        raise MappingError(f"allocation of {given.network!r}: streams {given.images} images (plan.images), asked "
+                           f"for {batch}; set plan.images to {batch}, or drop --batch")
     return given, None
+
+
+def _allocation(request: AllocationRequest, graph: Graph, hw: Accelerator,
+                images: int) -> tuple[AllocationPlan, AllocationSearch | None]:
+    """The allocation `request` asks for: a fixed rule's, or the one a search finds (its module imported here) and
+    what it tried."""
+    if request.rule == "search":
+        from hwsim.search.allocation import search_allocation
+
+        found = search_allocation(graph, hw, images, request.objective)
+        return found.plan, found
+    from hwsim.mapping.multicore import allocate
+
+    return allocate(graph, hw, images, request.rule), None
 
 
 def _searched(settings: SearchSettings, graph: Graph, hw: Accelerator, batch: int, profile: SparsityProfile,

@@ -43,6 +43,8 @@ class Simulation:
     metrics: TraceMetrics
     peak_occupancy_bytes: dict[str, int]  # per buffer the schedule used
     totals: RunTotals
+    unit_names: tuple[str, ...] = ()  # the accelerator's units (`hwsim.hardware.tree.UnitTable`)
+    link_words: np.ndarray | None = None  # per unit, the words carried over it (links; 0 elsewhere)
 
     @property
     def graph(self) -> Graph:
@@ -115,8 +117,9 @@ def counted_metrics(spec: RunSpec, run: RecordedRun) -> TraceMetrics:
     """The report of `run` priced from the totals its counting sink kept: the same sums a trace of it gives
     (`hwsim.metrics.derive`), without reading the records back."""
     sums = counted_sums(run.counts, len(run.layer_names))
+    cores = np.array([r.core for r in run.result.layers], dtype=np.int64)
     return price(RunCounts(spec.graph.name, spec.hardware, spec.batch, run.layer_names, run.layer_word_bytes,
-                           run.unit_names, sums, run.dram_stats()))
+                           run.unit_names, sums, run.dram_stats(), cores))
 
 
 def simulate_run(spec: RunSpec, trace_path: str | Path | None = None, levels: frozenset[str] = ALL_LEVELS,
@@ -126,8 +129,10 @@ def simulate_run(spec: RunSpec, trace_path: str | Path | None = None, levels: fr
     path = (Path(trace_path) if trace_path is not None else default_trace_path(spec)) if keep_trace else None
     run = record_spec(spec, path, levels, progress)
     metrics = counted_metrics(spec, run)
+    links = sum((run.counts.words("link", i).sum(axis=(1, 2)) for i in range(len(run.layer_names))),
+                np.zeros(len(run.unit_names), dtype=np.int64))
     return Simulation(spec, path, levels, run.result, metrics, run.peak_occupancy_bytes(),
-                      trace_totals(metrics, run.result))
+                      trace_totals(metrics, run.result), run.unit_names, links)
 
 
 def simulate_network(network: NetworkLike, hw: HardwareLike, batch: int = 1, trace_path: str | Path | None = None,

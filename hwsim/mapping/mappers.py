@@ -15,7 +15,15 @@ from typing import Any, ClassVar
 from hwsim.hardware.schema import Accelerator
 from hwsim.mapping.mapper import check_mapping
 from hwsim.mapping.nest.format import MappingError, NetworkMapping
-from hwsim.mapping.plans import DepthFirstPlan, PhasePlan, Plan, SlotPlan, plan_mapper, plan_problems
+from hwsim.mapping.plans import (
+    AllocationPlan,
+    DepthFirstPlan,
+    PhasePlan,
+    Plan,
+    SlotPlan,
+    plan_mapper,
+    plan_problems,
+)
 from hwsim.mapping.schedule import Schedule
 from hwsim.registry import Registry
 from hwsim.sparsity.profile import SparsityProfile
@@ -138,7 +146,30 @@ class PlannedMapper(Mapper):
         return planned_schedule(graph, hw, plan.slots, plan.buffers)
 
 
-for _mapper in (NestMapper(), DepthFirstMapper(), PhasesMapper(), PlannedMapper()):
+class MultiCoreMapper(Mapper):
+    """Layers allocated to the cores of a multi-core accelerator, images streaming through them
+    (`hwsim.mapping.multicore`); each core maps its parts by its own dataflow's rules."""
+
+    name = "multicore"
+
+    def check(self, plan: Plan, graph: Graph, hw: Accelerator) -> None:
+        from hwsim.mapping.multicore import check_allocation
+
+        assert isinstance(plan, AllocationPlan)
+        s = graph.layers[0].out_shape if graph.layers else None
+        problem = plan_problems(plan, graph.name, (s.c, s.h, s.w) if s else (0, 0, 0))
+        if problem:
+            raise MappingError(problem)
+        check_allocation(plan, graph, hw)
+
+    def schedule(self, plan: AllocationPlan, graph: Graph, hw: Accelerator,
+                 sparsity: SparsityProfile | None) -> Schedule:
+        from hwsim.mapping.multicore import multicore_schedule
+
+        return multicore_schedule(plan, graph, hw)
+
+
+for _mapper in (NestMapper(), DepthFirstMapper(), PhasesMapper(), PlannedMapper(), MultiCoreMapper()):
     MAPPERS.register(_mapper.name)(_mapper)
 
 
@@ -148,4 +179,5 @@ def mapper_of(plan: Plan) -> Mapper:
     return mapper
 
 
-__all__ = ["MAPPERS", "DepthFirstMapper", "Mapper", "NestMapper", "PhasesMapper", "PlannedMapper", "mapper_of"]
+__all__ = ["MAPPERS", "DepthFirstMapper", "Mapper", "MultiCoreMapper", "NestMapper", "PhasesMapper", "PlannedMapper",
+           "mapper_of"]

@@ -75,6 +75,11 @@ def streamed_sparsity(layer: Layer, profile: SparsityProfile | None) -> LayerSpa
     return LayerSparsity(profile.zeros(layer.name), flats=tuple(tensors.flat(t) for t in names))
 
 
+def layer_work(layer: Layer, entry: LayerMapping | None, hw: Accelerator, addr: DramLayout) -> Work:
+    """The work of one image of `layer` (a layer's part on one core, tensors where `addr` puts them), dense."""
+    return _layer_schedule(layer, entry, hw, addr, 1, None)
+
+
 def _layer_schedule(layer: Layer, entry: LayerMapping | None, hw: Accelerator, addr: DramLayout,
                     batch: int, sparsity: SparsityProfile | None) -> Work:
     word = hw.precision_bits
@@ -116,4 +121,4 @@ def network_schedule(graph: Graph, hw: Accelerator, batch: int = 1, mapping: Net
     return Schedule(graph.name, hw.name, f"nest:{mapping.dataflow}", batch, layers, mapping)
 
 
-__all__ = ["layer_sparsity", "network_schedule", "streamed_sparsity"]
+__all__ = ["layer_sparsity", "layer_work", "network_schedule", "streamed_sparsity"]

@@ -14,7 +14,9 @@ written as `format: hwsim-mapping 1`), or one of the plans here, written as
   on chip (Goetschalckx & Verhelst);
 - `PhasePlan`: the phases per layer (Minakova & Stefanov), the rule that derived them, the word they were sized
   at and the edge buffers placed in DRAM (the others in the L2);
-- `SlotPlan`: every intermediate tensor's slots (buffer, level, word address) from a memory planner.
+- `SlotPlan`: every intermediate tensor's slots (buffer, level, word address) from a memory planner;
+- `AllocationPlan`: which core of a multi-core accelerator runs which layer, or which output channels of it
+  (`hwsim.mapping.multicore`), and how many images stream through the cores.
 
 `save_plan` and `load_plan` write and read any of them (a loop-nest mapping through its own format); a file
 that does not parse is one line naming the file and the field. The analytic models and the simulator read these
@@ -33,7 +35,7 @@ import yaml
 
 from hwsim.files import DocumentReader, load_yaml, read_text, write_atomically
 from hwsim.mapping.nest.format import FORMAT as NEST_FORMAT
-from hwsim.mapping.nest.format import MappingError, NetworkMapping, mapping_data, mapping_from_data
+from hwsim.mapping.nest.format import LayerMapping, MappingError, NetworkMapping, mapping_data, mapping_from_data
 from hwsim.vocab import Level
 
 PLAN_FORMAT = "hwsim-plan 1"
@@ -110,7 +112,74 @@ class SlotPlan:
                           for s in self.slots]}
 
 
-Plan = NetworkMapping | DepthFirstPlan | PhasePlan | SlotPlan
+@dataclass(frozen=True)
+class CorePart:
+    """The part of a layer one core computes: `channels` of its output channels (the next ones after the parts
+    before it), or all of them."""
+
+    core: str
+    channels: int
+
+
+@dataclass(frozen=True)
+class AllocationPlan:
+    """Which core runs which layer: per layer with steps, its parts (one core: the whole layer; several: its
+    output channels divided among them, in order); `images` stream through the cores one after another (a core
+    runs its works in image order, so the cores form a pipeline); `rule` says how it was made."""
+
+    mapper: ClassVar[str] = "multicore"
+
+    network: str
+    hardware: str
+    input_shape: tuple[int, int, int]
+    images: int
+    rule: str
+    layers: tuple[tuple[str, tuple[CorePart, ...]], ...]
+
+    @property
+    def batch(self) -> int:
+        return self.images
+
+    def parts(self, layer: str) -> tuple[CorePart, ...]:
+        """The parts of layer `layer` (empty: it has no steps)."""
+        return dict(self.layers).get(layer, ())
+
+    def data(self) -> dict[str, Any]:
+        return {"images": self.images, "rule": self.rule,
+                "layers": {name: parts[0].core if len(parts) == 1 else
+                           [{"core": p.core, "channels": p.channels} for p in parts] for name, parts in self.layers}}
+
+
+Plan = NetworkMapping | DepthFirstPlan | PhasePlan | SlotPlan | AllocationPlan
+
+
+@dataclass(frozen=True)
+class PartMapping:
+    """A layer's part on a core as data: the layer, the core that runs it (its index), its first output channel
+    and channel count (0: the whole layer) and the loop nest (or streaming) its core's rules give it for one image
+    (`hwsim.mapping.multicore.part_mappings` makes them; closed forms read them)."""
+
+    layer: str
+    core: int
+    first_channel: int
+    channels: int
+    entry: LayerMapping
+
+
+def work_name(layer: str, core: str, split: bool, image: int, images: int) -> str:
+    """A multi-core work's name: the layer's, `@core` for a part of a split layer, `#image` when several images
+    stream (the names the trace's layers and the closed form's works share)."""
+    name = f"{layer}@{core}" if split else layer
+    return f"{name}#{image}" if images > 1 else name
+
+
+@dataclass(frozen=True)
+class AllocationRequest:
+    """An allocation a run is to make for itself: by a fixed rule (round_robin, stages, split) or a search
+    (`search`) under `objective` (latency, energy or edp)."""
+
+    rule: str
+    objective: str = "latency"
 
 
 def plan_mapper(plan: Plan) -> str:
@@ -174,7 +243,10 @@ def plan_from_document(data: object, source: str) -> Plan:
         return _phases(read, header, body)
     if mapper == SlotPlan.mapper:
         return _slots(read, header, body)
-    raise read.fail("mapper", f"{mapper!r}; use depth_first, phases or planned (a loop nest is a hwsim-mapping file)")
+    if mapper == AllocationPlan.mapper:
+        return _allocation(read, header, body)
+    raise read.fail("mapper", f"{mapper!r}; use depth_first, phases, planned or multicore (a loop nest is a "
+                              "hwsim-mapping file)")
 
 
 Header = tuple[str, str, tuple[int, int, int]]
@@ -225,6 +297,27 @@ def _slots(read: _Fields, header: Header, body: dict[str, Any]) -> SlotPlan:
                                   enumerate(read.listed("plan.buffers", body.get("buffers")))))
 
 
+def _allocation(read: _Fields, header: Header, body: dict[str, Any]) -> AllocationPlan:
+    read.only("plan", body, {"images", "rule", "layers"})
+    layers: list[tuple[str, tuple[CorePart, ...]]] = []
+    for name, given in read.mapping("plan.layers", body.get("layers")).items():
+        where = f"plan.layers.{name}"
+        if isinstance(given, str):
+            layers.append((str(name), (CorePart(read.text(where, given), 0),)))
+            continue
+        parts = []
+        for i, item in enumerate(read.listed(where, given)):
+            part = read.mapping(f"{where}[{i}]", item)
+            read.only(f"{where}[{i}]", part, {"core", "channels"})
+            parts.append(CorePart(read.text(f"{where}[{i}].core", part.get("core")),
+                                  read.integer(f"{where}[{i}].channels", part.get("channels"))))
+        if not parts:
+            raise read.fail(where, "no cores; give a core name, or a list of {core, channels}")
+        layers.append((str(name), tuple(parts)))
+    return AllocationPlan(*header, images=read.integer("plan.images", body.get("images", 1)),
+                          rule=read.text("plan.rule", body.get("rule", "given")), layers=tuple(layers))
+
+
 class _Fields(DocumentReader):
     """Reads a plan document's fields, naming the file and the field of every problem."""
 
@@ -265,5 +358,6 @@ def plan_problems(plan: Plan, network: str, input_shape: tuple[int, int, int]) -
     return ""
 
 
-__all__ = ["PLAN_FORMAT", "DepthFirstPlan", "PhasePlan", "Plan", "SlotPlan", "TensorSlot", "load_plan",
-           "plan_document", "plan_from_document", "plan_mapper", "plan_problems", "save_plan"]
+__all__ = ["PLAN_FORMAT", "AllocationPlan", "AllocationRequest", "CorePart", "DepthFirstPlan", "PartMapping",
+           "PhasePlan", "Plan", "SlotPlan", "TensorSlot", "load_plan", "plan_document", "plan_from_document",
+           "plan_mapper", "plan_problems", "save_plan", "work_name"]

@@ -1,0 +1,300 @@
+"""Layers allocated to the cores of a multi-core accelerator: the allocation is data (`AllocationPlan`), each core
+maps its part of a layer with its own dataflow's rules, and the schedule is a graph of works over the cores.
+
+A layer runs on one core, or is split over several by output channels (a convolution without groups or a fully
+connected layer: each core reads the whole ifmap, its slice of the filters, and writes its slice of the output
+channels, which are contiguous in DRAM). `images` stream through the cores: each image's layers are works of
+their own (one image per work, so a core's filters are fetched per image, as in any layer pipeline), a core runs
+its works in image order, and a work waits for the works that produce what it reads (through layers without
+steps: a reshape waits for nothing itself). Tensors pass between layers through the shared DRAM, where every
+image of a tensor has its own region (`hwsim.mapping.layout`): two cores reading DRAM at once share its channels.
+
+Fixed rules make an allocation for comparison (`ALLOCATION_RULES`): `round_robin` (layer k on core k mod n),
+`stages` (contiguous stages, one per core, balancing MACs per lane: a pipeline), `split` (every splittable layer
+over all cores by output channels in proportion to their lanes; the rest on the core with the most lanes).
+`hwsim.search.allocation` searches one under an objective.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Iterator
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from hwsim.hardware.precision import layer_hardware
+from hwsim.hardware.schema import Accelerator
+from hwsim.hardware.tree import core_hardware
+from hwsim.mapping.layout import DramLayout, dram_layout
+from hwsim.mapping.mapper import NO_STEPS, check_layer, layer_mapping
+from hwsim.mapping.nest.format import LayerMapping, LoopNest, MappingError, NetworkMapping
+from hwsim.mapping.nest.problem import nest_problem
+from hwsim.mapping.plans import AllocationPlan, CorePart, PartMapping, work_name
+from hwsim.mapping.schedule import Schedule, on_core
+from hwsim.vocab import Operand
+from hwsim.workload.ir import Graph, Layer, LayerKind
+
+ALLOCATION_RULES = ("round_robin", "stages", "split")
+
+
+@dataclass(frozen=True)
+class WorkPart:
+    """One work of an allocation: a layer's part (`layer`, renamed and with its share of the output channels) on
+    core `core` for image `image`, its first output channel `first_channel` in the whole layer, its mapping, and
+    the original layer it is part of."""
+
+    whole: Layer
+    layer: Layer
+    core: int
+    image: int
+    first_channel: int
+    entry: LayerMapping
+
+
+def splittable(layer: Layer) -> bool:
+    """Whether `layer` can be split by output channels (each slice's filters and outputs contiguous in DRAM)."""
+    return (layer.kind is LayerKind.CONV and layer.groups == 1) or layer.kind is LayerKind.FC
+
+
+def part_layer(layer: Layer, name: str, channels: int) -> Layer:
+    """`layer` computing only `channels` of its output channels, named `name`."""
+    return replace(layer, name=name, out_shape=layer.out_shape._replace(c=channels))
+
+
+def _lanes(hw: Accelerator, core: int) -> int:
+    view = core_hardware(hw, core)
+    return view.pe_array.pes * view.pe_array.macs_per_cycle
+
+
+def allocate(graph: Graph, hw: Accelerator, images: int, rule: str) -> AllocationPlan:
+    """The allocation fixed rule `rule` (one of ALLOCATION_RULES) makes for `images` images of `graph` on `hw`."""
+    if rule not in ALLOCATION_RULES:
+        raise MappingError(f"allocation rule {rule!r}; use one of {', '.join(ALLOCATION_RULES)} (or search)")
+    names = [c.name for c in hw.all_cores]
+    layers = [l for l in graph if l.kind not in NO_STEPS]
+    lanes = [_lanes(hw, k) for k in range(len(names))]
+    chosen: list[tuple[str, tuple[CorePart, ...]]]
+    if rule == "round_robin":
+        chosen = [(l.name, (CorePart(names[i % len(names)], 0),)) for i, l in enumerate(layers)]
+    elif rule == "stages":
+        stages = balanced_stages([max(1, l.macs) for l in layers], lanes)
+        chosen = [(l.name, (CorePart(names[s], 0),)) for l, s in zip(layers, stages, strict=True)]
+    else:
+        widest = max(range(len(names)), key=lambda k: (lanes[k], -k))
+        chosen = [(l.name, split_parts(l, names, lanes) if splittable(l) else (CorePart(names[widest], 0),))
+                  for l in layers]
+    return AllocationPlan(graph.name, hw.name, _input_shape(graph), images, rule, tuple(chosen))
+
+
+def _input_shape(graph: Graph) -> tuple[int, int, int]:
+    s = graph.layers[0].out_shape if graph.layers else None
+    return (s.c, s.h, s.w) if s else (0, 0, 0)
+
+
+def split_parts(layer: Layer, names: list[str], lanes: list[int]) -> tuple[CorePart, ...]:
+    """`layer`'s output channels over the cores in proportion to their lanes (largest remainders; a core left
+    without a channel is left out)."""
+    channels = layer.out_shape.c
+    share = np.array(lanes, dtype=np.float64) * channels / sum(lanes)
+    counts = np.floor(share).astype(np.int64)
+    for k in np.argsort(-(share - counts), kind="stable")[:channels - int(counts.sum())]:
+        counts[k] += 1
+    parts = tuple(CorePart(name, int(c)) for name, c in zip(names, counts.tolist(), strict=True) if c > 0)
+    return parts if len(parts) > 1 else (CorePart(parts[0].core, 0),)
+
+
+def balanced_stages(costs: list[int], lanes: list[int]) -> list[int]:
+    """Contiguous stages of `costs` over the cores in order (core k gets a stage; a core may get none), minimising
+    the slowest stage's cost per lane (a linear partition, by dynamic programming): the stage of each item."""
+    n, cores = len(costs), len(lanes)
+    prefix = np.concatenate([[0], np.cumsum(costs)]).tolist()
+    inf = float("inf")
+    best = [[inf] * (n + 1) for _ in range(cores + 1)]  # best[k][i]: the first i items on the first k cores
+    cut = [[0] * (n + 1) for _ in range(cores + 1)]
+    best[0][0] = 0.0
+    for k in range(1, cores + 1):
+        for i in range(n + 1):
+            for j in range(i + 1):  # core k-1 takes items j .. i-1
+                worst = max(best[k - 1][j], (prefix[i] - prefix[j]) / lanes[k - 1])
+                if worst < best[k][i]:
+                    best[k][i], cut[k][i] = worst, j
+    stages, i = [0] * n, n
+    for k in range(cores, 0, -1):
+        j = cut[k][i]
+        stages[j:i] = [k - 1] * (i - j)
+        i = j
+    return stages
+
+
+def check_allocation(plan: AllocationPlan, graph: Graph, hw: Accelerator) -> None:
+    """Raise MappingError, naming the field and the fix, when `plan` does not fit `graph` on `hw`: a layer left
+    out or unknown, a core the accelerator does not have, a split of a layer that cannot be split or whose
+    channels do not add up, or a part its core cannot run (its GLB or RFs too small)."""
+    names = [c.name for c in hw.all_cores]
+    stepped = [l.name for l in graph if l.kind not in NO_STEPS]
+    given = dict(plan.layers)
+    missing = [n for n in stepped if n not in given]
+    if missing:
+        raise MappingError(f"plan.layers: no core for layer {missing[0]!r}; allocate every layer with steps "
+                           f"({len(missing)} missing)")
+    unknown = sorted(set(given) - set(stepped))
+    if unknown:
+        raise MappingError(f"plan.layers.{unknown[0]}: not a layer with steps of {graph.name}; remove it")
+    for name, parts in plan.layers:
+        for part in parts:
+            if part.core not in names:
+                raise MappingError(f"plan.layers.{name}: core {part.core!r}; {hw.name} has {', '.join(names)}")
+        if len(parts) > 1:
+            layer = graph.layer(name)
+            if not splittable(layer):
+                raise MappingError(f"plan.layers.{name}: a {layer.kind.value} layer"
+                                   f"{' with groups' if layer.groups > 1 else ''} is not split by output channels; "
+                                   "give it one core")
+            if sum(p.channels for p in parts) != layer.out_shape.c or len({p.core for p in parts}) < len(parts):
+                raise MappingError(f"plan.layers.{name}: the parts' channels add up to "
+                                   f"{sum(p.channels for p in parts)} over {len(parts)} parts; give each core once, "
+                                   f"the channels adding up to the layer's {layer.out_shape.c}")
+    work_parts(plan, graph, hw)  # every part fits its core
+
+
+@functools.lru_cache(maxsize=16)
+def _part_entries(plan: AllocationPlan, graph: Graph,
+                  hw: Accelerator) -> tuple[tuple[Layer, Layer, int, int, LayerMapping], ...]:
+    """Per part of every layer, in graph order: the whole layer, the part's layer, its core, its first channel and
+    the mapping its core's dataflow gives it for one image (checked: a part that does not fit its core is an
+    error)."""
+    cores = {c.name: k for k, c in enumerate(hw.all_cores)}
+    out = []
+    for layer in graph:
+        parts = plan.parts(layer.name)
+        first = 0
+        for part in parts:
+            core = cores[part.core]
+            split = len(parts) > 1
+            sub = part_layer(layer, work_name(layer.name, part.core, split, 0, 1), part.channels) if split else layer
+            view = layer_hardware(core_hardware(hw, core), layer.word_bits)
+            out.append((layer, sub, core, first, _fitted(sub, view, layer.name, part.core)))
+            first += part.channels
+    return tuple(out)
+
+
+@functools.lru_cache(maxsize=4096)
+def _fitted(layer: Layer, hw: Accelerator, where: str, core: str) -> LayerMapping:
+    """The rules' mapping of `layer` for one image on core `hw`, checked."""
+    try:
+        entry = layer_mapping(layer, hw, 1)
+        check_layer(NetworkMapping("", hw.name, hw.pe_array.dataflow, 1, (entry,)), layer, hw)
+    except MappingError as exc:
+        raise MappingError(f"plan.layers.{where}: core {core} cannot run it ({hw.glb.size_bytes // 1024} KiB GLB, "
+                           f"{hw.pe_array.rows}x{hw.pe_array.cols} PEs): {exc}; allocate it to a larger core or "
+                           "split it over several") from None
+    return entry
+
+
+def part_mappings(plan: AllocationPlan, graph: Graph, hw: Accelerator) -> tuple[PartMapping, ...]:
+    """Every part's mapping, in graph order (what a closed form prices)."""
+    return tuple(PartMapping(whole.name, core, first, sub.out_shape.c if sub is not whole else 0, entry)
+                 for whole, sub, core, first, entry in _part_entries(plan, graph, hw))
+
+
+def work_parts(plan: AllocationPlan, graph: Graph, hw: Accelerator) -> Iterator[WorkPart]:
+    """The allocation's works in schedule order: image after image, each image's layers in graph order, each
+    layer's parts in the plan's order."""
+    entries = _part_entries(plan, graph, hw)
+    for image in range(plan.images):
+        for whole, sub, core, first, entry in entries:
+            name = work_name(whole.name, hw.all_cores[core].name, sub is not whole, image, plan.images)
+            yield WorkPart(whole, replace(sub, name=name), core, image, first, entry)
+
+
+def producers(graph: Graph, plan: AllocationPlan, layer: Layer) -> tuple[str, ...]:
+    """The layers with steps whose outputs `layer` reads, looking through layers without steps."""
+    out: list[str] = []
+    for tensor in layer.inputs:
+        source = graph.producer(tensor)
+        if plan.parts(source.name):
+            out.append(source.name)
+        elif source.kind is not LayerKind.INPUT:
+            out.extend(producers(graph, plan, source))
+    return tuple(dict.fromkeys(out))
+
+
+def multicore_schedule(plan: AllocationPlan, graph: Graph, hw: Accelerator) -> Schedule:
+    """The works of a checked allocation (module docstring), each on its core, waiting for its producers."""
+    from hwsim.mapping.nest_schedule import layer_work
+
+    parts = list(work_parts(plan, graph, hw))
+    entries = {(p.whole.name, p.first_channel): p.entry for p in parts if p.image == 0}
+    layout = dram_layout(graph, plan.images, _lowered_words(graph, entries, plan.images), _word_bytes(graph, hw))
+    index: dict[tuple[int, str], list[int]] = {}
+    works = []
+    for k, part in enumerate(parts):
+        after = tuple(j for source in producers(graph, plan, part.whole) for j in index[(part.image, source)])
+        index.setdefault((part.image, part.whole.name), []).append(k)
+        view = layer_hardware(core_hardware(hw, part.core), part.whole.word_bits)
+        addr = layout[part.whole.name]
+        work = layer_work(part.layer, part.entry, view, image_layout(addr, part, plan.images))
+        works.append(replace(work, generate=on_core(work.generate, part.core), core=part.core, after=after,
+                             dram_regions=_whole_outputs(work.dram_regions, addr, part.image)))
+    return Schedule(graph.name, hw.name, "multicore", plan.images, tuple(works))
+
+
+def _whole_outputs(regions: tuple[tuple[int, int, int], ...], addr: DramLayout,
+                   image: int) -> tuple[tuple[int, int, int], ...]:
+    """A part's DRAM regions with its outputs declared as its image's whole output tensor, which its consumers
+    read whole (a tensor's region is one, however many cores write its channels)."""
+    whole = (addr.ofmap + image * addr.ofmap_image_words, addr.ofmap_image_words)
+    return tuple((op, *whole) if op in (int(Operand.PSUM), int(Operand.OFMAP)) else (op, base, words)
+                 for op, base, words in regions)
+
+
+def image_layout(addr: DramLayout, part: WorkPart, images: int) -> DramLayout:
+    """Where work `part` finds its tensors in the layout of `images` images: its image's slice of every activation
+    tensor (and of a lowered ifmap matrix), the filters and output channels of its part."""
+    whole, layer, image = part.whole, part.layer, part.image
+    per_channel = whole.out_shape.elements // max(1, whole.out_shape.c)
+    filters_per_channel = whole.weight_params // max(1, whole.out_shape.c)
+    lowered = isinstance(part.entry, LoopNest) and part.entry.lowering == "im2col" and addr.lowered >= 0
+    per_image_lowered = addr.lowered_words // images  # a part on a core that does not lower reads the ifmap
+    return DramLayout(tuple(b + image * w for b, w in zip(addr.ifmap, addr.ifmap_image_words, strict=True)),
+                      addr.ifmap_image_words, addr.filter + part.first_channel * filters_per_channel,
+                      addr.ofmap + image * addr.ofmap_image_words + part.first_channel * per_channel,
+                      layer.out_shape.elements, layer.weight_params,
+                      addr.lowered + image * per_image_lowered if lowered else -1,
+                      per_image_lowered if lowered else 0)
+
+
+def _lowered_words(graph: Graph, entries: dict[tuple[str, int], LayerMapping], images: int) -> dict[str, int]:
+    """Words of the im2col matrix (all images) of every layer some part of which is lowered."""
+    lowered = {name for (name, _), e in entries.items() if isinstance(e, LoopNest) and e.lowering == "im2col"}
+    out = {}
+    for name in lowered:
+        p = nest_problem(graph.layer(name), images, "im2col")
+        out[name] = p.dims["G"] * p.dims["C"] * p.in_h * p.in_w
+    return out
+
+
+def _word_bytes(graph: Graph, hw: Accelerator) -> dict[str, int] | None:
+    """Each layer's word in bytes when the layers run at different words (None: one word)."""
+    views = {l.name: layer_hardware(hw, l.word_bits).word_bytes for l in graph}
+    return views if len(set(views.values())) > 1 else None
+
+
+__all__ = [
+    "ALLOCATION_RULES",
+    "PartMapping",
+    "WorkPart",
+    "allocate",
+    "balanced_stages",
+    "check_allocation",
+    "image_layout",
+    "multicore_schedule",
+    "part_layer",
+    "part_mappings",
+    "producers",
+    "split_parts",
+    "splittable",
+    "work_name",
+    "work_parts",
+]

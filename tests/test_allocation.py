@@ -1,0 +1,198 @@
+"""Layers allocated to cores: the fixed rules by hand, the allocation file and its one-line errors, a two-stage
+pipeline timed by hand, the pipeline bound by hand, and every shipped multi-core config checked (closed form
+against the trace, the trace's physics, the bound) under every rule."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+from hand_steps import steps
+from test_multicore import TWO_CORES, _pass
+
+import hwsim.sim.run
+import hwsim.trace
+from hwsim.analytic.multicore import pipeline_bound
+from hwsim.check.validate import validate_trace
+from hwsim.flows.check import check_run
+from hwsim.flows.cores import core_timelines
+from hwsim.flows.inputs import as_hardware
+from hwsim.flows.run import resolve_run
+from hwsim.hardware.loader import parse_config
+from hwsim.mapping.multicore import (
+    allocate,
+    balanced_stages,
+    check_allocation,
+    multicore_schedule,
+    split_parts,
+)
+from hwsim.mapping.nest.format import MappingError
+from hwsim.mapping.plans import AllocationPlan, AllocationRequest, CorePart, PartMapping, load_plan, save_plan
+from hwsim.mapping.schedule import Schedule, Work, WorkInfo
+from hwsim.sim.run import simulate_to_trace
+from hwsim.workload import zoo
+
+ROOT = Path(__file__).resolve().parents[1]
+MULTICORE_CONFIGS = ("quad-eyeriss-mesh", "hetero-edge", "chiplet-2x2")
+
+
+def test_stages_balance_the_slowest_stage_by_hand() -> None:
+    # costs 3, 3, 3, 1 on two equal cores: {3 | 3 3 1} 7, {3 3 | 3 1} 6, {3 3 3 | 1} 9: the second is best.
+    assert balanced_stages([3, 3, 3, 1], [1, 1]) == [0, 0, 1, 1]
+    # a core twice as wide takes twice the cost: {4 4 | 4} gives 8/2 = 4 and 4/1 = 4.
+    assert balanced_stages([4, 4, 4], [2, 1]) == [0, 0, 1]
+    # more cores than items: a core may get no stage.
+    assert sorted(set(balanced_stages([5, 5], [1, 1, 1]))) in ([0, 1], [0, 2], [1, 2])
+
+
+def test_split_gives_channels_by_lanes_with_largest_remainders() -> None:
+    layer = zoo.build("phases_example").layer("n2")  # a convolution
+    ten = layer.__class__(**{**layer.__dict__, "out_shape": layer.out_shape._replace(c=10)})
+    # 10 channels over four equal cores: 2.5 each, remainders tie, the first two take the extra one.
+    assert split_parts(ten, ["a", "b", "c", "d"], [1, 1, 1, 1]) == (CorePart("a", 3), CorePart("b", 3),
+                                                                      CorePart("c", 2), CorePart("d", 2))
+    # lanes 3:1 of 10 channels: 7.5 and 2.5, tie broken to the first: 8 and 2.
+    assert split_parts(ten, ["a", "b"], [3, 1]) == (CorePart("a", 8), CorePart("b", 2))
+
+
+def _quad() -> Any:
+    return as_hardware(ROOT / "configs" / "quad-eyeriss-mesh.yaml")
+
+
+def test_an_allocation_file_round_trips_and_replays(tmp_path: Path) -> None:
+    graph, hw = zoo.build("phases_example"), _quad()
+    plan = allocate(graph, hw, 3, "split")
+    path = tmp_path / "alloc.yaml"
+    save_plan(plan, path)
+    assert load_plan(path) == plan
+    spec = resolve_run(graph, hw, None, str(path))
+    assert spec.batch == 3 and spec.plan == plan
+
+
+@pytest.mark.parametrize("layers, problem", [
+    ({"n2": "core0", "n3": "core9", "n4": "core1"}, "core 'core9'; quad-eyeriss-mesh has core0, core1"),
+    ({"n2": "core0", "n3": "core1"}, "no core for layer 'n4'"),
+    ({"n2": "core0", "n3": "core1", "n4": "core1", "n7": "core2"}, "plan.layers.n7: not a layer with steps"),
+    ({"n2": [{"core": "core0", "channels": 1}, {"core": "core1", "channels": 1}], "n3": "core1", "n4": "core1"},
+     "the parts' channels add up to 2 over 2 parts"),
+])
+def test_a_wrong_allocation_is_one_line_naming_the_field(layers: dict[str, Any], problem: str) -> None:
+    graph, hw = zoo.build("phases_example"), _quad()
+    parts = {name: (CorePart(v, 0),) if isinstance(v, str) else tuple(CorePart(p["core"], p["channels"]) for p in v)
+             for name, v in layers.items()}
+    plan = AllocationPlan(graph.name, hw.name, (1, 32, 32), 1, "given", tuple(parts.items()))
+    with pytest.raises(MappingError) as caught:
+        check_allocation(plan, graph, hw)
+    assert problem in str(caught.value) and "\n" not in str(caught.value)
+
+
+def test_a_broken_allocation_file_exits_2_with_one_line(tmp_path: Path) -> None:
+    path = tmp_path / "alloc.yaml"
+    path.write_text("format: hwsim-plan 1\nmapper: multicore\nnetwork: phases_example\nhardware: quad-eyeriss-mesh\n"
+                    "input: [1, 32, 32]\nplan: {images: 2, layers: {n2: [{core: core0}]}}\n")
+    done = subprocess.run([sys.executable, "-m", "hwsim.cli.main", "simulate", "phases_example", "--hw",
+                           str(ROOT / "configs" / "quad-eyeriss-mesh.yaml"), "--mapping", str(path), "--no-trace"],
+                          capture_output=True, text=True, cwd=tmp_path, check=False)
+    assert done.returncode == 2
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and "plan.layers.n2[0].channels" in lines[0] and "Traceback" not in done.stderr
+
+
+def test_two_stages_pipeline_by_hand(tmp_path: Path) -> None:
+    # Stage 0 on `left` (core 0): a 160-MAC pass on 16 PEs, 10 cycles per image; stage 1 on `right`: 240 MACs,
+    # 15 cycles, after stage 0 of the same image. Two images, in schedule order image after image:
+    #   left:  #0 [0, 10), #1 [10, 20)
+    #   right: #0 waits for left #0, [10, 25); #1 waits for left #1 (ended 20) and right #0 (ended 25): [25, 40).
+    # Right waits 10 cycles before its first work and never again (busy 30); left is busy 20 and idle 20.
+    hw = parse_config(TWO_CORES, "two-cores.yaml")
+    layers = zoo.build("phases_example").layers[1:3]
+
+    def work(core: int, macs: int, after: tuple[int, ...]) -> Work:
+        return Work(layers[core], WorkInfo(), lambda: iter([steps(_pass(core, macs))]), core=core, after=after,
+                    word_bits=16)
+
+    works = (work(0, 160, ()), work(1, 240, (0,)), work(0, 160, ()), work(1, 240, (2,)))
+    renamed = tuple(w.__class__(**{**w.__dict__, "layer": w.layer.__class__(**{**w.layer.__dict__,
+                                                                                  "name": f"{w.layer.name}#{k // 2}"})})
+                    for k, w in enumerate(works))
+    result = simulate_to_trace(Schedule("hand", hw.name, "hand", 2, renamed), hw, tmp_path / "p.h5")
+    assert [(r.start_cycle, r.end_cycle) for r in result.layers] == [(0, 10), (10, 25), (10, 20), (25, 40)]
+    left, right = core_timelines(result, hw)
+    assert (left.busy_cycles, left.waiting_cycles, left.idle_cycles) == (20, 0, 20)
+    assert (right.busy_cycles, right.waiting_cycles, right.idle_cycles) == (30, 10, 0)
+    with hwsim.trace.open(tmp_path / "p.h5") as trace:
+        assert validate_trace(trace).ok
+
+
+def test_the_pipeline_bound_by_hand() -> None:
+    # phases_example: n2 -> n3 -> n4, allocated n2 on core0, n3 on core1, n4 on core0, two images; each work's
+    # bound given: n2 4, n3 10, n4 3 cycles, 100 DRAM bytes each. Works in order: n2#0 n3#0 n4#0 n2#1 n3#1 n4#1.
+    #   n2#0: 0 -> 4 (core0); n3#0: after n2#0: 4 -> 14 (core1); n4#0: after n3#0 and core0's n2#0: 14 -> 17;
+    #   n2#1: after core0's n4#0: 17 -> 21; n3#1: after n2#1 and core1's n3#0 (14): 21 -> 31; n4#1: 31 -> 34.
+    # Path 34. DRAM: 6 x 100 bytes at the quad config's peak (LPDDR4-3200 x32: 12.8 GB/s at 200 MHz, 64 B per
+    # cycle): 600 / 64 -> 10 cycles. Core loads: core0 2 x (4 + 3) = 14, core1 20.
+    graph, hw = zoo.build("phases_example"), _quad()
+    plan = AllocationPlan(graph.name, hw.name, (1, 32, 32), 2, "given",
+                          (("n2", (CorePart("core0", 0),)), ("n3", (CorePart("core1", 0),)),
+                           ("n4", (CorePart("core0", 0),))))
+    parts = tuple(PartMapping(name, core, 0, 0, None) for name, core in (("n2", 0), ("n3", 1), ("n4", 0)))  # type: ignore[arg-type]
+    bounds = [4, 10, 3] * 2
+    works = [SimpleNamespace(latency=SimpleNamespace(bound_cycles=b), dram_bytes=100) for b in bounds]
+    assert hw.dram.bandwidth_bytes_per_cycle == 64
+    bound = pipeline_bound(graph, hw, plan, parts, works, [0, 1, 0] * 2)  # type: ignore[arg-type]
+    assert (bound.path_cycles, bound.dram_cycles, bound.core_cycles) == (34, 10, (14, 20, 0, 0))
+    assert bound.cycles == 34 and bound.bottleneck == "path"
+
+
+CASES = [(net, size, config, rule) for net, size in (("phases_example", None), ("squeezenet11", (32, 32)))
+         for config in MULTICORE_CONFIGS for rule in ("round_robin", "stages", "split")]
+
+
+@pytest.mark.parametrize("net, size, config, rule", CASES,
+                         ids=[f"{n}-{c}-{r}" for n, _, c, r in CASES])
+def test_every_multicore_config_checks_under_every_rule(net: str, size: tuple[int, int] | None, config: str,
+                                                        rule: str) -> None:
+    spec = resolve_run(zoo.build(net, size), as_hardware(ROOT / "configs" / f"{config}.yaml"), 3,
+                       AllocationRequest(rule))
+    report = check_run(spec)
+    assert report.ok, (report.mismatches[:3], report.pipeline,
+                       [r for r in report.validation.rules if r.violations] if report.validation else None)
+    assert report.pipeline is not None and report.pipeline.simulated_cycles >= report.pipeline.bound_cycles > 0
+    assert isinstance(spec.plan, AllocationPlan)
+    assert len(report.layers) == 3 * sum(len(parts) for _, parts in spec.plan.layers)  # every work compared
+
+
+def test_a_consumer_started_before_its_producer_is_caught(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Deliberate bug: the simulation ignores the schedule's edges (n3 and n4 start at once with n2, on their own
+    # cores), while the trace keeps the graph the schedule declares. The validator, from the trace alone, finds
+    # the consumers' records before their producers ended.
+    graph, hw = zoo.build("phases_example"), _quad()
+    plan = AllocationPlan(graph.name, hw.name, (1, 32, 32), 1, "given",
+                          (("n2", (CorePart("core0", 0),)), ("n3", (CorePart("core1", 0),)),
+                           ("n4", (CorePart("core2", 0),))))
+    honest = multicore_schedule(plan, graph, hw)
+    assert [w.after for w in honest.layers] == [(), (0,), (1,)] and [w.core for w in honest.layers] == [0, 1, 2]
+    early = Schedule(honest.network, honest.hardware, honest.mapper, 1,
+                     tuple(w.__class__(**{**w.__dict__, "after": ()}) for w in honest.layers))
+    declared = hwsim.sim.run.trace_attrs
+    monkeypatch.setattr(hwsim.sim.run, "trace_attrs", lambda schedule, *rest: declared(honest, *rest))
+    path = tmp_path / "early.h5"
+    simulate_to_trace(early, hw, path)
+    with hwsim.trace.open(path) as trace:
+        assert json.loads(trace.attrs["layer_after_json"]) == [[], [0], [1]]
+        v = validate_trace(trace)
+    dependencies = next(r for r in v.rules if r.rule == "dependencies")
+    assert not v.ok and dependencies.violations > 0, v
+    monkeypatch.undo()
+    with hwsim.trace.open(simulate_to_trace_path(honest, hw, tmp_path / "honest.h5")) as trace:
+        assert validate_trace(trace).ok  # the same works with their edges kept
+
+
+def simulate_to_trace_path(schedule: Schedule, hw: Any, path: Path) -> Path:
+    simulate_to_trace(schedule, hw, path)
+    return path
