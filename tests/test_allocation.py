@@ -11,6 +11,7 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
+import numpy as np
 import pytest
 from hand_steps import steps
 from test_multicore import TWO_CORES, _pass
@@ -150,7 +151,7 @@ def test_the_pipeline_bound_by_hand() -> None:
 
 
 CASES = [(net, size, config, rule) for net, size in (("phases_example", None), ("squeezenet11", (32, 32)))
-         for config in MULTICORE_CONFIGS for rule in ("round_robin", "stages", "split")]
+         for config in MULTICORE_CONFIGS for rule in ("round_robin", "stages", "split", "fused")]
 
 
 @pytest.mark.parametrize("net, size, config, rule", CASES,
@@ -196,3 +197,85 @@ def test_a_consumer_started_before_its_producer_is_caught(tmp_path: Path, monkey
 def simulate_to_trace_path(schedule: Schedule, hw: Any, path: Path) -> Path:
     simulate_to_trace(schedule, hw, path)
     return path
+
+
+def test_two_stages_over_one_link_by_hand(tmp_path: Path) -> None:
+    # `left` computes (160 MACs on 16 PEs: 10 cycles) and pushes its 40 output words from its GLB into right's GLB;
+    # `right` then computes 80 MACs (5 cycles). Two images. A push: the GLB read 40 / 4 = 10 cycles, the link
+    # 40 x 16 / 64 = 10 cycles and 6 of latency, right's GLB written from the first arrival for 10 cycles.
+    #   left  #0: pass [0, 10), push [10, 26)            left #1: pass [26, 36), push [36, 52)
+    #   right #0: after left #0: [26, 31)                right #1: after left #1 and right #0: [52, 57)
+    # The link carries 2 x 40 = 80 words; right waits 26 + (52 - 31) = 47 cycles for left, is busy 10; left is
+    # busy 52 and idle the last 5.
+    hw = parse_config(TWO_CORES, "two-cores.yaml")
+    layers = zoo.build("phases_example").layers[1:3]
+    push = {"kind": 0, "operand": 3, "src": 2, "dst": 2, "words": 40, "coded_words": 40, "src_core": 0,
+            "dst_core": 1}
+
+    def work(k: int, image: int, rows: np.ndarray, after: tuple[int, ...]) -> Work:
+        layer = layers[k].__class__(**{**layers[k].__dict__, "name": f"{layers[k].name}#{image}"})
+        return Work(layer, WorkInfo(), lambda: iter([rows]), core=k, after=after, word_bits=16)
+
+    from hwsim.vocab import Level, Operand, StepKind
+    assert (push["kind"], push["operand"], push["src"]) == (StepKind.TRANSFER, Operand.OFMAP, Level.GLB)
+    left, right = steps(_pass(0, 160), push), steps(_pass(1, 80))
+    works = (work(0, 0, left, ()), work(1, 0, right, (0,)), work(0, 1, left, ()), work(1, 1, right, (2,)))
+    result = simulate_to_trace(Schedule("hand", hw.name, "hand", 2, works), hw, tmp_path / "l.h5")
+    assert [(r.start_cycle, r.end_cycle) for r in result.layers] == [(0, 26), (26, 31), (26, 52), (52, 57)]
+    lc, rc = core_timelines(result, hw)
+    assert (lc.busy_cycles, lc.waiting_cycles, lc.idle_cycles) == (52, 0, 5)
+    assert (rc.busy_cycles, rc.waiting_cycles, rc.idle_cycles) == (10, 47, 0)
+    with hwsim.trace.open(tmp_path / "l.h5") as trace:
+        link = trace.select("link")
+        assert link["words"].sum() == 80 and list(zip(link["start_cycle"].tolist(), link["end_cycle"].tolist())) == [
+            (10, 26), (36, 52)]
+        assert validate_trace(trace).ok
+
+
+def test_fused_stages_forward_over_the_mesh_and_agree_with_the_closed_form() -> None:
+    # phases_example fused on the quad mesh: n2 on core2, n3 and n4 on core3 (stages by MACs); n2's output, read
+    # only by n3 on another core, is pushed into core3's GLB: 4 x 16 x 16 = 1,024 words per image over the one
+    # link h23, three images: 3,072 link words, and no n2 ofmap nor n3 ifmap word in DRAM.
+    graph, hw = zoo.build("phases_example"), _quad()
+    spec = resolve_run(graph, hw, 3, AllocationRequest("fused"))
+    assert isinstance(spec.plan, AllocationPlan) and spec.plan.forward == "link"
+    assert dict(spec.plan.layers)["n2"] == (CorePart("core2", 0),) and dict(spec.plan.layers)["n3"][0].core == "core3"
+    assert graph.layer("n2").out_shape.elements == 4 * 16 * 16
+    report = check_run(spec)
+    assert report.ok and report.pipeline is not None
+    assert report.pipeline.link_words_closed == report.pipeline.link_words_simulated == 3 * 1024
+    counts = {(r.layer, r.level, r.operand, r.access): r.simulated for l in report.layers for r in l.counts}
+    assert counts.get(("n2#1", "dram", "ofmap", "update"), 0) == 0 and counts.get(("n3#1", "dram", "ifmap", "read"),
+                                                                                   0) == 0
+    assert counts[("n2#1", "glb", "ofmap", "fill")] == 1024
+
+
+def test_a_link_at_twice_its_width_is_caught(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Deliberate bug: every link direction carries twice the bits per cycle its config gives.
+    from hwsim.sim.link.point_to_point import LinkDirection
+    from hwsim.vocab import ceil_div
+
+    def doubled(self: LinkDirection, words: int, word_bytes: int | None = None) -> int:
+        return ceil_div(words * 8 * (self.word_bytes if word_bytes is None else word_bytes), 2 * self.cfg.width_bits)
+
+    monkeypatch.setattr(LinkDirection, "transfer_cycles", doubled)
+    report = check_run(resolve_run(zoo.build("phases_example"), _quad(), 2, AllocationRequest("fused")))
+    assert report.validation is not None and not report.ok
+    assert [r.rule for r in report.validation.rules if r.violations] == ["bandwidth"]
+
+
+def test_an_inbox_the_readers_glb_cannot_hold_is_one_line_before_simulating(tmp_path: Path) -> None:
+    # core3's GLB shrunk to 2 KiB with 1 KiB for filters: n2's output (1,024 16-bit words, 2 KiB) cannot be
+    # forwarded into it.
+    text = (ROOT / "configs" / "quad-eyeriss-mesh.yaml").read_text().replace(
+        "cores: 4 ", "cores: [{name: core0}, {name: core1}, {name: core2}, "
+                     "{name: core3, glb: {size: 2 KiB, filter: 1 KiB, banks: 1}}] ")
+    config = tmp_path / "small.yaml"
+    config.write_text(text)
+    done = subprocess.run([sys.executable, "-m", "hwsim.cli.main", "simulate", "phases_example", "--hw", str(config),
+                           "--allocate", "fused", "--batch", "2", "--out", str(tmp_path / "t.h5")],
+                          capture_output=True, text=True, cwd=tmp_path, check=False)
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and "core3's GLB (2 KiB" in lines[0] and "forward: dram" in lines[0]
+    assert not list(tmp_path.glob("t.h5*"))  # nothing simulated, nothing written

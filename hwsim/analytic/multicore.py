@@ -5,6 +5,12 @@ single-core run, on its core's hardware, from the part's mapping as data: the pa
 layer's output channels, so its layer is the layer with that many. Its DRAM transfers start at the offsets the
 nest gives, its outputs `first_channel` channels into the layer's output tensor.
 
+A tensor the allocation forwards over the links (a `Forward`, data) changes two works' counts: its producer's
+ofmap words to DRAM (updates there) are filled into the inbox in the readers' GLB instead, and cross the links on
+the fewest hops between the two cores (counted here by a breadth-first walk of the config's links); its reader's
+ifmap words from DRAM are read from that inbox (a GLB read) instead. Their DRAM transfers leave the address check,
+and their latency bound and energy are those of the changed counts.
+
 The pipeline bound is a lower bound of the simulated latency, the largest of:
 
 - the longest chain of works, each at its own latency bound, along the edges a run cannot break: a work waits
@@ -19,15 +25,16 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 
-from hwsim.analytic.estimate import LayerEstimate, NetworkEstimate, estimate_layer
+from hwsim.analytic.estimate import LayerEstimate, NetworkEstimate, estimate_layer, latency_bound, layer_energy
 from hwsim.analytic.nest_addresses import AddressSums, dram_transfer_sums
 from hwsim.hardware.energy import energy_table
 from hwsim.hardware.precision import layer_hardware
 from hwsim.hardware.schema import Accelerator
 from hwsim.hardware.tree import core_hardware
 from hwsim.mapping.nest.format import LoopNest
-from hwsim.mapping.plans import AllocationPlan, PartMapping, work_name
+from hwsim.mapping.plans import AllocationPlan, Forward, PartMapping, work_name
 from hwsim.sparsity.profile import DENSE_LAYER
+from hwsim.vocab import Access, Level, Operand
 from hwsim.workload.ir import Graph, Layer, LayerKind
 
 
@@ -57,7 +64,7 @@ class AllocationEstimate:
     cores: tuple[int, ...]
     addresses: dict[str, AddressSums]
     bound: PipelineBound
-    link_words: int  # words the links carry: none, tensors pass between cores through the shared DRAM
+    link_words: int  # words the links carry (each hop counted): the forwarded tensors'
 
 
 def _part_layer(layer: Layer, part: PartMapping) -> Layer:
@@ -111,11 +118,25 @@ def _producers(graph: Graph, allocated: set[str], layer: Layer) -> list[str]:
     return found
 
 
-def estimate_allocation(graph: Graph, hw: Accelerator, plan: AllocationPlan,
-                        parts: tuple[PartMapping, ...]) -> AllocationEstimate:
-    """The closed form of `plan`, its layers' parts mapped as `parts` say (data: the mapper's), module docstring."""
+def estimate_allocation(graph: Graph, hw: Accelerator, plan: AllocationPlan, parts: tuple[PartMapping, ...],
+                        sent: tuple[Forward, ...] = ()) -> AllocationEstimate:
+    """The closed form of `plan`, its layers' parts mapped as `parts` say and the tensors `sent` forwarded over the
+    links (data: the mapper's), module docstring."""
     cores = hw.all_cores
     priced = [(part, *_priced(graph.layer(part.layer), part, hw)) for part in parts]
+    link_words = 0
+    for f in sent:
+        k = next(i for i, (part, _, _) in enumerate(priced) if part.layer == f.producer)
+        part, e, offsets = priced[k]
+        moved = int(e.counts.transfers[Level.DRAM, Operand.OFMAP, Access.UPDATE])
+        priced[k] = (part, _moved(e, hw, part.core, (Level.DRAM, Operand.OFMAP, Access.UPDATE),
+                                  (Level.GLB, Operand.OFMAP, Access.FILL)), _without(offsets, ("ofmap", "update")))
+        link_words += moved * hops(hw, part.core, f.core) * plan.images
+        for reader in f.consumers:
+            j = next(i for i, (p, _, _) in enumerate(priced) if p.layer == reader)
+            part, e, offsets = priced[j]
+            priced[j] = (part, _moved(e, hw, part.core, (Level.DRAM, Operand.IFMAP, Access.READ),
+                                      (Level.GLB, Operand.IFMAP, Access.READ)), _without(offsets, ("ifmap", "read")))
     split = {p.layer for p in parts if p.channels}
     works: list[LayerEstimate] = []
     on: list[int] = []
@@ -128,7 +149,40 @@ def estimate_allocation(graph: Graph, hw: Accelerator, plan: AllocationPlan,
             if offsets is not None:
                 addresses[name] = offsets
     estimate = NetworkEstimate(graph.name, hw.name, plan.images, hw.clock_hz, tuple(works))
-    return AllocationEstimate(estimate, tuple(on), addresses, pipeline_bound(graph, hw, plan, parts, works, on), 0)
+    return AllocationEstimate(estimate, tuple(on), addresses, pipeline_bound(graph, hw, plan, parts, works, on),
+                              link_words)
+
+
+def _moved(e: LayerEstimate, hw: Accelerator, core: int, source: tuple[Level, Operand, Access],
+           target: tuple[Level, Operand, Access]) -> LayerEstimate:
+    """`e` with its words at `source` counted at `target` instead, its bound and energy those of the new counts."""
+    transfers = e.counts.transfers.copy()
+    transfers[target] += transfers[source]
+    transfers[source] = 0
+    counts = replace(e.counts, transfers=transfers)
+    view = layer_hardware(core_hardware(hw, core), e.layer.word_bits)
+    latency = latency_bound(counts, view)
+    energy, by_level = layer_energy(counts, energy_table(view), latency.bound_cycles)
+    return replace(e, counts=counts, latency=latency, energy_pj=energy, level_operand_pj=by_level)
+
+
+def _without(offsets: AddressSums | None, key: tuple[str, str]) -> AddressSums | None:
+    """The DRAM transfers `offsets` sums, those of `key` (operand, direction) left out (they no longer reach DRAM)."""
+    return None if offsets is None else {k: v for k, v in offsets.items() if k != key}
+
+
+def hops(hw: Accelerator, source: int, target: int) -> int:
+    """The fewest links between cores `source` and `target` (through other cores), by a breadth-first walk."""
+    names = [c.name for c in hw.all_cores]
+    ends = [pair for link in hw.links for pair in (link.between, link.between[::-1])]
+    seen, frontier, depth = {names[source]}, {names[source]}, 0
+    while frontier:
+        if names[target] in frontier:
+            return depth
+        frontier = {b for a, b in ends if a in frontier and b in names and b not in seen}
+        seen |= frontier
+        depth += 1
+    raise ValueError(f"no links join cores {names[source]} and {names[target]}")
 
 
 def pipeline_bound(graph: Graph, hw: Accelerator, plan: AllocationPlan, parts: tuple[PartMapping, ...],
@@ -157,4 +211,4 @@ def pipeline_bound(graph: Graph, hw: Accelerator, plan: AllocationPlan, parts: t
     return PipelineBound(max(finish, default=0), dram, tuple(per_core))
 
 
-__all__ = ["AllocationEstimate", "PipelineBound", "estimate_allocation", "pipeline_bound"]
+__all__ = ["AllocationEstimate", "PipelineBound", "estimate_allocation", "hops", "pipeline_bound"]

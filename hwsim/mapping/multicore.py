@@ -9,16 +9,27 @@ its works in image order, and a work waits for the works that produce what it re
 steps: a reshape waits for nothing itself). Tensors pass between layers through the shared DRAM, where every
 image of a tensor has its own region (`hwsim.mapping.layout`): two cores reading DRAM at once share its channels.
 
+With `forward: link` a tensor whose readers all run whole on one other core skips DRAM: its producer's stores
+(GLB → DRAM) push it over the links into an *inbox* at the top of that core's GLB, and its readers' loads (DRAM →
+GLB or RF) take it from there — fusion across cores at layer granularity. The inbox holds one image of the
+tensor: the producer claims it (ALLOC) before its first step, the last reader frees it after its last, and the
+producer's next image waits for that reader (one slot). Every layer on a core with inboxes is mapped on a GLB
+smaller by their words, so its tiles and the inboxes never meet; a core whose GLB cannot hold them is an error
+before any simulation. A tensor is forwarded only when it has a producer run whole, readers that each read only
+it (one input, not an im2col matrix the host lowers), one word for the whole network and no DRAM compression:
+otherwise it goes through DRAM as above.
+
 Fixed rules make an allocation for comparison (`ALLOCATION_RULES`): `round_robin` (layer k on core k mod n),
 `stages` (contiguous stages, one per core, balancing MACs per lane: a pipeline), `split` (every splittable layer
-over all cores by output channels in proportion to their lanes; the rest on the core with the most lanes).
+over all cores by output channels in proportion to their lanes; the rest on the core with the most lanes),
+`fused` (the stages, tensors between them forwarded over the links).
 `hwsim.search.allocation` searches one under an objective.
 """
 
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -26,16 +37,18 @@ import numpy as np
 from hwsim.hardware.precision import layer_hardware
 from hwsim.hardware.schema import Accelerator
 from hwsim.hardware.tree import core_hardware
+from hwsim.mapping.dataflows import dataflow_of
 from hwsim.mapping.layout import DramLayout, dram_layout
 from hwsim.mapping.mapper import NO_STEPS, check_layer, layer_mapping
 from hwsim.mapping.nest.format import LayerMapping, LoopNest, MappingError, NetworkMapping
-from hwsim.mapping.nest.problem import nest_problem
-from hwsim.mapping.plans import AllocationPlan, CorePart, PartMapping, work_name
-from hwsim.mapping.schedule import Schedule, on_core
-from hwsim.vocab import Operand
+from hwsim.mapping.nest.problem import has_nest, lowering_for, nest_problem
+from hwsim.mapping.plans import AllocationPlan, CorePart, Forward, PartMapping, work_name
+from hwsim.mapping.schedule import Schedule, buffer_steps, on_core
+from hwsim.sparsity.codec import Links
+from hwsim.vocab import Level, Operand, StepKind
 from hwsim.workload.ir import Graph, Layer, LayerKind
 
-ALLOCATION_RULES = ("round_robin", "stages", "split")
+ALLOCATION_RULES = ("round_robin", "stages", "split", "fused")
 
 
 @dataclass(frozen=True)
@@ -77,14 +90,15 @@ def allocate(graph: Graph, hw: Accelerator, images: int, rule: str) -> Allocatio
     chosen: list[tuple[str, tuple[CorePart, ...]]]
     if rule == "round_robin":
         chosen = [(l.name, (CorePart(names[i % len(names)], 0),)) for i, l in enumerate(layers)]
-    elif rule == "stages":
+    elif rule in ("stages", "fused"):
         stages = balanced_stages([max(1, l.macs) for l in layers], lanes)
         chosen = [(l.name, (CorePart(names[s], 0),)) for l, s in zip(layers, stages, strict=True)]
     else:
         widest = max(range(len(names)), key=lambda k: (lanes[k], -k))
         chosen = [(l.name, split_parts(l, names, lanes) if splittable(l) else (CorePart(names[widest], 0),))
                   for l in layers]
-    return AllocationPlan(graph.name, hw.name, _input_shape(graph), images, rule, tuple(chosen))
+    return AllocationPlan(graph.name, hw.name, _input_shape(graph), images, rule, tuple(chosen),
+                          "link" if rule == "fused" else "dram")
 
 
 def _input_shape(graph: Graph) -> tuple[int, int, int]:
@@ -165,6 +179,7 @@ def _part_entries(plan: AllocationPlan, graph: Graph,
     the mapping its core's dataflow gives it for one image (checked: a part that does not fit its core is an
     error)."""
     cores = {c.name: k for k, c in enumerate(hw.all_cores)}
+    inboxes = inbox_words(forwards(plan, graph, hw), len(cores))
     out = []
     for layer in graph:
         parts = plan.parts(layer.name)
@@ -173,10 +188,69 @@ def _part_entries(plan: AllocationPlan, graph: Graph,
             core = cores[part.core]
             split = len(parts) > 1
             sub = part_layer(layer, work_name(layer.name, part.core, split, 0, 1), part.channels) if split else layer
-            view = layer_hardware(core_hardware(hw, core), layer.word_bits)
+            view = mapped_view(hw, core, layer.word_bits, inboxes[core], layer.name)
             out.append((layer, sub, core, first, _fitted(sub, view, layer.name, part.core)))
             first += part.channels
     return tuple(out)
+
+
+def inbox_words(sent: tuple[Forward, ...], cores: int) -> list[int]:
+    """Per core, the words of the inboxes at the top of its GLB."""
+    words = [0] * cores
+    for f in sent:
+        words[f.core] += f.words
+    return words
+
+
+def mapped_view(hw: Accelerator, core: int, word_bits: int | None, inbox: int, where: str) -> Accelerator:
+    """Core `core` at `word_bits` as its layers are mapped: its GLB less `inbox` words (the inboxes above them)."""
+    view = layer_hardware(core_hardware(hw, core), word_bits)
+    if not inbox:
+        return view
+    glb = view.glb
+    left = glb.size_bytes - inbox * view.word_bytes
+    if left - glb.filter_bytes < view.word_bytes:
+        raise MappingError(f"plan.layers.{where}: core {hw.all_cores[core].name}'s GLB ({glb.size_bytes // 1024} KiB, "
+                           f"{glb.filter_bytes // 1024} KiB of it for filters) cannot hold the tensors forwarded to "
+                           f"it ({inbox * view.word_bytes // 1024} KiB of inboxes, one image each); allocate their "
+                           "readers to a core with a larger GLB, or use forward: dram")
+    return replace(view, glb=replace(glb, size_bytes=left))
+
+
+@functools.lru_cache(maxsize=16)
+def forwards(plan: AllocationPlan, graph: Graph, hw: Accelerator) -> tuple[Forward, ...]:
+    """The tensors `plan` forwards over the links (module docstring), each with its inbox."""
+    if plan.forward != "link" or Links.of(hw).levels or _word_bytes(graph, hw) is not None:
+        return ()
+    cores = {c.name: k for k, c in enumerate(hw.all_cores)}
+    readers: dict[str, list[Layer]] = {}
+    for layer in graph:
+        if plan.parts(layer.name):
+            for source in producers(graph, plan, layer):
+                readers.setdefault(source, []).append(layer)
+    top = [core_hardware(hw, k).glb.size_bytes // hw.word_bytes for k in range(len(cores))]
+    out = []
+    for layer in graph:
+        parts, consumers = plan.parts(layer.name), readers.get(layer.name, [])
+        if len(parts) != 1 or not consumers:
+            continue
+        homes = {cores[p.core] for c in consumers for p in plan.parts(c.name)}
+        if len(homes) != 1 or cores[parts[0].core] in homes or not all(_reads_one(c, plan, hw) for c in consumers):
+            continue
+        core = homes.pop()
+        words = layer.out_shape.elements
+        top[core] -= words
+        out.append(Forward(layer.name, tuple(c.name for c in consumers), core, top[core], words))
+    return tuple(out)
+
+
+def _reads_one(layer: Layer, plan: AllocationPlan, hw: Accelerator) -> bool:
+    """Whether `layer` runs whole and reads one tensor as it is (no second input, no im2col matrix)."""
+    parts = plan.parts(layer.name)
+    if len(parts) != 1 or len(layer.inputs) != 1:
+        return False
+    view = core_hardware(hw, [c.name for c in hw.all_cores].index(parts[0].core))
+    return not has_nest(layer) or lowering_for(layer, dataflow_of(view).lowering) != "im2col"
 
 
 @functools.lru_cache(maxsize=4096)
@@ -227,17 +301,83 @@ def multicore_schedule(plan: AllocationPlan, graph: Graph, hw: Accelerator) -> S
     parts = list(work_parts(plan, graph, hw))
     entries = {(p.whole.name, p.first_channel): p.entry for p in parts if p.image == 0}
     layout = dram_layout(graph, plan.images, _lowered_words(graph, entries, plan.images), _word_bytes(graph, hw))
+    sent = forwards(plan, graph, hw)
+    inboxes = inbox_words(sent, len(hw.all_cores))
+    pushes = {f.producer: f for f in sent}
+    pulls = {reader: f for f in sent for reader in f.consumers}
     index: dict[tuple[int, str], list[int]] = {}
     works = []
     for k, part in enumerate(parts):
-        after = tuple(j for source in producers(graph, plan, part.whole) for j in index[(part.image, source)])
-        index.setdefault((part.image, part.whole.name), []).append(k)
-        view = layer_hardware(core_hardware(hw, part.core), part.whole.word_bits)
-        addr = layout[part.whole.name]
+        name = part.whole.name
+        after = [j for source in producers(graph, plan, part.whole) for j in index[(part.image, source)]]
+        if name in pushes and part.image > 0:  # its inbox is free once the last reader of the image before is done
+            after += index[(part.image - 1, pushes[name].consumers[-1])]
+        index.setdefault((part.image, name), []).append(k)
+        view = mapped_view(hw, part.core, part.whole.word_bits, inboxes[part.core], name)
+        addr = layout[name]
         work = layer_work(part.layer, part.entry, view, image_layout(addr, part, plan.images))
-        works.append(replace(work, generate=on_core(work.generate, part.core), core=part.core, after=after,
+        generate = on_core(work.generate, part.core)
+        if name in pushes:
+            generate = _pushed(generate, pushes[name], addr.ofmap + part.image * addr.ofmap_image_words)
+        if name in pulls:
+            f = pulls[name]
+            generate = _pulled(generate, f, addr.ifmap[0] + part.image * addr.ifmap_image_words[0],
+                               name == f.consumers[-1])
+        works.append(replace(work, generate=generate, core=part.core, after=tuple(dict.fromkeys(after)),
                              dram_regions=_whole_outputs(work.dram_regions, addr, part.image)))
     return Schedule(graph.name, hw.name, "multicore", plan.images, tuple(works))
+
+
+Blocks = Callable[[], Iterator[np.ndarray]]
+
+
+def _inbox_step(kind: StepKind, f: Forward, group: int, core: int) -> np.ndarray:
+    """An ALLOC or FREE of `f`'s inbox, by a work on core `core`."""
+    step = buffer_steps(kind, Operand.OFMAP, Level.GLB, np.array([group]), np.array([f.words]),
+                        np.array([f.inbox_word]))
+    step["src_core"], step["dst_core"] = core, f.core
+    return step
+
+
+def _pushed(blocks: Blocks, f: Forward, base: int) -> Blocks:
+    """A producer's steps with its inbox claimed first and its ofmap stores (GLB → DRAM, from word `base` of the
+    tensor's DRAM image) going to the inbox on `f.core` instead, at the same offset."""
+    def steps() -> Iterator[np.ndarray]:
+        claimed = False
+        for block in blocks():
+            if not len(block):
+                continue
+            if not claimed:
+                claimed = True
+                yield _inbox_step(StepKind.ALLOC, f, int(block["group"][0]), int(block["src_core"][0]))
+            out = block.copy()
+            store = ((out["kind"] == StepKind.TRANSFER) & (out["operand"] == Operand.OFMAP)
+                     & (out["src"] == Level.GLB) & (out["dst"] == Level.DRAM))
+            out["dst"][store] = Level.GLB
+            out["dst_core"][store] = f.core
+            out["dst_addr"][store] = f.inbox_word + out["dst_addr"][store] - base
+            yield out
+    return steps
+
+
+def _pulled(blocks: Blocks, f: Forward, base: int, last: bool) -> Blocks:
+    """A reader's steps with its ifmap loads from DRAM (from word `base` of the tensor's DRAM image) taken from the
+    inbox in its own GLB instead, at the same offset; the last reader frees the inbox after its last step."""
+    def steps() -> Iterator[np.ndarray]:
+        group, core = -1, f.core
+        for block in blocks():
+            if not len(block):
+                continue
+            out = block.copy()
+            load = ((out["kind"] == StepKind.TRANSFER) & (out["operand"] == Operand.IFMAP)
+                    & (out["src"] == Level.DRAM))
+            out["src"][load] = Level.GLB
+            out["src_addr"][load] = f.inbox_word + out["src_addr"][load] - base
+            group = int(out["group"][-1])
+            yield out
+        if last and group >= 0:
+            yield _inbox_step(StepKind.FREE, f, group, core)
+    return steps
 
 
 def _whole_outputs(regions: tuple[tuple[int, int, int], ...], addr: DramLayout,
@@ -281,20 +421,6 @@ def _word_bytes(graph: Graph, hw: Accelerator) -> dict[str, int] | None:
     return views if len(set(views.values())) > 1 else None
 
 
-__all__ = [
-    "ALLOCATION_RULES",
-    "PartMapping",
-    "WorkPart",
-    "allocate",
-    "balanced_stages",
-    "check_allocation",
-    "image_layout",
-    "multicore_schedule",
-    "part_layer",
-    "part_mappings",
-    "producers",
-    "split_parts",
-    "splittable",
-    "work_name",
-    "work_parts",
-]
+__all__ = ["ALLOCATION_RULES", "WorkPart", "allocate", "balanced_stages", "check_allocation", "forwards",
+           "image_layout", "inbox_words", "mapped_view", "multicore_schedule", "part_layer", "part_mappings",
+           "producers", "split_parts", "splittable", "work_parts"]

@@ -125,7 +125,10 @@ class CorePart:
 class AllocationPlan:
     """Which core runs which layer: per layer with steps, its parts (one core: the whole layer; several: its
     output channels divided among them, in order); `images` stream through the cores one after another (a core
-    runs its works in image order, so the cores form a pipeline); `rule` says how it was made."""
+    runs its works in image order, so the cores form a pipeline); `rule` says how it was made; `forward` how a
+    tensor reaches a layer on another core: `dram` (its producer writes it, its consumers read it) or `link` (its
+    producer pushes it over the links into an inbox in the consumers' GLB, where they read it: fusion across
+    cores, `hwsim.mapping.multicore`)."""
 
     mapper: ClassVar[str] = "multicore"
 
@@ -135,6 +138,7 @@ class AllocationPlan:
     images: int
     rule: str
     layers: tuple[tuple[str, tuple[CorePart, ...]], ...]
+    forward: str = "dram"
 
     @property
     def batch(self) -> int:
@@ -145,12 +149,28 @@ class AllocationPlan:
         return dict(self.layers).get(layer, ())
 
     def data(self) -> dict[str, Any]:
-        return {"images": self.images, "rule": self.rule,
+        return {"images": self.images, "rule": self.rule, "forward": self.forward,
                 "layers": {name: parts[0].core if len(parts) == 1 else
                            [{"core": p.core, "channels": p.channels} for p in parts] for name, parts in self.layers}}
 
 
 Plan = NetworkMapping | DepthFirstPlan | PhasePlan | SlotPlan | AllocationPlan
+
+
+FORWARDS = ("dram", "link")  # how a tensor reaches a consumer on another core
+
+
+@dataclass(frozen=True)
+class Forward:
+    """A tensor pushed from its producer's core into an inbox in its consumers' core's GLB instead of DRAM: the
+    producer layer, the layers that read it there, their core (index), the inbox's first GLB word on that core and
+    the words of one image of the tensor."""
+
+    producer: str
+    consumers: tuple[str, ...]
+    core: int
+    inbox_word: int
+    words: int
 
 
 @dataclass(frozen=True)
@@ -298,7 +318,10 @@ def _slots(read: _Fields, header: Header, body: dict[str, Any]) -> SlotPlan:
 
 
 def _allocation(read: _Fields, header: Header, body: dict[str, Any]) -> AllocationPlan:
-    read.only("plan", body, {"images", "rule", "layers"})
+    read.only("plan", body, {"images", "rule", "forward", "layers"})
+    forward = body.get("forward", "dram")
+    if forward not in FORWARDS:
+        raise read.fail("plan.forward", f"{forward!r}; use dram or link")
     layers: list[tuple[str, tuple[CorePart, ...]]] = []
     for name, given in read.mapping("plan.layers", body.get("layers")).items():
         where = f"plan.layers.{name}"
@@ -315,7 +338,8 @@ def _allocation(read: _Fields, header: Header, body: dict[str, Any]) -> Allocati
             raise read.fail(where, "no cores; give a core name, or a list of {core, channels}")
         layers.append((str(name), tuple(parts)))
     return AllocationPlan(*header, images=read.integer("plan.images", body.get("images", 1)),
-                          rule=read.text("plan.rule", body.get("rule", "given")), layers=tuple(layers))
+                          rule=read.text("plan.rule", body.get("rule", "given")), layers=tuple(layers),
+                          forward=str(forward))
 
 
 class _Fields(DocumentReader):
@@ -358,6 +382,7 @@ def plan_problems(plan: Plan, network: str, input_shape: tuple[int, int, int]) -
     return ""
 
 
-__all__ = ["PLAN_FORMAT", "AllocationPlan", "AllocationRequest", "CorePart", "DepthFirstPlan", "PartMapping",
+__all__ = ["FORWARDS", "PLAN_FORMAT", "AllocationPlan", "AllocationRequest", "CorePart", "DepthFirstPlan", "Forward",
+           "PartMapping",
            "PhasePlan", "Plan", "SlotPlan", "TensorSlot", "load_plan", "plan_document", "plan_from_document",
            "plan_mapper", "plan_problems", "save_plan", "work_name"]
