@@ -238,7 +238,7 @@ def test_fused_stages_forward_over_the_mesh_and_agree_with_the_closed_form() -> 
     # link h23, three images: 3,072 link words, and no n2 ofmap nor n3 ifmap word in DRAM.
     graph, hw = zoo.build("phases_example"), _quad()
     spec = resolve_run(graph, hw, 3, AllocationRequest("fused"))
-    assert isinstance(spec.plan, AllocationPlan) and spec.plan.forward == "link"
+    assert isinstance(spec.plan, AllocationPlan) and spec.plan.forwarded == ("n2",)
     assert dict(spec.plan.layers)["n2"] == (CorePart("core2", 0),) and dict(spec.plan.layers)["n3"][0].core == "core3"
     assert graph.layer("n2").out_shape.elements == 4 * 16 * 16
     report = check_run(spec)
@@ -266,16 +266,32 @@ def test_a_link_at_twice_its_width_is_caught(monkeypatch: pytest.MonkeyPatch) ->
 
 def test_an_inbox_the_readers_glb_cannot_hold_is_one_line_before_simulating(tmp_path: Path) -> None:
     # core3's GLB shrunk to 2 KiB with 1 KiB for filters: n2's output (1,024 16-bit words, 2 KiB) cannot be
-    # forwarded into it.
+    # forwarded into it. The fused rule leaves it in DRAM; a plan that forwards it anyway is refused in one line.
     text = (ROOT / "configs" / "quad-eyeriss-mesh.yaml").read_text().replace(
         "cores: 4 ", "cores: [{name: core0}, {name: core1}, {name: core2}, "
                      "{name: core3, glb: {size: 2 KiB, filter: 1 KiB, banks: 1}}] ")
     config = tmp_path / "small.yaml"
     config.write_text(text)
+    graph, hw = zoo.build("phases_example"), as_hardware(config)
+    assert allocate(graph, hw, 2, "fused").forwarded == ()
+    plan = tmp_path / "plan.yaml"
+    plan.write_text("format: hwsim-plan 1\nmapper: multicore\nnetwork: phases_example\nhardware: small\n"
+                    "input: [1, 32, 32]\nplan: {images: 2, forwarded: [n2], layers: {n2: core2, n3: core3, "
+                    "n4: core3}}\n")
     done = subprocess.run([sys.executable, "-m", "hwsim.cli.main", "simulate", "phases_example", "--hw", str(config),
-                           "--allocate", "fused", "--batch", "2", "--out", str(tmp_path / "t.h5")],
+                           "--mapping", str(plan), "--out", str(tmp_path / "t.h5")],
                           capture_output=True, text=True, cwd=tmp_path, check=False)
     assert done.returncode == 2 and "Traceback" not in done.stderr
     lines = done.stderr.strip().splitlines()
-    assert len(lines) == 1 and "core3's GLB (2 KiB" in lines[0] and "forward: dram" in lines[0]
+    assert len(lines) == 1 and "core3's GLB (2 KiB" in lines[0] and "plan.forwarded" in lines[0], lines
     assert not list(tmp_path.glob("t.h5*"))  # nothing simulated, nothing written
+
+
+def test_a_tensor_that_cannot_be_forwarded_is_named() -> None:
+    graph, hw = zoo.build("phases_example"), _quad()
+    plan = AllocationPlan(graph.name, hw.name, (1, 32, 32), 1, "given",
+                          (("n2", (CorePart("core0", 0),)), ("n3", (CorePart("core0", 0),)),
+                           ("n4", (CorePart("core1", 0),))), ("n2",))
+    with pytest.raises(MappingError, match=r"plan.forwarded\[0\]: n2's output cannot be forwarded: its readers do "
+                                           "not all run on one other core"):
+        check_allocation(plan, graph, hw)

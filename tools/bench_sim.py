@@ -25,6 +25,11 @@ tools/throwaway_env.py); tools/scalesim_peer.py writes its inputs:
 --zeros runs each network again with zeros (`--sparsity relu`; `--measured FILE.onnx INPUT` adds an exported
 network measured on a real input) beside its dense run: wall time, its ratio (target <= 1.5x) and DRAM MB.
 
+--cores CONFIG times each network's `--batch` images on one core (eyeriss-v1) and over a multi-core config's cores
+(`--allocate RULE`), ABBA: the simulator's CPU and wall seconds on each side, the steps each performed, and the
+simulated cycles with the speed-up the cores gave (target: simulating ResNet-50 on four cores costs at most 1.5x
+the CPU time of one core).
+
 --against REV times the same simulation of each network on another revision of hwsim (a git worktree of REV
 outside the repository) and on this checkout, in the order REV, this, this, REV (ABBA: a drift in the machine's
 load weighs on both alike), and prints CPU seconds (user + sys of the simulating process) and wall seconds of
@@ -299,6 +304,31 @@ def bench_against(nets: list[str], rev: str, work_dir: Path) -> None:
                  "cycles (equal)"], rows)
 
 
+def bench_cores(nets: list[str], config: str, rule: str, batch: int, work_dir: Path) -> None:
+    """Each network's `batch` images on one core (HW) and over `config`'s cores (`--allocate rule`), alternating
+    ABBA: the simulator's CPU and wall time on each side, and what the cores gained (simulated cycles)."""
+    sides = {"one core": ["--hw", HW], "cores": ["--hw", config, "--allocate", rule]}
+    rows = []
+    for net in nets:
+        times: dict[str, list[Measured]] = {side: [] for side in sides}
+        for k, side in enumerate(("one core", "cores", "cores", "one core")):
+            times[side].append(measure([sys.executable, "-m", "hwsim.cli.main", "simulate", net, *sides[side],
+                                        "--batch", str(batch), "--trace-levels", LEVELS, "--out",
+                                        str(work_dir / f"{net}-{k}.h5"), "--json"], work_dir, f"{net}-cores-{k}"))
+        cpu = {side: sum(m.cpu_s for m in ms) / len(ms) for side, ms in times.items()}
+        wall = {side: sum(m.wall_s for m in ms) / len(ms) for side, ms in times.items()}
+        cycles = {side: json.loads(ms[0].stdout)["cycles"] for side, ms in times.items()}
+        steps = {side: sum(layer["steps"] for layer in json.loads(ms[0].stdout)["layers"])
+                 for side, ms in times.items()}
+        rows.append([net, f"{cpu['one core']:.2f}", f"{cpu['cores']:.2f}", f"{cpu['cores'] / cpu['one core']:.3f}",
+                     f"{wall['one core']:.2f}", f"{wall['cores']:.2f}", f"{steps['one core']:,}", f"{steps['cores']:,}",
+                     f"{cycles['one core']:,}", f"{cycles['cores']:,}", f"{cycles['one core'] / cycles['cores']:.2f}"])
+    print(f"\nhwsim simulate, batch {batch}: one core ({HW}) against {config} (--allocate {rule}), trace levels "
+          f"{LEVELS}, ABBA, means of two runs each ({load_average()})")
+    print_table(["network", "1-core CPU s", "cores CPU s", "cores / 1", "1-core wall s", "cores wall s",
+                 "1-core steps", "cores steps", "1-core cycles", "cores cycles", "speed-up"], rows)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--nets", default="alexnet,resnet50,vgg16", help="comma-separated zoo networks")
@@ -313,12 +343,21 @@ def main() -> None:
                              "extra)")
     parser.add_argument("--against", metavar="REV", default=None,
                         help="instead: each network on revision REV and on this checkout, ABBA (CPU and wall seconds)")
+    parser.add_argument("--cores", metavar="CONFIG", default=None,
+                        help="instead: each network on one core and on this multi-core config, ABBA (the simulator's "
+                             "CPU time on each, and the simulated speed-up); with --allocate and --batch")
+    parser.add_argument("--allocate", default="stages", help="with --cores: the allocation rule (default stages)")
+    parser.add_argument("--batch", type=int, default=8, help="with --cores: images per run (default 8)")
     args = parser.parse_args()
     print(f"bench_sim: {load_average()}, python {sys.version.split()[0]}")
     with tempfile.TemporaryDirectory(prefix="bench-sim-") as tmp:
         work_dir = Path(tmp)
         if args.against:
             bench_against([n.strip() for n in args.nets.split(",") if n.strip()], args.against, work_dir)
+            return
+        if args.cores:
+            bench_cores([n.strip() for n in args.nets.split(",") if n.strip()], args.cores, args.allocate,
+                        args.batch, work_dir)
             return
         runs = [bench_network(net.strip(), work_dir, levels=args.levels) for net in args.nets.split(",") if net.strip()]
         print_networks(runs, args.levels)

@@ -8,7 +8,8 @@ nest gives, its outputs `first_channel` channels into the layer's output tensor.
 A tensor the allocation forwards over the links (a `Forward`, data) changes two works' counts: its producer's
 ofmap words to DRAM (updates there) are filled into the inbox in the readers' GLB instead, and cross the links on
 the fewest hops between the two cores (counted here by a breadth-first walk of the config's links); its reader's
-ifmap words from DRAM are read from that inbox (a GLB read) instead. Their DRAM transfers leave the address check,
+ifmap words from DRAM are read from that inbox (a GLB read) instead: all of them for a loop nest (it reads one
+tensor), the tensor's words for a streamed layer (it reads each input whole, one of them from the inbox). Their DRAM transfers leave the address check,
 and their latency bound and energy are those of the changed counts.
 
 The pipeline bound is a lower bound of the simulated latency, the largest of:
@@ -135,8 +136,10 @@ def estimate_allocation(graph: Graph, hw: Accelerator, plan: AllocationPlan, par
         for reader in f.consumers:
             j = next(i for i, (p, _, _) in enumerate(priced) if p.layer == reader)
             part, e, offsets = priced[j]
+            whole = isinstance(part.entry, LoopNest)  # a nest reads only it; a streamed layer reads it whole
             priced[j] = (part, _moved(e, hw, part.core, (Level.DRAM, Operand.IFMAP, Access.READ),
-                                      (Level.GLB, Operand.IFMAP, Access.READ)), _without(offsets, ("ifmap", "read")))
+                                      (Level.GLB, Operand.IFMAP, Access.READ), None if whole else f.words),
+                         _without(offsets, ("ifmap", "read")))
     split = {p.layer for p in parts if p.channels}
     works: list[LayerEstimate] = []
     on: list[int] = []
@@ -154,11 +157,13 @@ def estimate_allocation(graph: Graph, hw: Accelerator, plan: AllocationPlan, par
 
 
 def _moved(e: LayerEstimate, hw: Accelerator, core: int, source: tuple[Level, Operand, Access],
-           target: tuple[Level, Operand, Access]) -> LayerEstimate:
-    """`e` with its words at `source` counted at `target` instead, its bound and energy those of the new counts."""
+           target: tuple[Level, Operand, Access], words: int | None = None) -> LayerEstimate:
+    """`e` with `words` of its words at `source` (None: all) counted at `target` instead, its bound and energy
+    those of the new counts."""
     transfers = e.counts.transfers.copy()
-    transfers[target] += transfers[source]
-    transfers[source] = 0
+    moving = int(transfers[source]) if words is None else words
+    transfers[target] += moving
+    transfers[source] -= moving
     counts = replace(e.counts, transfers=transfers)
     view = layer_hardware(core_hardware(hw, core), e.layer.word_bits)
     latency = latency_bound(counts, view)

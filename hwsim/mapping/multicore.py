@@ -9,20 +9,22 @@ its works in image order, and a work waits for the works that produce what it re
 steps: a reshape waits for nothing itself). Tensors pass between layers through the shared DRAM, where every
 image of a tensor has its own region (`hwsim.mapping.layout`): two cores reading DRAM at once share its channels.
 
-With `forward: link` a tensor whose readers all run whole on one other core skips DRAM: its producer's stores
-(GLB → DRAM) push it over the links into an *inbox* at the top of that core's GLB, and its readers' loads (DRAM →
-GLB or RF) take it from there — fusion across cores at layer granularity. The inbox holds one image of the
-tensor: the producer claims it (ALLOC) before its first step, the last reader frees it after its last, and the
-producer's next image waits for that reader (one slot). Every layer on a core with inboxes is mapped on a GLB
-smaller by their words, so its tiles and the inboxes never meet; a core whose GLB cannot hold them is an error
-before any simulation. A tensor is forwarded only when it has a producer run whole, readers that each read only
-it (one input, not an im2col matrix the host lowers), one word for the whole network and no DRAM compression:
-otherwise it goes through DRAM as above.
+A tensor the plan lists as `forwarded` (by its producer) skips DRAM: its producer's stores (GLB → DRAM) push it
+over the links into an *inbox* at the top of its readers' core's GLB, and their loads (DRAM → GLB or RF) take it
+from there — fusion across cores at layer granularity. The inbox holds one image of the tensor: the producer
+claims it (ALLOC) before its first step, the last reader frees it after its last, and the producer's next image
+waits for that reader (one slot). Every layer on a core with inboxes is mapped on a GLB smaller by their words, so
+its tiles and the inboxes never meet; a core whose GLB cannot hold them is an error before any simulation. A
+tensor can be forwarded when its producer runs whole, its readers all run whole on one other core and each is
+streamed (an element-wise add may take one input from an inbox, the other from DRAM) or a loop nest of that one
+input (not an im2col matrix the host lowers), the network has one word and DRAM no compression; the
+`fused` rule forwards, in graph order, each such tensor whose inbox keeps its core's inboxes within half its GLB's
+data partition.
 
 Fixed rules make an allocation for comparison (`ALLOCATION_RULES`): `round_robin` (layer k on core k mod n),
 `stages` (contiguous stages, one per core, balancing MACs per lane: a pipeline), `split` (every splittable layer
 over all cores by output channels in proportion to their lanes; the rest on the core with the most lanes),
-`fused` (the stages, tensors between them forwarded over the links).
+`fused` (the stages, tensors between them forwarded over the links where their inboxes fit).
 `hwsim.search.allocation` searches one under an objective.
 """
 
@@ -97,8 +99,8 @@ def allocate(graph: Graph, hw: Accelerator, images: int, rule: str) -> Allocatio
         widest = max(range(len(names)), key=lambda k: (lanes[k], -k))
         chosen = [(l.name, split_parts(l, names, lanes) if splittable(l) else (CorePart(names[widest], 0),))
                   for l in layers]
-    return AllocationPlan(graph.name, hw.name, _input_shape(graph), images, rule, tuple(chosen),
-                          "link" if rule == "fused" else "dram")
+    plan = AllocationPlan(graph.name, hw.name, _input_shape(graph), images, rule, tuple(chosen))
+    return replace(plan, forwarded=fused_forwards(plan, graph, hw)) if rule == "fused" else plan
 
 
 def _input_shape(graph: Graph) -> tuple[int, int, int]:
@@ -169,7 +171,7 @@ def check_allocation(plan: AllocationPlan, graph: Graph, hw: Accelerator) -> Non
                 raise MappingError(f"plan.layers.{name}: the parts' channels add up to "
                                    f"{sum(p.channels for p in parts)} over {len(parts)} parts; give each core once, "
                                    f"the channels adding up to the layer's {layer.out_shape.c}")
-    work_parts(plan, graph, hw)  # every part fits its core
+    _part_entries(plan, graph, hw)  # every forwarded tensor can be, every part fits its core
 
 
 @functools.lru_cache(maxsize=16)
@@ -213,44 +215,94 @@ def mapped_view(hw: Accelerator, core: int, word_bits: int | None, inbox: int, w
         raise MappingError(f"plan.layers.{where}: core {hw.all_cores[core].name}'s GLB ({glb.size_bytes // 1024} KiB, "
                            f"{glb.filter_bytes // 1024} KiB of it for filters) cannot hold the tensors forwarded to "
                            f"it ({inbox * view.word_bytes // 1024} KiB of inboxes, one image each); allocate their "
-                           "readers to a core with a larger GLB, or use forward: dram")
+                           "readers to a core with a larger GLB, or take them out of plan.forwarded")
     return replace(view, glb=replace(glb, size_bytes=left))
 
 
-@functools.lru_cache(maxsize=16)
-def forwards(plan: AllocationPlan, graph: Graph, hw: Accelerator) -> tuple[Forward, ...]:
-    """The tensors `plan` forwards over the links (module docstring), each with its inbox."""
-    if plan.forward != "link" or Links.of(hw).levels or _word_bytes(graph, hw) is not None:
-        return ()
-    cores = {c.name: k for k, c in enumerate(hw.all_cores)}
+def _readers(graph: Graph, plan: AllocationPlan) -> dict[str, list[Layer]]:
+    """Per layer with steps, the layers with steps that read its output (through layers without steps)."""
     readers: dict[str, list[Layer]] = {}
     for layer in graph:
         if plan.parts(layer.name):
             for source in producers(graph, plan, layer):
                 readers.setdefault(source, []).append(layer)
+    return readers
+
+
+def forward_problem(layer: Layer, readers: list[Layer], plan: AllocationPlan, graph: Graph,
+                    hw: Accelerator) -> str:
+    """Why `layer`'s output cannot be forwarded over the links ('' when it can: module docstring)."""
+    parts = plan.parts(layer.name)
+    if Links.of(hw).levels or _word_bytes(graph, hw) is not None:
+        return "a run with DRAM compression or several words forwards nothing"
+    if len(parts) != 1:
+        return "its producer is split over cores (forward only a whole layer's output)"
+    homes = {p.core for r in readers for p in plan.parts(r.name)}
+    if not readers or len(homes) != 1 or parts[0].core in homes:
+        return "its readers do not all run on one other core"
+    if not all(_reads_inbox(r, plan, hw) for r in readers):
+        return "a reader is split, or a loop nest reading an im2col matrix or several tensors"
+    return ""
+
+
+@functools.lru_cache(maxsize=16)
+def forwards(plan: AllocationPlan, graph: Graph, hw: Accelerator) -> tuple[Forward, ...]:
+    """The tensors `plan` forwards over the links (module docstring), each with its inbox; a tensor that cannot be
+    forwarded is an error naming it."""
+    cores = {c.name: k for k, c in enumerate(hw.all_cores)}
+    readers = _readers(graph, plan)
     top = [core_hardware(hw, k).glb.size_bytes // hw.word_bytes for k in range(len(cores))]
     out = []
-    for layer in graph:
-        parts, consumers = plan.parts(layer.name), readers.get(layer.name, [])
-        if len(parts) != 1 or not consumers:
-            continue
-        homes = {cores[p.core] for c in consumers for p in plan.parts(c.name)}
-        if len(homes) != 1 or cores[parts[0].core] in homes or not all(_reads_one(c, plan, hw) for c in consumers):
-            continue
-        core = homes.pop()
-        words = layer.out_shape.elements
-        top[core] -= words
-        out.append(Forward(layer.name, tuple(c.name for c in consumers), core, top[core], words))
+    for i, name in enumerate(plan.forwarded):
+        if not plan.parts(name):
+            raise MappingError(f"plan.forwarded[{i}]: {name!r} is not a layer with steps of {graph.name}")
+        layer, found = graph.layer(name), readers.get(name, [])
+        problem = forward_problem(layer, found, plan, graph, hw)
+        if problem:
+            raise MappingError(f"plan.forwarded[{i}]: {name}'s output cannot be forwarded: {problem}; remove it")
+        core = cores[plan.parts(found[0].name)[0].core]
+        top[core] -= layer.out_shape.elements
+        out.append(Forward(name, tuple(r.name for r in found), core, top[core], layer.out_shape.elements))
     return tuple(out)
 
 
-def _reads_one(layer: Layer, plan: AllocationPlan, hw: Accelerator) -> bool:
-    """Whether `layer` runs whole and reads one tensor as it is (no second input, no im2col matrix)."""
+def fused_forwards(plan: AllocationPlan, graph: Graph, hw: Accelerator) -> tuple[str, ...]:
+    """The producers the `fused` rule forwards: in graph order, each forwardable output whose inbox keeps its
+    readers' core's inboxes within half that core's GLB data partition."""
+    readers = _readers(graph, plan)
+    room = [core_hardware(hw, k).glb.data_bytes // 2 for k in range(len(hw.all_cores))]
+    cores = {c.name: k for k, c in enumerate(hw.all_cores)}
+    chosen = []
+    for layer in graph:
+        found = readers.get(layer.name, [])
+        if not plan.parts(layer.name) or forward_problem(layer, found, plan, graph, hw):
+            continue
+        core, size = cores[plan.parts(found[0].name)[0].core], layer.out_shape.elements * hw.word_bytes
+        if size <= room[core]:
+            room[core] -= size
+            chosen.append(layer.name)
+    return tuple(chosen)
+
+
+def _reads_inbox(layer: Layer, plan: AllocationPlan, hw: Accelerator) -> bool:
+    """Whether `layer` can read a forwarded input from an inbox: it runs whole, and is streamed (each input's
+    pieces loaded from its own region) or a loop nest of one input read as it is (no im2col matrix)."""
     parts = plan.parts(layer.name)
-    if len(parts) != 1 or len(layer.inputs) != 1:
+    if len(parts) != 1:
         return False
+    if not has_nest(layer):
+        return True
     view = core_hardware(hw, [c.name for c in hw.all_cores].index(parts[0].core))
-    return not has_nest(layer) or lowering_for(layer, dataflow_of(view).lowering) != "im2col"
+    return len(layer.inputs) == 1 and lowering_for(layer, dataflow_of(view).lowering) != "im2col"
+
+
+def input_from(graph: Graph, plan: AllocationPlan, reader: Layer, producer: str) -> int:
+    """The index of `reader`'s input that carries `producer`'s output (through layers without steps)."""
+    for i, tensor in enumerate(reader.inputs):
+        source = graph.producer(tensor)
+        if source.name == producer or (not plan.parts(source.name) and producer in producers(graph, plan, source)):
+            return i
+    raise MappingError(f"{reader.name} reads nothing {producer} produces")
 
 
 @functools.lru_cache(maxsize=4096)
@@ -304,7 +356,10 @@ def multicore_schedule(plan: AllocationPlan, graph: Graph, hw: Accelerator) -> S
     sent = forwards(plan, graph, hw)
     inboxes = inbox_words(sent, len(hw.all_cores))
     pushes = {f.producer: f for f in sent}
-    pulls = {reader: f for f in sent for reader in f.consumers}
+    pulls: dict[str, list[Forward]] = {}
+    for f in sent:
+        for reader in f.consumers:
+            pulls.setdefault(reader, []).append(f)
     index: dict[tuple[int, str], list[int]] = {}
     works = []
     for k, part in enumerate(parts):
@@ -319,9 +374,9 @@ def multicore_schedule(plan: AllocationPlan, graph: Graph, hw: Accelerator) -> S
         generate = on_core(work.generate, part.core)
         if name in pushes:
             generate = _pushed(generate, pushes[name], addr.ofmap + part.image * addr.ofmap_image_words)
-        if name in pulls:
-            f = pulls[name]
-            generate = _pulled(generate, f, addr.ifmap[0] + part.image * addr.ifmap_image_words[0],
+        for f in pulls.get(name, ()):
+            i = input_from(graph, plan, part.whole, f.producer)
+            generate = _pulled(generate, f, addr.ifmap[i] + part.image * addr.ifmap_image_words[i],
                                name == f.consumers[-1])
         works.append(replace(work, generate=generate, core=part.core, after=tuple(dict.fromkeys(after)),
                              dram_regions=_whole_outputs(work.dram_regions, addr, part.image)))
@@ -361,8 +416,9 @@ def _pushed(blocks: Blocks, f: Forward, base: int) -> Blocks:
 
 
 def _pulled(blocks: Blocks, f: Forward, base: int, last: bool) -> Blocks:
-    """A reader's steps with its ifmap loads from DRAM (from word `base` of the tensor's DRAM image) taken from the
-    inbox in its own GLB instead, at the same offset; the last reader frees the inbox after its last step."""
+    """A reader's steps with its ifmap loads from the tensor's DRAM image (`f.words` words from word `base`) taken
+    from the inbox in its own GLB instead, at the same offset; the last reader frees the inbox after its last
+    step."""
     def steps() -> Iterator[np.ndarray]:
         group, core = -1, f.core
         for block in blocks():
@@ -370,7 +426,7 @@ def _pulled(blocks: Blocks, f: Forward, base: int, last: bool) -> Blocks:
                 continue
             out = block.copy()
             load = ((out["kind"] == StepKind.TRANSFER) & (out["operand"] == Operand.IFMAP)
-                    & (out["src"] == Level.DRAM))
+                    & (out["src"] == Level.DRAM) & (out["src_addr"] >= base) & (out["src_addr"] < base + f.words))
             out["src"][load] = Level.GLB
             out["src_addr"][load] = f.inbox_word + out["src_addr"][load] - base
             group = int(out["group"][-1])
@@ -421,6 +477,7 @@ def _word_bytes(graph: Graph, hw: Accelerator) -> dict[str, int] | None:
     return views if len(set(views.values())) > 1 else None
 
 
-__all__ = ["ALLOCATION_RULES", "WorkPart", "allocate", "balanced_stages", "check_allocation", "forwards",
+__all__ = ["ALLOCATION_RULES", "WorkPart", "allocate", "balanced_stages", "check_allocation", "forward_problem",
+           "forwards", "fused_forwards", "input_from",
            "image_layout", "inbox_words", "mapped_view", "multicore_schedule", "part_layer", "part_mappings",
            "producers", "split_parts", "splittable", "work_parts"]

@@ -125,10 +125,9 @@ class CorePart:
 class AllocationPlan:
     """Which core runs which layer: per layer with steps, its parts (one core: the whole layer; several: its
     output channels divided among them, in order); `images` stream through the cores one after another (a core
-    runs its works in image order, so the cores form a pipeline); `rule` says how it was made; `forward` how a
-    tensor reaches a layer on another core: `dram` (its producer writes it, its consumers read it) or `link` (its
-    producer pushes it over the links into an inbox in the consumers' GLB, where they read it: fusion across
-    cores, `hwsim.mapping.multicore`)."""
+    runs its works in image order, so the cores form a pipeline); `rule` says how it was made; `forwarded` names
+    the layers whose output tensor is pushed over the links into an inbox in its readers' GLB, where they read it
+    (fusion across cores, `hwsim.mapping.multicore`); every other tensor passes through DRAM."""
 
     mapper: ClassVar[str] = "multicore"
 
@@ -138,7 +137,7 @@ class AllocationPlan:
     images: int
     rule: str
     layers: tuple[tuple[str, tuple[CorePart, ...]], ...]
-    forward: str = "dram"
+    forwarded: tuple[str, ...] = ()
 
     @property
     def batch(self) -> int:
@@ -149,15 +148,13 @@ class AllocationPlan:
         return dict(self.layers).get(layer, ())
 
     def data(self) -> dict[str, Any]:
-        return {"images": self.images, "rule": self.rule, "forward": self.forward,
+        return {"images": self.images, "rule": self.rule,
+                **({"forwarded": list(self.forwarded)} if self.forwarded else {}),
                 "layers": {name: parts[0].core if len(parts) == 1 else
                            [{"core": p.core, "channels": p.channels} for p in parts] for name, parts in self.layers}}
 
 
 Plan = NetworkMapping | DepthFirstPlan | PhasePlan | SlotPlan | AllocationPlan
-
-
-FORWARDS = ("dram", "link")  # how a tensor reaches a consumer on another core
 
 
 @dataclass(frozen=True)
@@ -318,10 +315,7 @@ def _slots(read: _Fields, header: Header, body: dict[str, Any]) -> SlotPlan:
 
 
 def _allocation(read: _Fields, header: Header, body: dict[str, Any]) -> AllocationPlan:
-    read.only("plan", body, {"images", "rule", "forward", "layers"})
-    forward = body.get("forward", "dram")
-    if forward not in FORWARDS:
-        raise read.fail("plan.forward", f"{forward!r}; use dram or link")
+    read.only("plan", body, {"images", "rule", "forwarded", "layers"})
     layers: list[tuple[str, tuple[CorePart, ...]]] = []
     for name, given in read.mapping("plan.layers", body.get("layers")).items():
         where = f"plan.layers.{name}"
@@ -339,7 +333,8 @@ def _allocation(read: _Fields, header: Header, body: dict[str, Any]) -> Allocati
         layers.append((str(name), tuple(parts)))
     return AllocationPlan(*header, images=read.integer("plan.images", body.get("images", 1)),
                           rule=read.text("plan.rule", body.get("rule", "given")), layers=tuple(layers),
-                          forward=str(forward))
+                          forwarded=tuple(read.text(f"plan.forwarded[{i}]", name) for i, name in
+                                          enumerate(read.listed("plan.forwarded", body.get("forwarded", [])))))
 
 
 class _Fields(DocumentReader):
@@ -382,7 +377,7 @@ def plan_problems(plan: Plan, network: str, input_shape: tuple[int, int, int]) -
     return ""
 
 
-__all__ = ["FORWARDS", "PLAN_FORMAT", "AllocationPlan", "AllocationRequest", "CorePart", "DepthFirstPlan", "Forward",
+__all__ = ["PLAN_FORMAT", "AllocationPlan", "AllocationRequest", "CorePart", "DepthFirstPlan", "Forward",
            "PartMapping",
            "PhasePlan", "Plan", "SlotPlan", "TensorSlot", "load_plan", "plan_document", "plan_from_document",
            "plan_mapper", "plan_problems", "save_plan", "work_name"]
