@@ -477,7 +477,24 @@ def _word_bytes(graph: Graph, hw: Accelerator) -> dict[str, int] | None:
     return views if len(set(views.values())) > 1 else None
 
 
-__all__ = ["ALLOCATION_RULES", "WorkPart", "allocate", "balanced_stages", "check_allocation", "forward_problem",
-           "forwards", "fused_forwards", "input_from",
-           "image_layout", "inbox_words", "mapped_view", "multicore_schedule", "part_layer", "part_mappings",
-           "producers", "split_parts", "splittable", "work_parts"]
+__all__ = [
+    "ALLOCATION_RULES",
+    "WorkPart",
+    "allocate",
+    "balanced_stages",
+    "check_allocation",
+    "forward_problem",
+    "forwards",
+    "fused_forwards",
+    "image_layout",
+    "inbox_words",
+    "input_from",
+    "mapped_view",
+    "multicore_schedule",
+    "part_layer",
+    "part_mappings",
+    "producers",
+    "split_parts",
+    "splittable",
+    "work_parts",
+]
