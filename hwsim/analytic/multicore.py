@@ -5,12 +5,12 @@ single-core run, on its core's hardware, from the part's mapping as data: the pa
 layer's output channels, so its layer is the layer with that many. Its DRAM transfers start at the offsets the
 nest gives, its outputs `first_channel` channels into the layer's output tensor.
 
-A tensor the allocation forwards over the links (a `Forward`, data) changes two works' counts: its producer's
-ofmap words to DRAM (updates there) are filled into the inbox in the readers' GLB instead, and cross the links on
-the fewest hops between the two cores (counted here by a breadth-first walk of the config's links); its reader's
-ifmap words from DRAM are read from that inbox (a GLB read) instead: all of them for a loop nest (it reads one
-tensor), the tensor's words for a streamed layer (it reads each input whole, one of them from the inbox). Their DRAM transfers leave the address check,
-and their latency bound and energy are those of the changed counts.
+A tensor the allocation forwards over the links (a `Forward`, data) changes two works' counts: its producer's ofmap
+words to DRAM (updates there) are filled into the inbox in the readers' GLB instead, and cross the links on the
+fewest hops between the two cores (counted here by a breadth-first walk of the config's links); its reader's ifmap
+words from DRAM are read from that inbox (a GLB read) instead: all of them for a loop nest (it reads one tensor),
+the tensor's words for a streamed layer (it reads each input whole, one of them from the inbox). Their DRAM
+transfers leave the address check, and their latency bound and energy are those of the changed counts.
 
 The pipeline bound is a lower bound of the simulated latency, the largest of:
 
