@@ -25,10 +25,10 @@ tools/throwaway_env.py); tools/scalesim_peer.py writes its inputs:
 --zeros runs each network again with zeros (`--sparsity relu`; `--measured FILE.onnx INPUT` adds an exported
 network measured on a real input) beside its dense run: wall time, its ratio (target <= 1.5x) and DRAM MB.
 
---cores CONFIG times each network's `--batch` images on one core (eyeriss-v1) and over a multi-core config's cores
-(`--allocate RULE`), ABBA: the simulator's CPU and wall seconds on each side, the steps each performed, and the
-simulated cycles with the speed-up the cores gave (target: simulating ResNet-50 on four cores costs at most 1.5x
-the CPU time of one core).
+--cores CONFIG times each network's `--batch` images on a multi-core config's first core alone (the one-core
+mapping, the same DRAM model) and over all its cores (`--allocate RULE`), ABBA: the simulator's CPU and wall
+seconds on each side, the steps each performed, and the simulated cycles with the speed-up the cores gave (target:
+simulating ResNet-50 on four cores costs at most 1.5x the CPU time of one core).
 
 --against REV times the same simulation of each network on another revision of hwsim (a git worktree of REV
 outside the repository) and on this checkout, in the order REV, this, this, REV (ABBA: a drift in the machine's
@@ -305,9 +305,10 @@ def bench_against(nets: list[str], rev: str, work_dir: Path) -> None:
 
 
 def bench_cores(nets: list[str], config: str, rule: str, batch: int, work_dir: Path) -> None:
-    """Each network's `batch` images on one core (HW) and over `config`'s cores (`--allocate rule`), alternating
-    ABBA: the simulator's CPU and wall time on each side, and what the cores gained (simulated cycles)."""
-    sides = {"one core": ["--hw", HW], "cores": ["--hw", config, "--allocate", rule]}
+    """Each network's `batch` images on `config`'s first core alone (its one-core mapping, the same DRAM model) and
+    over all its cores (`--allocate rule`), alternating ABBA: the simulator's CPU and wall time on each side, and
+    what the cores gained (simulated cycles)."""
+    sides = {"one core": ["--hw", config], "cores": ["--hw", config, "--allocate", rule]}
     rows = []
     for net in nets:
         times: dict[str, list[Measured]] = {side: [] for side in sides}
@@ -323,8 +324,8 @@ def bench_cores(nets: list[str], config: str, rule: str, batch: int, work_dir: P
         rows.append([net, f"{cpu['one core']:.2f}", f"{cpu['cores']:.2f}", f"{cpu['cores'] / cpu['one core']:.3f}",
                      f"{wall['one core']:.2f}", f"{wall['cores']:.2f}", f"{steps['one core']:,}", f"{steps['cores']:,}",
                      f"{cycles['one core']:,}", f"{cycles['cores']:,}", f"{cycles['one core'] / cycles['cores']:.2f}"])
-    print(f"\nhwsim simulate, batch {batch}: one core ({HW}) against {config} (--allocate {rule}), trace levels "
-          f"{LEVELS}, ABBA, means of two runs each ({load_average()})")
+    print(f"\nhwsim simulate, batch {batch}: {config}'s first core alone against all its cores (--allocate {rule}), "
+          f"trace levels {LEVELS}, ABBA, means of two runs each ({load_average()})")
     print_table(["network", "1-core CPU s", "cores CPU s", "cores / 1", "1-core wall s", "cores wall s",
                  "1-core steps", "cores steps", "1-core cycles", "cores cycles", "speed-up"], rows)
 
