@@ -295,3 +295,26 @@ def test_a_tensor_that_cannot_be_forwarded_is_named() -> None:
     with pytest.raises(MappingError, match=r"plan.forwarded\[0\]: n2's output cannot be forwarded: its readers do "
                                            "not all run on one other core"):
         check_allocation(plan, graph, hw)
+
+
+def test_the_perfetto_export_has_a_process_per_core(tmp_path: Path) -> None:
+    from hwsim.metrics.perfetto import write_perfetto
+
+    spec = resolve_run(zoo.build("phases_example"), _quad(), 2, AllocationRequest("fused"))
+    from hwsim.flows.simulate import simulate_run
+    sim = simulate_run(spec, tmp_path / "f.h5")
+    out = tmp_path / "f.json"
+    with hwsim.trace.open(tmp_path / "f.h5") as trace, out.open("w") as f:
+        write_perfetto(trace, f)
+    events = json.loads(out.read_text())["traceEvents"]
+    processes = {e["pid"]: e["args"]["name"] for e in events if e.get("name") == "process_name"}
+    assert processes == {1: "quad-eyeriss-mesh running phases_example", 2: "core core0", 3: "core core1",
+                         4: "core core2", 5: "core core3"}
+    # every work's span sits in its core's process; link records in the accelerator's, on their direction's thread
+    core_pid = {name: pid for pid, name in processes.items()}
+    for e in events:
+        if e.get("cat") == "layer":
+            run = next(r for r in sim.result.layers if r.name == e["name"])
+            assert e["pid"] == core_pid[f"core core{run.core}"]
+    links = [e for e in events if e.get("cat") == "link"]
+    assert links and all(e["pid"] == 1 and e["args"]["unit"] == "h23.core2>core3" for e in links)

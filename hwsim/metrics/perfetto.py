@@ -2,7 +2,9 @@
 
 One process, the accelerator, with one thread (track) per component: the
 layers, each DRAM channel, the L2, the GLB, the line buffers, each NoC bus,
-the RFs and the PE array. Every access record becomes a complete event
+the RFs and the PE array. A multi-core trace has a process per core besides (its works, GLB, line buffer, NoC
+buses, RFs and PE array as its threads), the accelerator's process keeping the shared units and a thread per
+link direction. Every access record becomes a complete event
 ("ph": "X", times in microseconds of accelerator time) named op:operand with
 the layer, step, address and words as arguments. Counter tracks ("ph": "C")
 carry each level's bandwidth per time bin and each buffer's occupancy.
@@ -29,6 +31,8 @@ COUNTER_BINS = 400
 TRACKS = ("layers", *TRACE_LEVELS)  # tid = 1 + index (DRAM: per channel)
 CHANNEL_TID0 = 100  # DRAM channel c is tid CHANNEL_TID0 + c
 BUS_TID0 = 200  # NoC bus of operand o is tid BUS_TID0 + o
+LINK_TID0 = 300  # the link direction of unit u is tid LINK_TID0 + u (in the accelerator's process)
+CORE_PID0 = 2  # with several cores, core k's process is CORE_PID0 + k
 
 
 def write_perfetto(trace: Trace, out: IO[str], layer: Code | None = None, window_cycles: Window | None = None,
@@ -54,17 +58,25 @@ def write_perfetto(trace: Trace, out: IO[str], layer: Code | None = None, window
 
     emit({"ph": "M", "name": "process_name", "pid": PID, "tid": 0,
           "args": {"name": f"{trace.attrs.get('hardware')} running {trace.attrs.get('network')}"}})
-    for i, track in enumerate(TRACKS):
-        if track in ("dram", "noc"):
-            continue
-        emit({"ph": "M", "name": "thread_name", "pid": PID, "tid": 1 + i, "args": {"name": track}})
+    places = _Places(trace)
+    for pid in sorted(set(places.pids)):
+        if pid != PID:
+            emit({"ph": "M", "name": "process_name", "pid": pid, "tid": 0,
+                  "args": {"name": f"core {places.cores[pid - CORE_PID0]}"}})
+        for i, track in enumerate(TRACKS):
+            if track in ("dram", "noc", "link"):
+                continue
+            emit({"ph": "M", "name": "thread_name", "pid": pid, "tid": 1 + i, "args": {"name": track}})
+        for o, operand in enumerate(trace.operands):
+            emit({"ph": "M", "name": "thread_name", "pid": pid, "tid": BUS_TID0 + o,
+                  "args": {"name": f"noc {operand} bus"}})
     for c in range(channels):
         emit({"ph": "M", "name": "thread_name", "pid": PID, "tid": CHANNEL_TID0 + c,
               "args": {"name": f"dram channel {c}"}})
-    for o, operand in enumerate(trace.operands):
-        emit({"ph": "M", "name": "thread_name", "pid": PID, "tid": BUS_TID0 + o,
-              "args": {"name": f"noc {operand} bus"}})
-    for event in _layer_events(trace, us_per_cycle):
+    for u, name in enumerate(trace.unit_names):
+        if ">" in name:
+            emit({"ph": "M", "name": "thread_name", "pid": PID, "tid": LINK_TID0 + u, "args": {"name": f"link {name}"}})
+    for event in _layer_events(trace, us_per_cycle, places):
         emit(event)
     written = dropped = 0
     levels = [level for level in trace.levels if trace.n_records(level)]
@@ -75,7 +87,7 @@ def write_perfetto(trace: Trace, out: IO[str], layer: Code | None = None, window
             take = block[:max(0, budget - kept)]
             dropped += len(block) - len(take)
             kept += len(take)
-            for event in _access_events(trace, level, take, us_per_cycle, channels, burst_words):
+            for event in _access_events(trace, level, take, us_per_cycle, channels, burst_words, places):
                 emit(event)
             written += len(take)
     for event in _counter_events(trace, us_per_cycle):
@@ -86,8 +98,22 @@ def write_perfetto(trace: Trace, out: IO[str], layer: Code | None = None, window
     return {"events": written, "dropped": dropped}
 
 
-def _layer_events(trace: Trace, us_per_cycle: float) -> Iterator[dict[str, Any]]:
-    """One complete event per layer on the layers track, spanning its records."""
+class _Places:
+    """Which process each unit's and each layer's events go to: the accelerator's, or with several cores their
+    core's."""
+
+    def __init__(self, trace: Trace) -> None:
+        hw = json.loads(trace.attrs.get("hardware_json", "{}"))
+        self.cores = tuple(str(c.get("name", f"core{k}")) for k, c in enumerate(hw.get("cores") or []))
+        several = len(self.cores) > 1
+        self.pids = [CORE_PID0 + self.cores.index(name.split(".", 1)[0])
+                     if several and "." in name and ">" not in name and name.split(".", 1)[0] in self.cores else PID
+                     for name in trace.unit_names] or [PID]
+        self.layer_pids = [CORE_PID0 + int(c) if several else PID for c in trace.layer_cores.tolist()]
+
+
+def _layer_events(trace: Trace, us_per_cycle: float, places: _Places) -> Iterator[dict[str, Any]]:
+    """One complete event per layer on its core's layers track, spanning its records."""
     n = len(trace.layers)
     first = np.full(n, np.iinfo(np.int64).max, dtype=np.int64)
     last = np.full(n, -1, dtype=np.int64)
@@ -98,21 +124,24 @@ def _layer_events(trace: Trace, us_per_cycle: float) -> Iterator[dict[str, Any]]
     tid = 1 + TRACKS.index("layers")
     for i, name in enumerate(trace.layers):
         if last[i] >= 0:
-            yield {"ph": "X", "name": name, "cat": "layer", "pid": PID, "tid": tid, "ts": first[i] * us_per_cycle,
-                   "dur": (last[i] - first[i]) * us_per_cycle}
+            yield {"ph": "X", "name": name, "cat": "layer", "pid": places.layer_pids[i], "tid": tid,
+                   "ts": first[i] * us_per_cycle, "dur": (last[i] - first[i]) * us_per_cycle}
 
 
 def _access_events(trace: Trace, level: str, block: np.ndarray, us_per_cycle: float, channels: int,
-                   burst_words: int) -> Iterator[dict[str, Any]]:
+                   burst_words: int, places: _Places) -> Iterator[dict[str, Any]]:
     ops, operands, layers, units = trace.ops, trace.operands, trace.layers, trace.unit_names
     for start, end, op, operand, layer, step, address, words, unit in block.tolist():
         if level == "dram":
             tid = CHANNEL_TID0 + (address // burst_words) % channels
         elif level == "noc":
             tid = BUS_TID0 + operand
+        elif level == "link":
+            tid = LINK_TID0 + unit
         else:
             tid = 1 + TRACKS.index(level)
-        yield {"ph": "X", "name": f"{ops[op]}:{operands[operand]}", "cat": level, "pid": PID, "tid": tid,
+        pid = places.pids[unit] if unit < len(places.pids) else PID
+        yield {"ph": "X", "name": f"{ops[op]}:{operands[operand]}", "cat": level, "pid": pid, "tid": tid,
                "ts": start * us_per_cycle, "dur": max(0, end - start) * us_per_cycle,
                "args": {"layer": layers[layer], "step": step, "address": address, "words": words,
                         "unit": units[unit]}}

@@ -111,32 +111,48 @@ def _energy(trace: Trace, ax: Any) -> None:
     ax.legend(fontsize=7, ncol=2)
 
 
+def plt_colours(n: int) -> list[str]:
+    """`n` distinguishable matplotlib colours (tab10, cycled)."""
+    return [f"C{k % 10}" for k in range(n)]
+
+
 def _timeline(trace: Trace, ax: Any) -> None:
-    """Each layer's span as a bar, with the PE array's busy share over time beneath: dips are stalls
-    (the array waiting for data, buffer space or stores)."""
+    """Each layer's span as a bar (coloured by its core when there are several), with each PE array's busy share
+    over time beneath: dips are stalls (the array waiting for data, buffer space, stores or another core)."""
     metrics = derive(trace)
     layers = [l for l in metrics.layers if l.end_cycle > l.start_cycle >= 0]
+    cores = tuple(name.split(".", 1)[0] for name in trace.unit_names if name.endswith(".pe"))
+    several = len(cores) > 1
+    palette = plt_colours(max(1, len(cores)))
     for row, l in enumerate(layers):
         ax.broken_barh([(float(_ms(l.start_cycle, trace)), float(_ms(l.cycles, trace)))], (row + 0.1, 0.8),
-                       color="tab:blue")
-    ax.set_yticks(np.arange(len(layers)) + 0.5, [l.name for l in layers], fontsize=7)
+                       color=palette[l.core % len(palette)] if several else "tab:blue")
+    ax.set_yticks(np.arange(len(layers)) + 0.5, [f"{l.name} ({cores[l.core]})" if several else l.name
+                                                 for l in layers], fontsize=7)
     ax.invert_yaxis()
     ax.set_xlabel("time (ms)")
     if "pe" in trace.levels and trace.n_records("pe"):
         bin_cycles = max(1, _span_cycles(trace) // TIME_BINS)
-        busy = np.zeros(0)
+        busy = np.zeros((max(1, len(cores)), 0))
+        pe_units = [trace.unit_names.index(f"{c}.pe") for c in cores] if several else []
         for block in trace.records("pe", operand="other"):  # one record per pass for its MACs, one for its ops
             starts, ends = block["start_cycle"], block["end_cycle"]
+            which = np.searchsorted(pe_units, block["unit"]) if several else np.zeros(len(block), dtype=np.int64)
             need = int(ends.max() // bin_cycles) + 2
-            busy = np.pad(busy, (0, max(0, need - len(busy))))
+            busy = np.pad(busy, ((0, 0), (0, max(0, need - busy.shape[1]))))
             last = (np.maximum(ends, starts + 1) - 1) // bin_cycles
             for b in range(int((last - starts // bin_cycles).max()) + 1):
                 k = starts // bin_cycles + b
                 live = k <= last
                 overlap = np.minimum(ends, (k + 1) * bin_cycles) - np.maximum(starts, k * bin_cycles)
-                np.add.at(busy, k[live], np.maximum(overlap[live], 0))
+                np.add.at(busy, (which[live], k[live]), np.maximum(overlap[live], 0))
         util = ax.twinx()
-        util.step(_ms(np.arange(len(busy)) * bin_cycles, trace), np.minimum(1.0, busy / bin_cycles), where="post",
-                  color="tab:red", linewidth=0.8, label="PE array busy")
+        times = _ms(np.arange(busy.shape[1]) * bin_cycles, trace)
+        for c in range(busy.shape[0]):
+            util.step(times, np.minimum(1.0, busy[c] / bin_cycles), where="post", linewidth=0.8,
+                      color=palette[c % len(palette)] if several else "tab:red",
+                      label=f"{cores[c]} PE array busy" if several else "PE array busy")
         util.set_ylim(0, 1.05)
         util.set_ylabel("PE array busy (share of each bin)", color="tab:red")
+        if several:
+            util.legend(fontsize=7, loc="lower right")
