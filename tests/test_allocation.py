@@ -30,6 +30,7 @@ from hwsim.mapping.multicore import (
     balanced_stages,
     check_allocation,
     multicore_schedule,
+    row_band,
     split_parts,
 )
 from hwsim.mapping.nest.format import MappingError
@@ -101,7 +102,8 @@ def test_a_broken_allocation_file_exits_2_with_one_line(tmp_path: Path) -> None:
                           capture_output=True, text=True, cwd=tmp_path, check=False)
     assert done.returncode == 2
     lines = done.stderr.strip().splitlines()
-    assert len(lines) == 1 and "plan.layers.n2[0].channels" in lines[0] and "Traceback" not in done.stderr
+    assert len(lines) == 1 and "plan.layers.n2[0]: give the part's channels" in lines[0], lines
+    assert "Traceback" not in done.stderr
 
 
 def test_two_stages_pipeline_by_hand(tmp_path: Path) -> None:
@@ -151,7 +153,7 @@ def test_the_pipeline_bound_by_hand() -> None:
 
 
 CASES = [(net, size, config, rule) for net, size in (("phases_example", None), ("squeezenet11", (32, 32)))
-         for config in MULTICORE_CONFIGS for rule in ("round_robin", "stages", "split", "fused")]
+         for config in MULTICORE_CONFIGS for rule in ("round_robin", "stages", "split", "split_rows", "fused")]
 
 
 @pytest.mark.parametrize("net, size, config, rule", CASES,
@@ -318,3 +320,45 @@ def test_the_perfetto_export_has_a_process_per_core(tmp_path: Path) -> None:
             assert e["pid"] == core_pid[f"core core{run.core}"]
     links = [e for e in events if e.get("cat") == "link"]
     assert links and all(e["pid"] == 1 and e["args"]["unit"] == "h23.core2>core3" for e in links)
+
+
+def test_a_layer_split_by_rows_over_two_cores_by_hand() -> None:
+    # phases_example's n2: a 17 x 17 window, stride 1, no padding, 1 x 32 x 32 -> 4 x 16 x 16. Rows 0-7 on core0
+    # read input rows 0 .. 7 + 16 = 23 (24 rows), rows 8-15 on core1 input rows 8 .. 31 (24 rows): the halo is rows
+    # 8 .. 23, 16 rows x 32 = 512 words both read (2 x 768 - 1,024). Core1's band starts 8 rows (256 words) into
+    # the input and its outputs 8 rows (8 x 16 = 128 words) into each output channel, so each of its DRAM transfers
+    # starts that much further than core0's same transfer.
+    graph, hw = zoo.build("phases_example"), _quad()
+    n2 = graph.layer("n2")
+    first, low0 = row_band(n2, "a", 0, 8)
+    second, low1 = row_band(n2, "b", 8, 8)
+    assert (first.in_shape.h, low0, second.in_shape.h, low1) == (24, 0, 24, 8)
+    assert first.padding == second.padding == n2.padding and first.out_shape.h == second.out_shape.h == 8
+    assert first.in_shape.elements + second.in_shape.elements - n2.in_shape.elements == 512
+    plan = AllocationPlan(graph.name, hw.name, (1, 32, 32), 1, "given",
+                          (("n2", (CorePart("core0", 0, 8), CorePart("core1", 0, 8))), ("n3", (CorePart("core2", 0),)),
+                           ("n4", (CorePart("core2", 0),))))
+    report = check_run(resolve_run(graph, hw, None, plan))
+    assert report.ok, report.mismatches[:3]
+    dram = {(r.layer, r.operand, r.access): r.simulated for l in report.layers for r in l.counts if r.level == "dram"}
+    for operand, access, shift in (("ifmap", "read", 256), ("ofmap", "update", 128)):
+        transfers = dram[("n2@core0", operand, f"{access} transfers")]
+        assert transfers == dram[("n2@core1", operand, f"{access} transfers")] > 0
+        assert dram[("n2@core1", operand, f"{access} start offsets")] == \
+            dram[("n2@core0", operand, f"{access} start offsets")] + transfers * shift
+    # every word of the output written once, by one of the two cores
+    assert dram[("n2@core0", "ofmap", "update")] + dram[("n2@core1", "ofmap", "update")] == 4 * 16 * 16
+
+
+def test_a_band_reading_its_rows_from_the_top_of_the_input_is_caught(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Deliberate bug: the simulated bands forget where their input rows start (every band reads from row 0).
+    import hwsim.mapping.multicore as multicore
+
+    honest = multicore.image_layout
+
+    def forgetful(addr: Any, part: Any, images: int) -> Any:
+        return honest(addr, part.__class__(**{**part.__dict__, "first_input_row": 0}), images)
+
+    monkeypatch.setattr(multicore, "image_layout", forgetful)
+    report = check_run(resolve_run(zoo.build("phases_example"), _quad(), 1, AllocationRequest("split_rows")))
+    assert not report.ok and any(r.access == "read start offsets" and r.operand == "ifmap" for r in report.mismatches)

@@ -69,22 +69,47 @@ class AllocationEstimate:
 
 
 def _part_layer(layer: Layer, part: PartMapping) -> Layer:
-    """The layer a part computes: `channels` of its output channels (all when 0)."""
+    """The layer a part computes: `channels` of its output channels, or its band of `rows` output rows (module
+    docstring), or all of it."""
+    if part.rows:
+        return _band(layer, part.first_row, part.rows)[0]
     if not part.channels:
         return layer
     return replace(layer, out_shape=layer.out_shape._replace(c=part.channels))
 
 
+def _band(layer: Layer, first: int, rows: int) -> tuple[Layer, int]:
+    """Output rows first .. first + rows - 1 of a 2-D convolution as a layer of their own, and the first input row
+    they read: the windows of the first output row start `first` strides below the top padding, those of the last
+    reach (kernel − 1) dilations further; what of that lies above or below the input is the band's padding."""
+    stride, dilation, kernel, pad = layer.stride[0], layer.dilation[0], layer.kernel[0], layer.padding
+    top_row = first * stride - pad.top
+    past_last = (first + rows - 1) * stride - pad.top + (kernel - 1) * dilation + 1
+    low, high = max(top_row, 0), min(past_last, layer.in_shape.h)
+    band = replace(layer, in_shapes=(layer.in_shape._replace(h=high - low),),
+                   out_shape=layer.out_shape._replace(h=rows),
+                   padding=pad._replace(top=low - top_row, bottom=past_last - high))
+    return band, low
+
+
 def _part_offsets(layer: Layer, part: PartMapping, hw: Accelerator) -> AddressSums:
-    """The part's DRAM transfers and start offsets in their tensors: its outputs lie `first_channel` channels
-    into the layer's output tensor (its filters in a region of their own)."""
+    """The part's DRAM transfers and start offsets in their tensors: its outputs lie `first_channel` channels, or
+    its band's `first_row` rows, into the layer's output tensor, a band's inputs its first input row's into the
+    input tensor, one channel a whole map from the next (its filters in a region of their own)."""
     assert isinstance(part.entry, LoopNest)
-    sums = dram_transfer_sums(_part_layer(layer, part), part.entry, 1, hw)
-    if not part.channels:
-        return sums
-    shift = part.first_channel * (layer.out_shape.elements // layer.out_shape.c)
-    return {(operand, op): (n, total + n * shift if operand in ("psum", "ofmap") else total)
-            for (operand, op), (n, total) in sums.items()}
+    if part.rows:
+        band, low = _band(layer, part.first_row, part.rows)
+        sums = dram_transfer_sums(band, part.entry, 1, hw, layer.in_shape.h * layer.in_shape.w,
+                                  layer.out_shape.h * layer.out_shape.w)
+        shifts = {"ifmap": low * layer.in_shape.w, "psum": part.first_row * layer.out_shape.w,
+                  "ofmap": part.first_row * layer.out_shape.w}
+    else:
+        sums = dram_transfer_sums(_part_layer(layer, part), part.entry, 1, hw)
+        if not part.channels:
+            return sums
+        shift = part.first_channel * (layer.out_shape.elements // layer.out_shape.c)
+        shifts = {"ifmap": 0, "psum": shift, "ofmap": shift}
+    return {(operand, op): (n, total + n * shifts.get(operand, 0)) for (operand, op), (n, total) in sums.items()}
 
 
 _PRICED: dict[tuple[object, ...], tuple[PartMapping, LayerEstimate, AddressSums | None]] = {}
@@ -140,7 +165,7 @@ def estimate_allocation(graph: Graph, hw: Accelerator, plan: AllocationPlan, par
             priced[j] = (part, _moved(e, hw, part.core, (Level.DRAM, Operand.IFMAP, Access.READ),
                                       (Level.GLB, Operand.IFMAP, Access.READ), None if whole else f.words),
                          _without(offsets, ("ifmap", "read")))
-    split = {p.layer for p in parts if p.channels}
+    split = {p.layer for p in parts if p.channels or p.rows}
     works: list[LayerEstimate] = []
     on: list[int] = []
     addresses: dict[str, AddressSums] = {}

@@ -53,11 +53,14 @@ def _product(groups: list[_Group]) -> tuple[int, int]:
 class _Offsets:
     """The offset groups of one nest's tiles (see the module docstring)."""
 
-    def __init__(self, counter: NestCounter, layer: Layer) -> None:
+    def __init__(self, counter: NestCounter, layer: Layer, ifmap_channel_words: int = 0,
+                 ofmap_channel_words: int = 0) -> None:
         self.c, self.w = counter, counter.w
         d = self.w.dims
         in_d, out_d = self.w.frames[3], self.w.frames[4]
         (in_h, in_w), (out_h, out_w) = self.w.in_hw, self.w.out_hw
+        in_channel = ifmap_channel_words or in_d * in_h * in_w
+        out_channel = ofmap_channel_words or out_d * out_h * out_w
         self.image_words = {"ifmap": layer.in_shape.elements, "psum": layer.out_shape.elements}
         filter_coef = {"S": 1, "R": d["S"], "T": d["R"] * d["S"]}
         filter_coef["C"] = d["T"] * filter_coef["T"]
@@ -67,10 +70,8 @@ class _Offsets:
         up_h, up_w = self.w.up
         self.coef = {
             "filter": filter_coef,
-            "ifmap": {"C": in_d * frame_words, "G": d["C"] * in_d * frame_words, "F": frame_words, "P": in_w,
-                      "Q": 1},
-            "psum": {"Q": up_w, "P": up_h * out_w, "F": out_h * out_w, "M": out_d * out_h * out_w,
-                     "G": d["M"] * out_d * out_h * out_w},
+            "ifmap": {"C": in_channel, "G": d["C"] * in_channel, "F": frame_words, "P": in_w, "Q": 1},
+            "psum": {"Q": up_w, "P": up_h * out_w, "F": out_h * out_w, "M": out_channel, "G": d["M"] * out_channel},
         }
         self.pair_coef = {"F": frame_words, "P": in_w, "Q": 1}
 
@@ -158,11 +159,13 @@ def _pass_psums(out: AddressSums, counter: NestCounter, offsets: _Offsets, stora
     _psums(out, offsets, storage, False, reads, updates, finals)
 
 
-def dram_transfer_sums(layer: Layer, nest: LoopNest, batch: int, hw: Accelerator) -> AddressSums:
+def dram_transfer_sums(layer: Layer, nest: LoopNest, batch: int, hw: Accelerator, ifmap_channel_words: int = 0,
+                       ofmap_channel_words: int = 0) -> AddressSums:
     """(operand, direction) -> (DRAM transfers, Σ of their start offsets in their tensor) of the nest's
-    schedule (see the module docstring); directions as the trace's DRAM records say them (read, update)."""
+    schedule (see the module docstring); directions as the trace's DRAM records say them (read, update). A layer
+    computing a band of rows of larger tensors gives their words from one channel to the next."""
     counter = NestCounter(layer, nest, batch, hw)
-    offsets = _Offsets(counter, layer)
+    offsets = _Offsets(counter, layer, ifmap_channel_words, ofmap_channel_words)
     storage = sum(1 for l in counter.loops if l.place in ("dram", "l2", "glb"))
     out: AddressSums = {}
     for level, op in counter.boundaries():

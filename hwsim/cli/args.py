@@ -161,10 +161,11 @@ def add_allocation_argument(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--allocate", choices=ALLOCATIONS, default=None,
                         help="run on every core of a multi-core config: round_robin (layer k on core k mod n), "
                              "stages (contiguous stages, one per core: a pipeline), split (layers divided over the "
-                             "cores by output channels), fused (the stages, tensors between them pushed over the "
-                             "links into the next core's GLB instead of DRAM) or search (the best allocation under "
-                             "--objective: latency, energy or edp); --batch images stream through the cores. "
-                             "Replay a saved one with --mapping FILE (written by hwsim map --allocate ... --out)")
+                             "cores by output channels), split_rows (by output rows, with halos), fused (the "
+                             "stages, tensors between them pushed over the links into the next core's GLB instead "
+                             "of DRAM) or search (the best allocation under --objective: latency, energy or edp); "
+                             "--batch images stream through the cores. Replay a saved one with --mapping FILE "
+                             "(written by hwsim map --allocate ... --out)")
 
 
 def add_search_arguments(parser: argparse.ArgumentParser) -> None:

@@ -24,6 +24,8 @@ class DramLayout:
     filter_words: int = 0
     lowered: int = -1  # first word of the im2col-lowered ifmap matrix (all images), -1: the layer is not lowered
     lowered_words: int = 0
+    ifmap_channel_words: int = 0  # a band of rows of a larger tensor: words from one channel to the next (0: the
+    ofmap_channel_words: int = 0  # layer's own shapes)
 
     def regions(self, batch: int, inputs: int) -> tuple[tuple[int, int, int], ...]:
         """(operand, first word, words) of every DRAM region the layer's steps may touch, reading its first

@@ -3,11 +3,14 @@ maps its part of a layer with its own dataflow's rules, and the schedule is a gr
 
 A layer runs on one core, or is split over several by output channels (a convolution without groups or a fully
 connected layer: each core reads the whole ifmap, its slice of the filters, and writes its slice of the output
-channels, which are contiguous in DRAM). `images` stream through the cores: each image's layers are works of
-their own (one image per work, so a core's filters are fetched per image, as in any layer pipeline), a core runs
-its works in image order, and a work waits for the works that produce what it reads (through layers without
-steps: a reshape waits for nothing itself). Tensors pass between layers through the shared DRAM, where every
-image of a tensor has its own region (`hwsim.mapping.layout`): two cores reading DRAM at once share its channels.
+channels, which are contiguous in DRAM) or by output rows (a 2-D convolution: each core reads every filter and the
+band of input rows its output rows' windows reach, the halo shared with the band above and below included, and
+writes its rows of every channel; its tiles address the whole tensors, one channel a whole map apart). `images`
+stream through the cores: each image's layers are works of their own (one image per work, so a core's filters are
+fetched per image, as in any layer pipeline), a core runs its works in image order, and a work waits for the works
+that produce what it reads (through layers without steps: a reshape waits for nothing itself). Tensors pass between
+layers through the shared DRAM, where every image of a tensor has its own region (`hwsim.mapping.layout`): two
+cores reading DRAM at once share its channels.
 
 A tensor the plan lists as `forwarded` (by its producer) skips DRAM: its producer's stores (GLB → DRAM) push it
 over the links into an *inbox* at the top of its readers' core's GLB, and their loads (DRAM → GLB or RF) take it
@@ -24,6 +27,9 @@ data partition.
 Fixed rules make an allocation for comparison (`ALLOCATION_RULES`): `round_robin` (layer k on core k mod n),
 `stages` (contiguous stages, one per core, balancing MACs per lane: a pipeline), `split` (every splittable layer
 over all cores by output channels in proportion to their lanes; the rest on the core with the most lanes),
+`split_rows` (every 2-D convolution over the cores that compute it directly, not as an im2col matrix, by output
+rows in proportion to their lanes: each core reads the input rows its band's windows reach, the halo rows
+shared with its neighbours read twice),
 `fused` (the stages, tensors between them forwarded over the links where their inboxes fit).
 `hwsim.search.allocation` searches one under an objective.
 """
@@ -50,14 +56,14 @@ from hwsim.sparsity.codec import Links
 from hwsim.vocab import Level, Operand, StepKind
 from hwsim.workload.ir import Graph, Layer, LayerKind
 
-ALLOCATION_RULES = ("round_robin", "stages", "split", "fused")
+ALLOCATION_RULES = ("round_robin", "stages", "split", "split_rows", "fused")
 
 
 @dataclass(frozen=True)
 class WorkPart:
-    """One work of an allocation: a layer's part (`layer`, renamed and with its share of the output channels) on
-    core `core` for image `image`, its first output channel `first_channel` in the whole layer, its mapping, and
-    the original layer it is part of."""
+    """One work of an allocation: a layer's part (`layer`, renamed and with its share of the output channels or
+    rows) on core `core` for image `image`, its first output channel `first_channel` (or row `first_row`, reading
+    input rows from `first_input_row`) in the whole layer, its mapping, and the original layer it is part of."""
 
     whole: Layer
     layer: Layer
@@ -65,6 +71,8 @@ class WorkPart:
     image: int
     first_channel: int
     entry: LayerMapping
+    first_row: int = 0  # a part of output rows: its first output row, and its band's first input row
+    first_input_row: int = 0
 
 
 def splittable(layer: Layer) -> bool:
@@ -75,6 +83,28 @@ def splittable(layer: Layer) -> bool:
 def part_layer(layer: Layer, name: str, channels: int) -> Layer:
     """`layer` computing only `channels` of its output channels, named `name`."""
     return replace(layer, name=name, out_shape=layer.out_shape._replace(c=channels))
+
+
+def row_splittable(layer: Layer) -> bool:
+    """Whether `layer` can be split by output rows: a 2-D convolution (grouped or not) or fully connected layer
+    over a map, each band reading the input rows its windows cover (the halo above and below it included)."""
+    return layer.kind is LayerKind.CONV and layer.frames.kernel == 1 and layer.out_shape.d == 1 and \
+        layer.out_shape.h > 1
+
+
+def row_band(layer: Layer, name: str, first_row: int, rows: int) -> tuple[Layer, int]:
+    """`layer` computing output rows first_row .. first_row + rows - 1, named `name`, and its band's first input
+    row: the rows its windows reach (clipped to the input; the padding that was above or below the input stays
+    where the band meets it)."""
+    (stride, _), (dilation, _), kernel = layer.stride, layer.dilation, layer.kernel[0]
+    height, pad = layer.in_shape.h, layer.padding
+    start = first_row * stride - pad.top
+    end = (first_row + rows - 1) * stride - pad.top + (kernel - 1) * dilation + 1
+    top, bottom = max(0, -start), max(0, end - height)
+    band = max(0, start), min(end, height)
+    shape = layer.in_shape._replace(h=band[1] - band[0])
+    return replace(layer, name=name, in_shapes=(shape,), out_shape=layer.out_shape._replace(h=rows),
+                   padding=pad._replace(top=top, bottom=bottom)), band[0]
 
 
 def _lanes(hw: Accelerator, core: int) -> int:
@@ -95,10 +125,15 @@ def allocate(graph: Graph, hw: Accelerator, images: int, rule: str) -> Allocatio
     elif rule in ("stages", "fused"):
         stages = balanced_stages([max(1, l.macs) for l in layers], lanes)
         chosen = [(l.name, (CorePart(names[s], 0),)) for l, s in zip(layers, stages, strict=True)]
-    else:
+    elif rule == "split":
         widest = max(range(len(names)), key=lambda k: (lanes[k], -k))
         chosen = [(l.name, split_parts(l, names, lanes) if splittable(l) else (CorePart(names[widest], 0),))
                   for l in layers]
+    else:  # split_rows: over the cores that do not lower convolutions to an im2col matrix
+        direct = [k for k in range(len(names)) if dataflow_of(core_hardware(hw, k)).lowering != "im2col"] or [0]
+        widest = max(direct, key=lambda k: (lanes[k], -k))
+        chosen = [(l.name, row_parts(l, [names[k] for k in direct], [lanes[k] for k in direct])
+                   if row_splittable(l) and len(direct) > 1 else (CorePart(names[widest], 0),)) for l in layers]
     plan = AllocationPlan(graph.name, hw.name, _input_shape(graph), images, rule, tuple(chosen))
     return replace(plan, forwarded=fused_forwards(plan, graph, hw)) if rule == "fused" else plan
 
@@ -108,15 +143,26 @@ def _input_shape(graph: Graph) -> tuple[int, int, int]:
     return (s.c, s.h, s.w) if s else (0, 0, 0)
 
 
-def split_parts(layer: Layer, names: list[str], lanes: list[int]) -> tuple[CorePart, ...]:
-    """`layer`'s output channels over the cores in proportion to their lanes (largest remainders; a core left
-    without a channel is left out)."""
-    channels = layer.out_shape.c
-    share = np.array(lanes, dtype=np.float64) * channels / sum(lanes)
+def shares(total: int, lanes: list[int]) -> list[int]:
+    """`total` in proportion to `lanes`, largest remainders first (ties to the earlier)."""
+    share = np.array(lanes, dtype=np.float64) * total / sum(lanes)
     counts = np.floor(share).astype(np.int64)
-    for k in np.argsort(-(share - counts), kind="stable")[:channels - int(counts.sum())]:
+    for k in np.argsort(-(share - counts), kind="stable")[:total - int(counts.sum())]:
         counts[k] += 1
-    parts = tuple(CorePart(name, int(c)) for name, c in zip(names, counts.tolist(), strict=True) if c > 0)
+    return [int(c) for c in counts.tolist()]
+
+
+def split_parts(layer: Layer, names: list[str], lanes: list[int]) -> tuple[CorePart, ...]:
+    """`layer`'s output channels over the cores in proportion to their lanes (a core left without a channel is
+    left out)."""
+    parts = tuple(CorePart(name, c) for name, c in zip(names, shares(layer.out_shape.c, lanes), strict=True) if c)
+    return parts if len(parts) > 1 else (CorePart(parts[0].core, 0),)
+
+
+def row_parts(layer: Layer, names: list[str], lanes: list[int]) -> tuple[CorePart, ...]:
+    """`layer`'s output rows over the cores in proportion to their lanes (a core left without a row is left
+    out)."""
+    parts = tuple(CorePart(name, 0, r) for name, r in zip(names, shares(layer.out_shape.h, lanes), strict=True) if r)
     return parts if len(parts) > 1 else (CorePart(parts[0].core, 0),)
 
 
@@ -161,7 +207,17 @@ def check_allocation(plan: AllocationPlan, graph: Graph, hw: Accelerator) -> Non
         for part in parts:
             if part.core not in names:
                 raise MappingError(f"plan.layers.{name}: core {part.core!r}; {hw.name} has {', '.join(names)}")
-        if len(parts) > 1:
+        if len(parts) > 1 and any(p.rows for p in parts):
+            layer = graph.layer(name)
+            if not row_splittable(layer) or any(p.channels or not p.rows for p in parts):
+                raise MappingError(f"plan.layers.{name}: a {layer.kind.value} layer is not split by output rows "
+                                   "(only 2-D convolutions are), or its parts mix rows and channels; give it one "
+                                   "core, or split it by channels")
+            if sum(p.rows for p in parts) != layer.out_shape.h or len({p.core for p in parts}) < len(parts):
+                raise MappingError(f"plan.layers.{name}: the parts' rows add up to {sum(p.rows for p in parts)} "
+                                   f"over {len(parts)} parts; give each core once, the rows adding up to the "
+                                   f"layer's {layer.out_shape.h}")
+        elif len(parts) > 1:
             layer = graph.layer(name)
             if not splittable(layer):
                 raise MappingError(f"plan.layers.{name}: a {layer.kind.value} layer"
@@ -174,25 +230,45 @@ def check_allocation(plan: AllocationPlan, graph: Graph, hw: Accelerator) -> Non
     _part_entries(plan, graph, hw)  # every forwarded tensor can be, every part fits its core
 
 
+@dataclass(frozen=True)
+class _Entry:
+    """A part of a layer as mapped: the whole layer, the part's layer, its core, where it starts (output channel,
+    output row and input row) and the mapping its core's dataflow gives it for one image."""
+
+    whole: Layer
+    layer: Layer
+    core: int
+    first_channel: int
+    first_row: int
+    first_input_row: int
+    entry: LayerMapping
+
+
 @functools.lru_cache(maxsize=16)
-def _part_entries(plan: AllocationPlan, graph: Graph,
-                  hw: Accelerator) -> tuple[tuple[Layer, Layer, int, int, LayerMapping], ...]:
-    """Per part of every layer, in graph order: the whole layer, the part's layer, its core, its first channel and
-    the mapping its core's dataflow gives it for one image (checked: a part that does not fit its core is an
-    error)."""
+def _part_entries(plan: AllocationPlan, graph: Graph, hw: Accelerator) -> tuple[_Entry, ...]:
+    """Per part of every layer, in graph order, as mapped (checked: a part that does not fit its core, a band on
+    a core that lowers convolutions to an im2col matrix, is an error)."""
     cores = {c.name: k for k, c in enumerate(hw.all_cores)}
     inboxes = inbox_words(forwards(plan, graph, hw), len(cores))
     out = []
     for layer in graph:
         parts = plan.parts(layer.name)
-        first = 0
+        channel = row = 0
         for part in parts:
             core = cores[part.core]
-            split = len(parts) > 1
-            sub = part_layer(layer, work_name(layer.name, part.core, split, 0, 1), part.channels) if split else layer
+            name = work_name(layer.name, part.core, len(parts) > 1, 0, 1)
+            sub, input_row = layer, 0
+            if part.rows:
+                sub, input_row = row_band(layer, name, row, part.rows)
+            elif len(parts) > 1:
+                sub = part_layer(layer, name, part.channels)
             view = mapped_view(hw, core, layer.word_bits, inboxes[core], layer.name)
-            out.append((layer, sub, core, first, _fitted(sub, view, layer.name, part.core)))
-            first += part.channels
+            entry = _fitted(sub, view, layer.name, part.core)
+            if part.rows and isinstance(entry, LoopNest) and entry.lowering == "im2col":
+                raise MappingError(f"plan.layers.{layer.name}: core {part.core} lowers it to an im2col matrix, which "
+                                   "is not split by rows; split it by channels or give it to one core")
+            out.append(_Entry(layer, sub, core, channel, row, input_row, entry))
+            channel, row = channel + part.channels, row + part.rows
     return tuple(out)
 
 
@@ -320,8 +396,13 @@ def _fitted(layer: Layer, hw: Accelerator, where: str, core: str) -> LayerMappin
 
 def part_mappings(plan: AllocationPlan, graph: Graph, hw: Accelerator) -> tuple[PartMapping, ...]:
     """Every part's mapping, in graph order (what a closed form prices)."""
-    return tuple(PartMapping(whole.name, core, first, sub.out_shape.c if sub is not whole else 0, entry)
-                 for whole, sub, core, first, entry in _part_entries(plan, graph, hw))
+    out = []
+    for e in _part_entries(plan, graph, hw):
+        by_rows = e.layer is not e.whole and e.layer.out_shape.h != e.whole.out_shape.h
+        by_channels = e.layer is not e.whole and not by_rows
+        out.append(PartMapping(e.whole.name, e.core, e.first_channel, e.layer.out_shape.c if by_channels else 0,
+                               e.entry, e.first_row, e.layer.out_shape.h if by_rows else 0))
+    return tuple(out)
 
 
 def work_parts(plan: AllocationPlan, graph: Graph, hw: Accelerator) -> Iterator[WorkPart]:
@@ -329,9 +410,10 @@ def work_parts(plan: AllocationPlan, graph: Graph, hw: Accelerator) -> Iterator[
     layer's parts in the plan's order."""
     entries = _part_entries(plan, graph, hw)
     for image in range(plan.images):
-        for whole, sub, core, first, entry in entries:
-            name = work_name(whole.name, hw.all_cores[core].name, sub is not whole, image, plan.images)
-            yield WorkPart(whole, replace(sub, name=name), core, image, first, entry)
+        for e in entries:
+            name = work_name(e.whole.name, hw.all_cores[e.core].name, e.layer is not e.whole, image, plan.images)
+            yield WorkPart(e.whole, replace(e.layer, name=name), e.core, image, e.first_channel, e.entry,
+                           e.first_row, e.first_input_row)
 
 
 def producers(graph: Graph, plan: AllocationPlan, layer: Layer) -> tuple[str, ...]:
@@ -351,7 +433,7 @@ def multicore_schedule(plan: AllocationPlan, graph: Graph, hw: Accelerator) -> S
     from hwsim.mapping.nest_schedule import layer_work
 
     parts = list(work_parts(plan, graph, hw))
-    entries = {(p.whole.name, p.first_channel): p.entry for p in parts if p.image == 0}
+    entries = {(p.whole.name, p.first_channel, p.first_row): p.entry for p in parts if p.image == 0}
     layout = dram_layout(graph, plan.images, _lowered_words(graph, entries, plan.images), _word_bytes(graph, hw))
     sent = forwards(plan, graph, hw)
     inboxes = inbox_words(sent, len(hw.all_cores))
@@ -379,7 +461,8 @@ def multicore_schedule(plan: AllocationPlan, graph: Graph, hw: Accelerator) -> S
             generate = _pulled(generate, f, addr.ifmap[i] + part.image * addr.ifmap_image_words[i],
                                name == f.consumers[-1])
         works.append(replace(work, generate=generate, core=part.core, after=tuple(dict.fromkeys(after)),
-                             dram_regions=_whole_outputs(work.dram_regions, addr, part.image)))
+                             dram_regions=_whole_tensors(work.dram_regions, addr, part.image,
+                                                         part.layer.out_shape.h != part.whole.out_shape.h)))
     return Schedule(graph.name, hw.name, "multicore", plan.images, tuple(works))
 
 
@@ -436,12 +519,15 @@ def _pulled(blocks: Blocks, f: Forward, base: int, last: bool) -> Blocks:
     return steps
 
 
-def _whole_outputs(regions: tuple[tuple[int, int, int], ...], addr: DramLayout,
-                   image: int) -> tuple[tuple[int, int, int], ...]:
-    """A part's DRAM regions with its outputs declared as its image's whole output tensor, which its consumers
-    read whole (a tensor's region is one, however many cores write its channels)."""
-    whole = (addr.ofmap + image * addr.ofmap_image_words, addr.ofmap_image_words)
-    return tuple((op, *whole) if op in (int(Operand.PSUM), int(Operand.OFMAP)) else (op, base, words)
+def _whole_tensors(regions: tuple[tuple[int, int, int], ...], addr: DramLayout, image: int,
+                   band: bool) -> tuple[tuple[int, int, int], ...]:
+    """A part's DRAM regions with its tensors declared as its image's whole tensors: its consumers read its output
+    whole, and a band of rows reads rows of every channel of its (one) input (a tensor's region is one, however
+    many cores read or write parts of it)."""
+    output = (addr.ofmap + image * addr.ofmap_image_words, addr.ofmap_image_words)
+    ifmap = (addr.ifmap[0] + image * addr.ifmap_image_words[0], addr.ifmap_image_words[0])
+    return tuple((op, *output) if op in (int(Operand.PSUM), int(Operand.OFMAP)) else
+                 (op, *ifmap) if band and op == int(Operand.IFMAP) else (op, base, words)
                  for op, base, words in regions)
 
 
@@ -453,17 +539,23 @@ def image_layout(addr: DramLayout, part: WorkPart, images: int) -> DramLayout:
     filters_per_channel = whole.weight_params // max(1, whole.out_shape.c)
     lowered = isinstance(part.entry, LoopNest) and part.entry.lowering == "im2col" and addr.lowered >= 0
     per_image_lowered = addr.lowered_words // images  # a part on a core that does not lower reads the ifmap
-    return DramLayout(tuple(b + image * w for b, w in zip(addr.ifmap, addr.ifmap_image_words, strict=True)),
-                      addr.ifmap_image_words, addr.filter + part.first_channel * filters_per_channel,
-                      addr.ofmap + image * addr.ofmap_image_words + part.first_channel * per_channel,
-                      layer.out_shape.elements, layer.weight_params,
+    ifmaps = tuple(b + image * w for b, w in zip(addr.ifmap, addr.ifmap_image_words, strict=True))
+    ofmap = addr.ofmap + image * addr.ofmap_image_words + part.first_channel * per_channel
+    rows = layer.out_shape.h != whole.out_shape.h  # a band of rows: its rows of every channel of the tensors
+    if rows:
+        ifmaps = (ifmaps[0] + part.first_input_row * whole.in_shape.w, *ifmaps[1:])
+        ofmap += part.first_row * whole.out_shape.w
+    return DramLayout(ifmaps, addr.ifmap_image_words, addr.filter + part.first_channel * filters_per_channel,
+                      ofmap, layer.out_shape.elements, layer.weight_params,
                       addr.lowered + image * per_image_lowered if lowered else -1,
-                      per_image_lowered if lowered else 0)
+                      per_image_lowered if lowered else 0,
+                      whole.in_shape.elements // whole.in_shape.c if rows else 0,
+                      whole.out_shape.elements // whole.out_shape.c if rows else 0)
 
 
-def _lowered_words(graph: Graph, entries: dict[tuple[str, int], LayerMapping], images: int) -> dict[str, int]:
+def _lowered_words(graph: Graph, entries: dict[tuple[str, int, int], LayerMapping], images: int) -> dict[str, int]:
     """Words of the im2col matrix (all images) of every layer some part of which is lowered."""
-    lowered = {name for (name, _), e in entries.items() if isinstance(e, LoopNest) and e.lowering == "im2col"}
+    lowered = {key[0] for key, e in entries.items() if isinstance(e, LoopNest) and e.lowering == "im2col"}
     out = {}
     for name in lowered:
         p = nest_problem(graph.layer(name), images, "im2col")

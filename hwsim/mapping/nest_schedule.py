@@ -26,7 +26,8 @@ def _addresses(layer: Layer, addr: DramLayout) -> TensorAddresses:
     filters = addr.ifmap[1] if layer.kind is LayerKind.MATMUL else addr.filter
     if addr.lowered >= 0:  # the im2col matrix is one image of its own region
         return TensorAddresses(addr.lowered, addr.lowered_words, filters, addr.ofmap, addr.ofmap_image_words)
-    return TensorAddresses(addr.ifmap[0], addr.ifmap_image_words[0], filters, addr.ofmap, addr.ofmap_image_words)
+    return TensorAddresses(addr.ifmap[0], addr.ifmap_image_words[0], filters, addr.ofmap, addr.ofmap_image_words,
+                           addr.ifmap_channel_words, addr.ofmap_channel_words)
 
 
 def _regions(layer: Layer, addr: DramLayout, batch: int) -> tuple[tuple[int, int, int], ...]:

@@ -114,11 +114,12 @@ class SlotPlan:
 
 @dataclass(frozen=True)
 class CorePart:
-    """The part of a layer one core computes: `channels` of its output channels (the next ones after the parts
-    before it), or all of them."""
+    """The part of a layer one core computes: `channels` of its output channels, or `rows` of its output rows (the
+    next ones after the parts before it), or all of it (both 0)."""
 
     core: str
     channels: int
+    rows: int = 0
 
 
 @dataclass(frozen=True)
@@ -151,7 +152,8 @@ class AllocationPlan:
         return {"images": self.images, "rule": self.rule,
                 **({"forwarded": list(self.forwarded)} if self.forwarded else {}),
                 "layers": {name: parts[0].core if len(parts) == 1 else
-                           [{"core": p.core, "channels": p.channels} for p in parts] for name, parts in self.layers}}
+                           [{"core": p.core, "rows": p.rows} if p.rows else {"core": p.core, "channels": p.channels}
+                            for p in parts] for name, parts in self.layers}}
 
 
 Plan = NetworkMapping | DepthFirstPlan | PhasePlan | SlotPlan | AllocationPlan
@@ -173,14 +175,17 @@ class Forward:
 @dataclass(frozen=True)
 class PartMapping:
     """A layer's part on a core as data: the layer, the core that runs it (its index), its first output channel
-    and channel count (0: the whole layer) and the loop nest (or streaming) its core's rules give it for one image
-    (`hwsim.mapping.multicore.part_mappings` makes them; closed forms read them)."""
+    and channel count, or its first output row and row count (0 and 0: the whole layer), and the loop nest (or
+    streaming) its core's rules give it for one image (`hwsim.mapping.multicore.part_mappings` makes them; closed
+    forms read them)."""
 
     layer: str
     core: int
     first_channel: int
     channels: int
     entry: LayerMapping
+    first_row: int = 0
+    rows: int = 0
 
 
 def work_name(layer: str, core: str, split: bool, image: int, images: int) -> str:
@@ -325,9 +330,14 @@ def _allocation(read: _Fields, header: Header, body: dict[str, Any]) -> Allocati
         parts = []
         for i, item in enumerate(read.listed(where, given)):
             part = read.mapping(f"{where}[{i}]", item)
-            read.only(f"{where}[{i}]", part, {"core", "channels"})
+            read.only(f"{where}[{i}]", part, {"core", "channels", "rows"})
+            if ("channels" in part) == ("rows" in part):
+                raise read.fail(f"{where}[{i}]", "give the part's channels (a split by output channels) or its rows "
+                                                 "(by output rows), one of them")
             parts.append(CorePart(read.text(f"{where}[{i}].core", part.get("core")),
-                                  read.integer(f"{where}[{i}].channels", part.get("channels"))))
+                                  read.integer(f"{where}[{i}].channels", part["channels"]) if "channels" in part
+                                  else 0,
+                                  read.integer(f"{where}[{i}].rows", part["rows"]) if "rows" in part else 0))
         if not parts:
             raise read.fail(where, "no cores; give a core name, or a list of {core, channels}")
         layers.append((str(name), tuple(parts)))

@@ -58,6 +58,9 @@ class TensorAddresses:
     filter: int
     ofmap: int
     ofmap_image_words: int
+    ifmap_channel_words: int = 0  # words from one ifmap channel to the next (0: the layer's own frames x rows x
+    # columns; more when the layer computes a band of rows of a larger tensor)
+    ofmap_channel_words: int = 0  # likewise for the ofmap
 
 
 @dataclass
@@ -349,12 +352,16 @@ class NestSteps:
         if op == "ifmap":
             d0 = lo["F"] if p.transposed else p.ifmap_frame_start(lo["F"], lo["T"])
             h0, w0 = p.ifmap_row_start(lo["P"], lo["R"]), p.ifmap_col_start(lo["Q"], lo["S"])
-            frame = (lo["G"] * dims["C"] + lo["C"]) * p.in_d + d0
-            ifmap: np.ndarray = (lo["N"] + image) * a.ifmap_image_words + (frame * p.in_h + h0) * p.in_w + w0
+            channel = lo["G"] * dims["C"] + lo["C"]
+            stride = a.ifmap_channel_words or p.in_d * p.in_h * p.in_w
+            ifmap: np.ndarray = ((lo["N"] + image) * a.ifmap_image_words + channel * stride
+                                 + (d0 * p.in_h + h0) * p.in_w + w0)
             return ifmap + a.ifmap
-        frame = (lo["G"] * dims["M"] + lo["M"]) * p.out_d + lo["F"]
+        channel = lo["G"] * dims["M"] + lo["M"]
+        stride = a.ofmap_channel_words or p.out_d * p.out_h * p.out_w
         y0, x0 = lo["P"] * p.up[0], lo["Q"] * p.up[1]
-        ofmap: np.ndarray = (lo["N"] + image) * a.ofmap_image_words + (frame * p.out_h + y0) * p.out_w + x0
+        ofmap: np.ndarray = ((lo["N"] + image) * a.ofmap_image_words + channel * stride
+                             + (lo["F"] * p.out_h + y0) * p.out_w + x0)
         return ofmap + a.ofmap
 
 class _Table:
