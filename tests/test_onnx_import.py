@@ -202,6 +202,25 @@ def test_missing_external_data(tmp_path: Path) -> None:
     assert g.layer("fc").in_shape == Shape(16, 8, 8) and g.layer("fc").params == 10 * 1024 + 10
 
 
+def test_weights_declared_by_shape_only(tmp_path: Path) -> None:
+    # Stream's workload generators declare bf16 weights with their dims and no data at all (no raw data, no
+    # external location): a shape-only parameter, as stripped weights are. Two 3x3 convs, pad 1:
+    # 8x32x32 -> 16 channels (16 * 8 * 9 MACs per output pixel) -> 32 channels (32 * 16 * 9).
+    bf16 = onnx.TensorProto.BFLOAT16
+    weights = [onnx.TensorProto(name=f"w{k}", data_type=bf16, dims=dims) for k, dims in
+               ((1, [16, 8, 3, 3]), (2, [32, 16, 3, 3]))]
+    assert all(not w.raw_data and w.data_location == onnx.TensorProto.DEFAULT for w in weights)
+    convs = [onnx.helper.make_node("Conv", [x, w], [y], kernel_shape=[3, 3], pads=[1, 1, 1, 1])
+             for x, w, y in (("x", "w1", "c1"), ("c1", "w2", "c2"))]
+    graph = onnx.helper.make_graph(convs, "two_conv", [onnx.helper.make_tensor_value_info("x", bf16, [1, 8, 32, 32])],
+                                   [onnx.helper.make_tensor_value_info("c2", bf16, [1, 32, 32, 32])], weights)
+    path = tmp_path / "two_conv.onnx"
+    onnx.save_model(onnx.helper.make_model(graph, opset_imports=[onnx.helper.make_opsetid("", 13)]), str(path))
+    g = load_onnx(path).graph
+    assert kinds(g) == ["input", "conv", "conv", "output"]
+    assert g.total_macs == 32 * 32 * (16 * 8 * 9 + 32 * 16 * 9) == 5_898_240
+
+
 # ----- (e) one op at a time ----------------------------------------------------------------------------
 @pytest.mark.parametrize("make, factor, shape", [
     (P.upsample7, (2, 2), Shape(4, 16, 16)),

@@ -262,7 +262,17 @@ def _initializer_value(tensor: TensorProto, base: Path) -> np.ndarray | Param:
             onnx.external_data_helper.load_external_data_for_tensor(tensor, str(base))
         except (OSError, ValueError, onnx.checker.ValidationError):
             return Param(dims, bits)
+    if prod(dims) and not _holds_data(tensor):  # declared with its shape only (a generator's stripped weights)
+        return Param(dims, bits)
     return onnx.numpy_helper.to_array(tensor)
+
+
+_DATA_FIELDS = ("raw_data", "float_data", "int32_data", "int64_data", "double_data", "uint64_data", "string_data")
+
+
+def _holds_data(tensor: TensorProto) -> bool:
+    """Whether an initializer carries its values in any of ONNX's data fields."""
+    return any(len(getattr(tensor, field)) for field in _DATA_FIELDS)
 
 
 def _elem_bits(graph: onnx.GraphProto) -> int:
