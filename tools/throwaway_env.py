@@ -23,11 +23,12 @@ from pathlib import Path
 STAMP = ".hwsim-env-ready"
 
 
-def env_python(env_dir: Path, package_groups: Sequence[Sequence[str]], quiet: bool = True) -> Path:
-    """The environment's python, creating it in `env_dir` and installing each group of packages in turn (one
-    pip call per group, for installs that need an earlier group) unless a previous call installed exactly these.
-    A lock beside the folder lets two runs that start together build it once; a half-built one (no stamp) is
-    built again from scratch."""
+def env_python(env_dir: Path, package_groups: Sequence[Sequence[str]], quiet: bool = True,
+               base: Path | None = None) -> Path:
+    """The environment's python, creating it in `env_dir` (from interpreter `base`, default this one) and installing
+    each group of packages in turn (one pip call per group, for installs that need an earlier group) unless a
+    previous call installed exactly these. A lock beside the folder lets two runs that start together build it
+    once; a half-built one (no stamp) is built again from scratch."""
     python = env_dir / "bin" / "python"
     stamp = env_dir / STAMP
     wanted = _requirements(package_groups)
@@ -39,7 +40,10 @@ def env_python(env_dir: Path, package_groups: Sequence[Sequence[str]], quiet: bo
         if _ready(stamp, wanted):  # another run built it while this one waited
             return python
         _clear(env_dir)
-        venv.create(env_dir, with_pip=True)
+        if base is None:
+            venv.create(env_dir, with_pip=True)
+        else:
+            subprocess.run([str(base), "-m", "venv", str(env_dir)], check=True)
         for group in package_groups:
             subprocess.run([python, "-m", "pip", "install", "-q", *group], check=True,
                            stdout=subprocess.DEVNULL if quiet else None, stderr=subprocess.DEVNULL if quiet else None)
@@ -47,10 +51,13 @@ def env_python(env_dir: Path, package_groups: Sequence[Sequence[str]], quiet: bo
     return python
 
 
-def cached_env_python(peer: str, package_groups: Sequence[Sequence[str]], root: Path | None = None) -> Path:
-    """The python of `peer`'s environment under `root` (default `envs_root()`), keyed by `env_key`: created on
-    the first call, reused by every later one with the same pins."""
-    return env_python((root or envs_root()) / f"{peer}-{env_key(package_groups)}", package_groups)
+def cached_env_python(peer: str, package_groups: Sequence[Sequence[str]], root: Path | None = None,
+                      base: Path | None = None) -> Path:
+    """The python of `peer`'s environment under `root` (default `envs_root()`), made from interpreter `base`
+    (default this one) and keyed by `env_key`: created on the first call, reused by every later one with the same
+    pins."""
+    key = env_key(package_groups) if base is None else env_key([[str(base)], *package_groups])
+    return env_python((root or envs_root()) / f"{peer}-{key}", package_groups, base=base)
 
 
 def envs_root() -> Path:
