@@ -56,26 +56,9 @@ def write_perfetto(trace: Trace, out: IO[str], layer: Code | None = None, window
         out.write(("" if first else ",\n") + json.dumps(event, separators=(",", ":")))
         first = False
 
-    emit({"ph": "M", "name": "process_name", "pid": PID, "tid": 0,
-          "args": {"name": f"{trace.attrs.get('hardware')} running {trace.attrs.get('network')}"}})
     places = _Places(trace)
-    for pid in sorted(set(places.pids)):
-        if pid != PID:
-            emit({"ph": "M", "name": "process_name", "pid": pid, "tid": 0,
-                  "args": {"name": f"core {places.cores[pid - CORE_PID0]}"}})
-        for i, track in enumerate(TRACKS):
-            if track in ("dram", "noc", "link"):
-                continue
-            emit({"ph": "M", "name": "thread_name", "pid": pid, "tid": 1 + i, "args": {"name": track}})
-        for o, operand in enumerate(trace.operands):
-            emit({"ph": "M", "name": "thread_name", "pid": pid, "tid": BUS_TID0 + o,
-                  "args": {"name": f"noc {operand} bus"}})
-    for c in range(channels):
-        emit({"ph": "M", "name": "thread_name", "pid": PID, "tid": CHANNEL_TID0 + c,
-              "args": {"name": f"dram channel {c}"}})
-    for u, name in enumerate(trace.unit_names):
-        if ">" in name:
-            emit({"ph": "M", "name": "thread_name", "pid": PID, "tid": LINK_TID0 + u, "args": {"name": f"link {name}"}})
+    for event in _metadata_events(trace, places, channels):
+        emit(event)
     for event in _layer_events(trace, us_per_cycle, places):
         emit(event)
     written = dropped = 0
@@ -110,6 +93,28 @@ class _Places:
                      if several and "." in name and ">" not in name and name.split(".", 1)[0] in self.cores else PID
                      for name in trace.unit_names] or [PID]
         self.layer_pids = [CORE_PID0 + int(c) if several else PID for c in trace.layer_cores.tolist()]
+
+
+def _metadata_events(trace: Trace, places: _Places, channels: int) -> Iterator[dict[str, Any]]:
+    """The processes' and threads' names: the accelerator's (and each core's) tracks, DRAM channels, links."""
+    yield {"ph": "M", "name": "process_name", "pid": PID, "tid": 0,
+           "args": {"name": f"{trace.attrs.get('hardware')} running {trace.attrs.get('network')}"}}
+    for pid in sorted(set(places.pids)):
+        if pid != PID:
+            yield {"ph": "M", "name": "process_name", "pid": pid, "tid": 0,
+                   "args": {"name": f"core {places.cores[pid - CORE_PID0]}"}}
+        for i, track in enumerate(TRACKS):
+            if track not in ("dram", "noc", "link"):
+                yield {"ph": "M", "name": "thread_name", "pid": pid, "tid": 1 + i, "args": {"name": track}}
+        for o, operand in enumerate(trace.operands):
+            yield {"ph": "M", "name": "thread_name", "pid": pid, "tid": BUS_TID0 + o,
+                   "args": {"name": f"noc {operand} bus"}}
+    for c in range(channels):
+        yield {"ph": "M", "name": "thread_name", "pid": PID, "tid": CHANNEL_TID0 + c,
+               "args": {"name": f"dram channel {c}"}}
+    for u, name in enumerate(trace.unit_names):
+        if ">" in name:
+            yield {"ph": "M", "name": "thread_name", "pid": PID, "tid": LINK_TID0 + u, "args": {"name": f"link {name}"}}
 
 
 def _layer_events(trace: Trace, us_per_cycle: float, places: _Places) -> Iterator[dict[str, Any]]:
