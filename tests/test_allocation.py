@@ -362,3 +362,13 @@ def test_a_band_reading_its_rows_from_the_top_of_the_input_is_caught(monkeypatch
     monkeypatch.setattr(multicore, "image_layout", forgetful)
     report = check_run(resolve_run(zoo.build("phases_example"), _quad(), 1, AllocationRequest("split_rows")))
     assert not report.ok and any(r.access == "read start offsets" and r.operand == "ifmap" for r in report.mismatches)
+
+
+def test_one_part_must_be_the_whole_layer() -> None:
+    graph, hw = zoo.build("phases_example"), _quad()
+    plan = AllocationPlan(graph.name, hw.name, (1, 32, 32), 1, "given",
+                          (("n2", (CorePart("core0", 0, 5),)), ("n3", (CorePart("core1", 0),)),
+                           ("n4", (CorePart("core1", 0),))))
+    whole = r"plan.layers.n2: one part computes the whole layer \(4 channels, 16 rows\)"
+    with pytest.raises(MappingError, match=whole):
+        check_allocation(plan, graph, hw)

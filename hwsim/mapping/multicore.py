@@ -207,6 +207,11 @@ def check_allocation(plan: AllocationPlan, graph: Graph, hw: Accelerator) -> Non
         for part in parts:
             if part.core not in names:
                 raise MappingError(f"plan.layers.{name}: core {part.core!r}; {hw.name} has {', '.join(names)}")
+        if len(parts) == 1 and (parts[0].rows or parts[0].channels):
+            layer = graph.layer(name)
+            if parts[0].rows not in (0, layer.out_shape.h) or parts[0].channels not in (0, layer.out_shape.c):
+                raise MappingError(f"plan.layers.{name}: one part computes the whole layer ({layer.out_shape.c} "
+                                   f"channels, {layer.out_shape.h} rows); give the others to other cores")
         if len(parts) > 1 and any(p.rows for p in parts):
             layer = graph.layer(name)
             if not row_splittable(layer) or any(p.channels or not p.rows for p in parts):
@@ -258,7 +263,7 @@ def _part_entries(plan: AllocationPlan, graph: Graph, hw: Accelerator) -> tuple[
             core = cores[part.core]
             name = work_name(layer.name, part.core, len(parts) > 1, 0, 1)
             sub, input_row = layer, 0
-            if part.rows:
+            if part.rows and len(parts) > 1:
                 sub, input_row = row_band(layer, name, row, part.rows)
             elif len(parts) > 1:
                 sub = part_layer(layer, name, part.channels)
