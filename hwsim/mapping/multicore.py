@@ -18,7 +18,8 @@ from there — fusion across cores at layer granularity. The inbox holds one ima
 claims it (ALLOC) before its first step, the last reader frees it after its last, and the producer's next image
 waits for that reader (one slot). Every layer on a core with inboxes is mapped on a GLB smaller by their words, so
 its tiles and the inboxes never meet; a core whose GLB cannot hold them is an error before any simulation. A
-tensor can be forwarded when its producer runs whole, its readers all run whole on one other core and each is
+tensor can be forwarded when its producer runs whole on a core that computes it directly (not as an im2col matrix,
+whose outputs leave the array for DRAM), its readers all run whole on one other core and each is
 streamed (an element-wise add may take one input from an inbox, the other from DRAM) or a loop nest of that one
 input (not an im2col matrix the host lowers), the network has one word and DRAM no compression; the
 `fused` rule forwards, in graph order, each such tensor whose inbox keeps its core's inboxes within half its GLB's
@@ -318,6 +319,8 @@ def forward_problem(layer: Layer, readers: list[Layer], plan: AllocationPlan, gr
         return "a run with DRAM compression or several words forwards nothing"
     if len(parts) != 1:
         return "its producer is split over cores (forward only a whole layer's output)"
+    if has_nest(layer) and _lowers(layer, parts[0].core, hw):
+        return "its producer's core computes it as an im2col matrix, its outputs leaving the array for DRAM"
     homes = {p.core for r in readers for p in plan.parts(r.name)}
     if not readers or len(homes) != 1 or parts[0].core in homes:
         return "its readers do not all run on one other core"
@@ -373,8 +376,13 @@ def _reads_inbox(layer: Layer, plan: AllocationPlan, hw: Accelerator) -> bool:
         return False
     if not has_nest(layer):
         return True
-    view = core_hardware(hw, [c.name for c in hw.all_cores].index(parts[0].core))
-    return len(layer.inputs) == 1 and lowering_for(layer, dataflow_of(view).lowering) != "im2col"
+    return len(layer.inputs) == 1 and not _lowers(layer, parts[0].core, hw)
+
+
+def _lowers(layer: Layer, core: str, hw: Accelerator) -> bool:
+    """Whether core `core`'s dataflow computes `layer` on its im2col matrix (a systolic array, SCALE-Sim's way)."""
+    view = core_hardware(hw, [c.name for c in hw.all_cores].index(core))
+    return lowering_for(layer, dataflow_of(view).lowering) == "im2col"
 
 
 def input_from(graph: Graph, plan: AllocationPlan, reader: Layer, producer: str) -> int:
