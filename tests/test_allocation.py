@@ -372,3 +372,24 @@ def test_one_part_must_be_the_whole_layer() -> None:
     whole = r"plan.layers.n2: one part computes the whole layer \(4 channels, 16 rows\)"
     with pytest.raises(MappingError, match=whole):
         check_allocation(plan, graph, hw)
+
+
+def test_map_writes_each_cores_mapping_beside_the_allocation_and_replay_reads_them(cli: Any, tmp_path: Path) -> None:
+    out = tmp_path / "alloc.yaml"
+    done = cli("map", "phases_example", "--hw", str(ROOT / "configs" / "quad-eyeriss-mesh.yaml"), "--allocate",
+               "split_rows", "--batch", "2", "--out", str(out))
+    assert done.code == 0, done.err
+    plan = load_plan(out)
+    assert isinstance(plan, AllocationPlan)
+    assert [core for core, _ in plan.mappings] == ["core0", "core1", "core2", "core3"]
+    assert all(Path(path).exists() and Path(path).parent == tmp_path for _, path in plan.mappings)
+    graph, hw = zoo.build("phases_example"), _quad()
+    replayed = check_run(resolve_run(graph, hw, None, str(out)))
+    by_rules = check_run(resolve_run(graph, hw, 2, AllocationRequest("split_rows")))
+    assert replayed.ok and replayed.pipeline is not None and by_rules.pipeline is not None
+    assert replayed.pipeline.simulated_cycles == by_rules.pipeline.simulated_cycles  # the files hold the rules' nests
+    # a nest edited into one that does not fit its part is refused, naming the file: the replay reads them
+    core0 = tmp_path / "alloc.core0.yaml"
+    core0.write_text(core0.read_text().replace("M: 4, C: 1", "M: 5, C: 1", 1))
+    with pytest.raises(MappingError, match=r"plan.mappings: .*alloc.core0.yaml: .*n2@core0"):
+        resolve_run(graph, hw, None, str(out))

@@ -124,11 +124,12 @@ def resolved_run(args: argparse.Namespace, graph: Graph, search: SearchSettings 
 
 
 def run_allocation(args: argparse.Namespace) -> int:
-    """`hwsim map --allocate RULE`: the allocation over a multi-core config's cores, priced, written to --out."""
+    """`hwsim map --allocate RULE`: the allocation over a multi-core config's cores, priced, written to --out with
+    each core's mapping of its parts beside it."""
     from hwsim.cli.allocation_view import allocation_document, print_allocation
     from hwsim.cli.args import allocation_request
-    from hwsim.flows.allocation import closed_allocation
-    from hwsim.mapping.plans import AllocationPlan, save_plan
+    from hwsim.flows.allocation import closed_allocation, save_allocation
+    from hwsim.mapping.plans import AllocationPlan
 
     args.mapping = None
     loaded = load_network(args.network, args.input, args.allow_unknown)
@@ -140,7 +141,7 @@ def run_allocation(args: argparse.Namespace) -> int:
     print_notices(loaded.warnings, spec.notes, args.json)
     assert isinstance(spec.plan, AllocationPlan)
     if args.out:
-        save_plan(spec.plan, args.out)
+        save_allocation(spec.plan, spec.graph, spec.hardware, args.out)
     closed = closed_allocation(spec.graph, spec.hardware, spec.plan)
     if args.json:
         emit_json(allocation_document(spec.plan, closed, args.out, spec.allocation_search))

@@ -250,10 +250,19 @@ class _Entry:
     entry: LayerMapping
 
 
-@functools.lru_cache(maxsize=16)
 def _part_entries(plan: AllocationPlan, graph: Graph, hw: Accelerator) -> tuple[_Entry, ...]:
     """Per part of every layer, in graph order, as mapped (checked: a part that does not fit its core, a band on
-    a core that lowers convolutions to an im2col matrix, is an error)."""
+    a core that lowers convolutions to an im2col matrix, is an error); kept per plan unless the plan reads mapping
+    files (they may change between two reads)."""
+    return _mapped_parts(plan, graph, hw) if plan.mappings else _ruled_parts(plan, graph, hw)
+
+
+@functools.lru_cache(maxsize=16)
+def _ruled_parts(plan: AllocationPlan, graph: Graph, hw: Accelerator) -> tuple[_Entry, ...]:
+    return _mapped_parts(plan, graph, hw)
+
+
+def _mapped_parts(plan: AllocationPlan, graph: Graph, hw: Accelerator) -> tuple[_Entry, ...]:
     cores = {c.name: k for k, c in enumerate(hw.all_cores)}
     inboxes = inbox_words(forwards(plan, graph, hw), len(cores))
     out = []
@@ -269,7 +278,8 @@ def _part_entries(plan: AllocationPlan, graph: Graph, hw: Accelerator) -> tuple[
             elif len(parts) > 1:
                 sub = part_layer(layer, name, part.channels)
             view = mapped_view(hw, core, layer.word_bits, inboxes[core], layer.name)
-            entry = _fitted(sub, view, layer.name, part.core)
+            given = dict(plan.mappings).get(part.core)
+            entry = _fitted(sub, view, layer.name, part.core) if given is None else _given(sub, view, given)
             if part.rows and isinstance(entry, LoopNest) and entry.lowering == "im2col":
                 raise MappingError(f"plan.layers.{layer.name}: core {part.core} lowers it to an im2col matrix, which "
                                    "is not split by rows; split it by channels or give it to one core")
@@ -392,6 +402,18 @@ def input_from(graph: Graph, plan: AllocationPlan, reader: Layer, producer: str)
         if source.name == producer or (not plan.parts(source.name) and producer in producers(graph, plan, source)):
             return i
     raise MappingError(f"{reader.name} reads nothing {producer} produces")
+
+
+def _given(layer: Layer, hw: Accelerator, path: str) -> LayerMapping:
+    """The entry for part `layer` in the mapping file at `path`, checked on its core `hw`."""
+    from hwsim.mapping.nest.format import load_mapping
+
+    try:
+        entry = load_mapping(path).layer(layer.name)
+        check_layer(NetworkMapping("", hw.name, hw.pe_array.dataflow, 1, (entry,)), layer, hw)
+    except MappingError as exc:
+        raise MappingError(f"plan.mappings: {path}: {exc}") from None
+    return entry
 
 
 @functools.lru_cache(maxsize=4096)

@@ -128,7 +128,9 @@ class AllocationPlan:
     output channels divided among them, in order); `images` stream through the cores one after another (a core
     runs its works in image order, so the cores form a pipeline); `rule` says how it was made; `forwarded` names
     the layers whose output tensor is pushed over the links into an inbox in its readers' GLB, where they read it
-    (fusion across cores, `hwsim.mapping.multicore`); every other tensor passes through DRAM."""
+    (fusion across cores, `hwsim.mapping.multicore`); every other tensor passes through DRAM. `mappings` names,
+    per core, a loop-nest mapping file whose entries (named as the parts: `layer`, or `layer@core` for a split
+    one) map that core's parts; a core without one maps its parts by its dataflow's rules."""
 
     mapper: ClassVar[str] = "multicore"
 
@@ -139,6 +141,7 @@ class AllocationPlan:
     rule: str
     layers: tuple[tuple[str, tuple[CorePart, ...]], ...]
     forwarded: tuple[str, ...] = ()
+    mappings: tuple[tuple[str, str], ...] = ()  # (core, hwsim-mapping file of its parts' nests); others: the rules
 
     @property
     def batch(self) -> int:
@@ -151,6 +154,7 @@ class AllocationPlan:
     def data(self) -> dict[str, Any]:
         return {"images": self.images, "rule": self.rule,
                 **({"forwarded": list(self.forwarded)} if self.forwarded else {}),
+                **({"mappings": dict(self.mappings)} if self.mappings else {}),
                 "layers": {name: parts[0].core if len(parts) == 1 else
                            [{"core": p.core, "rows": p.rows} if p.rows else {"core": p.core, "channels": p.channels}
                             for p in parts] for name, parts in self.layers}}
@@ -320,7 +324,10 @@ def _slots(read: _Fields, header: Header, body: dict[str, Any]) -> SlotPlan:
 
 
 def _allocation(read: _Fields, header: Header, body: dict[str, Any]) -> AllocationPlan:
-    read.only("plan", body, {"images", "rule", "forwarded", "layers"})
+    read.only("plan", body, {"images", "rule", "forwarded", "mappings", "layers"})
+    here = Path(read.source).parent
+    mappings = tuple((str(core), str(here / read.text(f"plan.mappings.{core}", path)))
+                     for core, path in read.mapping("plan.mappings", body.get("mappings", {})).items())
     layers: list[tuple[str, tuple[CorePart, ...]]] = []
     for name, given in read.mapping("plan.layers", body.get("layers")).items():
         where = f"plan.layers.{name}"
@@ -344,7 +351,8 @@ def _allocation(read: _Fields, header: Header, body: dict[str, Any]) -> Allocati
     return AllocationPlan(*header, images=read.integer("plan.images", body.get("images", 1)),
                           rule=read.text("plan.rule", body.get("rule", "given")), layers=tuple(layers),
                           forwarded=tuple(read.text(f"plan.forwarded[{i}]", name) for i, name in
-                                          enumerate(read.listed("plan.forwarded", body.get("forwarded", [])))))
+                                          enumerate(read.listed("plan.forwarded", body.get("forwarded", [])))),
+                          mappings=mappings)
 
 
 class _Fields(DocumentReader):
