@@ -106,6 +106,13 @@ def test_a_broken_allocation_file_exits_2_with_one_line(tmp_path: Path) -> None:
     assert "Traceback" not in done.stderr
 
 
+def _image_work(core: int, image: int, rows: np.ndarray, after: tuple[int, ...]) -> Work:
+    """Image `image` of a hand-written work on core `core` (named after phases_example's layer `core` + 1)."""
+    layer = zoo.build("phases_example").layers[1 + core]
+    named = layer.__class__(**{**layer.__dict__, "name": f"{layer.name}#{image}"})
+    return Work(named, WorkInfo(), lambda: iter([rows]), core=core, after=after, word_bits=16)
+
+
 def test_two_stages_pipeline_by_hand(tmp_path: Path) -> None:
     # Stage 0 on `left` (core 0): a 160-MAC pass on 16 PEs, 10 cycles per image; stage 1 on `right`: 240 MACs,
     # 15 cycles, after stage 0 of the same image. Two images, in schedule order image after image:
@@ -113,17 +120,10 @@ def test_two_stages_pipeline_by_hand(tmp_path: Path) -> None:
     #   right: #0 waits for left #0, [10, 25); #1 waits for left #1 (ended 20) and right #0 (ended 25): [25, 40).
     # Right waits 10 cycles before its first work and never again (busy 30); left is busy 20 and idle 20.
     hw = parse_config(TWO_CORES, "two-cores.yaml")
-    layers = zoo.build("phases_example").layers[1:3]
-
-    def work(core: int, macs: int, after: tuple[int, ...]) -> Work:
-        return Work(layers[core], WorkInfo(), lambda: iter([steps(_pass(core, macs))]), core=core, after=after,
-                    word_bits=16)
-
-    works = (work(0, 160, ()), work(1, 240, (0,)), work(0, 160, ()), work(1, 240, (2,)))
-    renamed = tuple(w.__class__(**{**w.__dict__, "layer": w.layer.__class__(**{**w.layer.__dict__,
-                                                                                  "name": f"{w.layer.name}#{k // 2}"})})
-                    for k, w in enumerate(works))
-    result = simulate_to_trace(Schedule("hand", hw.name, "hand", 2, renamed), hw, tmp_path / "p.h5")
+    left, right = steps(_pass(0, 160)), steps(_pass(1, 240))
+    works = (_image_work(0, 0, left, ()), _image_work(1, 0, right, (0,)), _image_work(0, 1, left, ()),
+             _image_work(1, 1, right, (2,)))
+    result = simulate_to_trace(Schedule("hand", hw.name, "hand", 2, works), hw, tmp_path / "p.h5")
     assert [(r.start_cycle, r.end_cycle) for r in result.layers] == [(0, 10), (10, 25), (10, 20), (25, 40)]
     left, right = core_timelines(result, hw)
     assert (left.busy_cycles, left.waiting_cycles, left.idle_cycles) == (20, 0, 20)
@@ -210,18 +210,14 @@ def test_two_stages_over_one_link_by_hand(tmp_path: Path) -> None:
     # The link carries 2 x 40 = 80 words; right waits 26 + (52 - 31) = 47 cycles for left, is busy 10; left is
     # busy 52 and idle the last 5.
     hw = parse_config(TWO_CORES, "two-cores.yaml")
-    layers = zoo.build("phases_example").layers[1:3]
     push = {"kind": 0, "operand": 3, "src": 2, "dst": 2, "words": 40, "coded_words": 40, "src_core": 0,
             "dst_core": 1}
-
-    def work(k: int, image: int, rows: np.ndarray, after: tuple[int, ...]) -> Work:
-        layer = layers[k].__class__(**{**layers[k].__dict__, "name": f"{layers[k].name}#{image}"})
-        return Work(layer, WorkInfo(), lambda: iter([rows]), core=k, after=after, word_bits=16)
 
     from hwsim.vocab import Level, Operand, StepKind
     assert (push["kind"], push["operand"], push["src"]) == (StepKind.TRANSFER, Operand.OFMAP, Level.GLB)
     left, right = steps(_pass(0, 160), push), steps(_pass(1, 80))
-    works = (work(0, 0, left, ()), work(1, 0, right, (0,)), work(0, 1, left, ()), work(1, 1, right, (2,)))
+    works = (_image_work(0, 0, left, ()), _image_work(1, 0, right, (0,)), _image_work(0, 1, left, ()),
+             _image_work(1, 1, right, (2,)))
     result = simulate_to_trace(Schedule("hand", hw.name, "hand", 2, works), hw, tmp_path / "l.h5")
     assert [(r.start_cycle, r.end_cycle) for r in result.layers] == [(0, 26), (26, 31), (26, 52), (52, 57)]
     lc, rc = core_timelines(result, hw)
