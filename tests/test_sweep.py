@@ -373,6 +373,16 @@ def test_dask_without_a_scheduler_starts_and_closes_a_local_cluster(cli, tmp_pat
         while not running.wait(0.02):
             peak[0] = max(peak[0], len(_worker_processes() - before))
 
+    import dask.distributed
+
+    asked: list[int] = []  # the workers each LocalCluster was started with
+
+    class CountedCluster(dask.distributed.LocalCluster):
+        def __init__(self, *, n_workers: int, **options: object) -> None:
+            asked.append(n_workers)
+            super().__init__(n_workers=n_workers, **options)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(dask.distributed, "LocalCluster", CountedCluster)
     watcher = threading.Thread(target=watch)
     watcher.start()
     try:
@@ -383,7 +393,11 @@ def test_dask_without_a_scheduler_starts_and_closes_a_local_cluster(cli, tmp_pat
     assert result.code == 0, result.err
     assert len(result.json()["evaluated"]) == 64 and result.json()["executor"] == executors.LOCAL_CLUSTER
     _assert_same_table(tmp_path / "dask", tmp_path / "one")
-    assert peak[0] == min(len(os.sched_getaffinity(0)), 64)  # one worker process per CPU, at most one per point
+    expected = min(len(os.sched_getaffinity(0)), 64)  # one worker process per CPU, at most one per point
+    assert asked == [expected]
+    # that many processes ran at once (a loaded machine may restart a worker while the one it replaces is still
+    # exiting, so the sampled peak may hold one more, never fewer)
+    assert peak[0] >= expected
     assert _gone(before)  # all of them closed with the sweep
 
 
