@@ -20,15 +20,17 @@ import hwsim.sim.run
 import hwsim.trace
 from hwsim.analytic.multicore import pipeline_bound
 from hwsim.check.validate import validate_trace
-from hwsim.flows.check import check_run
+from hwsim.flows.check import check_allocated, check_run
 from hwsim.flows.cores import core_timelines
 from hwsim.flows.inputs import as_hardware
 from hwsim.flows.run import resolve_run
+from hwsim.flows.simulate import simulate_run
 from hwsim.hardware.loader import parse_config
 from hwsim.mapping.multicore import (
     allocate,
     balanced_stages,
     check_allocation,
+    forwards,
     multicore_schedule,
     row_band,
     split_parts,
@@ -231,9 +233,10 @@ def test_two_stages_over_one_link_by_hand(tmp_path: Path) -> None:
 
 
 def test_fused_stages_forward_over_the_mesh_and_agree_with_the_closed_form() -> None:
-    # phases_example fused on the quad mesh: n2 on core2, n3 and n4 on core3 (stages by MACs); n2's output, read
-    # only by n3 on another core, is pushed into core3's GLB: 4 x 16 x 16 = 1,024 words per image over the one
-    # link h23, three images: 3,072 link words, and no n2 ofmap nor n3 ifmap word in DRAM.
+    # phases_example fused on the quad mesh: n2 on core2, n3 and n4 on core3 (stages by MACs); n2's 16 output
+    # rows are fewer than two bands as tall as Eyeriss's 14 columns, so no layer is cut into tiles. n2's output,
+    # read only by n3 on another core, is pushed into core3's GLB: 4 x 16 x 16 = 1,024 words per image over the
+    # one link h23, three images: 3,072 link words, and no n2 ofmap nor n3 ifmap word in DRAM.
     graph, hw = zoo.build("phases_example"), _quad()
     spec = resolve_run(graph, hw, 3, AllocationRequest("fused"))
     assert isinstance(spec.plan, AllocationPlan) and spec.plan.forwarded == ("n2",)
@@ -246,6 +249,107 @@ def test_fused_stages_forward_over_the_mesh_and_agree_with_the_closed_form() -> 
     assert counts.get(("n2#1", "dram", "ofmap", "update"), 0) == 0 and counts.get(("n3#1", "dram", "ifmap", "read"),
                                                                                    0) == 0
     assert counts[("n2#1", "glb", "ofmap", "fill")] == 1024
+
+
+def _tiled_plan(images: int, forwarded: tuple[str, ...] = ("n2",)) -> AllocationPlan:
+    """phases_example with n2 in 4 tiles of 4 rows on core2 and n3 in 4 tiles of 1 row on core3."""
+    return AllocationPlan("phases_example", "quad-eyeriss-mesh", (1, 32, 32), images, "given",
+                          (("n2", (CorePart("core2", 0, 4),) * 4), ("n3", (CorePart("core3", 0, 1),) * 4),
+                           ("n4", (CorePart("core3", 0),))), forwarded)
+
+
+def test_tiles_forwarded_into_a_line_buffer_by_hand(tmp_path: Path) -> None:
+    # n3 (kernel 5, stride 3, padding -1: output row r reads input rows 3r + 1 .. 3r + 5) in 4 one-row tiles
+    # reads n2's 4 tiles of 4 rows (rows 0-3, 4-7, 8-11, 12-15): its row 0 reads rows 1-5 (n2's tiles 0, 1),
+    # row 1 rows 4-8 (tiles 1, 2), row 2 rows 7-11 (tiles 1, 2), row 3 rows 10-14 (tiles 2, 3).
+    # Line buffer: per n3 tile, from its first input row to the end of the n2 tile completing its last:
+    # 8 - 1 = 7, 12 - 4 = 8, 12 - 7 = 5, 16 - 10 = 6 rows; the most, 8, plus one n2 tile (4) = 12 of the 16 rows,
+    # 4 channels x 12 rows x 16 = 768 words in core3's GLB. n2's last tile writes rows 12-15 into the slots of
+    # rows 0-3, which n3's first tile (rows 1-5) reads: it waits for it.
+    graph, hw = zoo.build("phases_example"), _quad()
+    plan = _tiled_plan(2)
+    check_allocation(plan, graph, hw)
+    (sent,) = forwards(plan, graph, hw)
+    assert (sent.rows, sent.ring_rows, sent.inbox_words) == (16, 12, 768)
+    schedule = multicore_schedule(plan, graph, hw)
+    names = [w.name for w in schedule.layers]
+    # listed depth first: each n3 tile right after the last n2 tile it reads
+    assert names[:9] == ["n2@core2.t0#0", "n2@core2.t1#0", "n3@core3.t0#0", "n2@core2.t2#0", "n3@core3.t1#0",
+                         "n3@core3.t2#0", "n2@core2.t3#0", "n3@core3.t3#0", "n4#0"]
+    waits = {w.name: {names[j] for j in w.after or ()} for w in schedule.layers}
+    assert waits["n3@core3.t0#0"] == {"n2@core2.t0#0", "n2@core2.t1#0"}
+    assert waits["n3@core3.t1#0"] == waits["n3@core3.t2#0"] == {"n2@core2.t1#0", "n2@core2.t2#0"}
+    assert waits["n3@core3.t3#0"] == {"n2@core2.t2#0", "n2@core2.t3#0"}
+    assert waits["n2@core2.t3#0"] == {"n3@core3.t0#0"}  # its line-buffer slots
+    assert waits["n4#0"] == {f"n3@core3.t{t}#0" for t in range(4)}
+    assert waits["n2@core2.t0#1"] == {f"n3@core3.t{t}#0" for t in range(4)}  # the next image's buffer
+    result = simulate_run(resolve_run(graph, hw, 2, plan), tmp_path / "t.h5")
+    report = check_allocated(result)
+    assert report.ok and report.pipeline is not None
+    assert report.pipeline.link_words_closed == report.pipeline.link_words_simulated == 2 * 1024
+    counts = {(r.layer, r.level, r.operand, r.access): r.simulated for l in report.layers for r in l.counts}
+    assert all(counts[(f"n2@core2.t{t}#1", "glb", "ofmap", "fill")] == 4 * 4 * 16 for t in range(4))
+    run = {r.name: (r.start_cycle, r.end_cycle) for r in result.result.layers}
+    # n3's first tile runs as soon as n2's second tile is in, while n2 computes its third
+    assert run["n3@core3.t0#0"][0] >= run["n2@core2.t1#0"][1] and run["n3@core3.t0#0"][0] < run["n2@core2.t2#0"][1]
+    assert run["n2@core2.t3#0"][0] >= run["n3@core3.t0#0"][1]
+    with hwsim.trace.open(tmp_path / "t.h5") as trace:  # every word the line buffer received lies inside it
+        glb = trace.select("glb")
+        core3 = [k for k, n in enumerate(trace.unit_names) if n == "core3.glb"]
+        pushed = glb[(glb["unit"] == core3[0]) & np.isin(glb["layer"], [names.index(f"n2@core2.t{t}#0")
+                                                                         for t in range(4)])]
+        assert len(pushed) and pushed["words"].sum() == 1024
+        assert (pushed["address"] >= sent.inbox_word).all()
+        assert (pushed["address"] + pushed["words"] <= sent.inbox_word + 768).all()
+
+
+def test_a_consumer_tile_started_one_tile_early_is_caught(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Deliberate bug: n3's second tile (input rows 4-8) runs without waiting for n2's third tile (rows 8-11), as
+    # if it read rows 4-7 only; the trace declares the schedule's true edges. The validator, from the trace
+    # alone, finds its records before the tile it waits for ended.
+    graph, hw = zoo.build("phases_example"), _quad()
+    honest = multicore_schedule(_tiled_plan(1), graph, hw)
+    names = [w.name for w in honest.layers]
+    early_after = tuple(j for j in honest.layers[names.index("n3@core3.t1")].after or ()
+                        if names[j] != "n2@core2.t2")
+    early = Schedule(honest.network, honest.hardware, honest.mapper, 1,
+                     tuple(w.__class__(**{**w.__dict__, "after": early_after}) if w.name == "n3@core3.t1" else w
+                           for w in honest.layers))
+    declared = hwsim.sim.run.trace_attrs
+    monkeypatch.setattr(hwsim.sim.run, "trace_attrs", lambda schedule, *rest: declared(honest, *rest))
+    result = simulate_to_trace(early, hw, tmp_path / "early.h5")
+    run = {r.name: r.start_cycle for r in result.layers}
+    assert run["n3@core3.t1"] < run["n2@core2.t3"]  # it did run early, before n2's third tile ended
+    with hwsim.trace.open(tmp_path / "early.h5") as trace:
+        v = validate_trace(trace)
+    broken = {r.rule for r in v.rules if r.violations}  # its DRAM loads, too, came before they could be asked
+    assert not v.ok and "dependencies" in broken and broken <= {"dependencies", "dram_latency"}, v
+    monkeypatch.undo()
+    simulate_to_trace(honest, hw, tmp_path / "honest.h5")
+    with hwsim.trace.open(tmp_path / "honest.h5") as trace:
+        assert validate_trace(trace).ok
+
+
+def test_a_tile_waiting_without_its_last_halo_row_is_caught(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Deliberate bug in the mapper: a tile of n3 waits for the n2 tiles holding its input rows but its last (the
+    # schedule's edges, the trace's declared graph and the order all agree with the bug). n3's second tile
+    # (input rows 4-8) then waits for n2's tile 1 only and reads row 8 before n2's tile 2 pushed it: the
+    # validator's inbox rule sees a read of pushed words that first arrive later.
+    import hwsim.mapping.multicore as multicore
+
+    def one_row_short(graph: Any, reader: Any, producer: Any) -> bool:
+        if reader.layer.out_shape.h == reader.whole.out_shape.h:
+            return True
+        low, high = reader.first_input_row, reader.first_input_row + reader.layer.in_shape.h - 1
+        return bool(producer.first_row < high and low < producer.first_row + producer.layer.out_shape.h)
+
+    monkeypatch.setattr(multicore, "reads_rows_of", one_row_short)
+    report = check_run(resolve_run(zoo.build("phases_example"), _quad(), 1, _tiled_plan(1)))
+    assert report.validation is not None and not report.ok
+    broken = [r for r in report.validation.rules if r.violations]
+    assert [r.rule for r in broken] == ["dependencies"] and "before they first arrived" in broken[0].examples[0]
+    monkeypatch.undo()
+    assert check_run(resolve_run(zoo.build("phases_example"), _quad(), 1, _tiled_plan(1))).ok
 
 
 def test_a_link_at_twice_its_width_is_caught(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -299,7 +403,6 @@ def test_the_perfetto_export_has_a_process_per_core(tmp_path: Path) -> None:
     from hwsim.metrics.perfetto import write_perfetto
 
     spec = resolve_run(zoo.build("phases_example"), _quad(), 2, AllocationRequest("fused"))
-    from hwsim.flows.simulate import simulate_run
     sim = simulate_run(spec, tmp_path / "f.h5")
     out = tmp_path / "f.json"
     with hwsim.trace.open(tmp_path / "f.h5") as trace, out.open("w") as f:

@@ -15,15 +15,17 @@ transfers leave the address check, and their latency bound and energy are those 
 The pipeline bound is a lower bound of the simulated latency, the largest of:
 
 - the longest chain of works, each at its own latency bound, along the edges a run cannot break: a work waits
-  for the works producing what it reads (through layers without steps), and a core runs its works one at a
-  time, image after image in layer order — the pipeline's fill, its steady state set by the slowest stage and
-  its drain, all in one longest path;
+  for the works producing what it reads (through layers without steps; a band of rows reading its producer
+  directly, for the producer's bands holding the input rows its windows reach, derived here from the band's
+  geometry), and a core runs its works one at a time, image after image in layer order, a layer's parts in plan
+  order — the pipeline's fill, its steady state set by the slowest stage and its drain, all in one longest path;
 - the shared DRAM: every work's DRAM bytes over the DRAM's peak bandwidth (the cores share its channels).
 """
 
 from __future__ import annotations
 
 import math
+from collections import Counter
 from dataclasses import dataclass, replace
 
 from hwsim.analytic.estimate import LayerEstimate, NetworkEstimate, estimate_layer, latency_bound, layer_energy
@@ -152,26 +154,26 @@ def estimate_allocation(graph: Graph, hw: Accelerator, plan: AllocationPlan, par
     priced = [(part, *_priced(graph.layer(part.layer), part, hw)) for part in parts]
     link_words = 0
     for f in sent:
-        k = next(i for i, (part, _, _) in enumerate(priced) if part.layer == f.producer)
-        part, e, offsets = priced[k]
-        moved = int(e.counts.transfers[Level.DRAM, Operand.OFMAP, Access.UPDATE])
-        priced[k] = (part, _moved(e, hw, part.core, (Level.DRAM, Operand.OFMAP, Access.UPDATE),
-                                  (Level.GLB, Operand.OFMAP, Access.FILL)), _without(offsets, ("ofmap", "update")))
-        link_words += moved * hops(hw, part.core, f.core) * plan.images
-        for reader in f.consumers:
-            j = next(i for i, (p, _, _) in enumerate(priced) if p.layer == reader)
+        for k in (i for i, (part, _, _) in enumerate(priced) if part.layer == f.producer):  # each of its tiles
+            part, e, offsets = priced[k]
+            moved = int(e.counts.transfers[Level.DRAM, Operand.OFMAP, Access.UPDATE])
+            priced[k] = (part, _moved(e, hw, part.core, (Level.DRAM, Operand.OFMAP, Access.UPDATE),
+                                      (Level.GLB, Operand.OFMAP, Access.FILL)), _without(offsets, ("ofmap", "update")))
+            link_words += moved * hops(hw, part.core, f.core) * plan.images
+        for j in (i for i, (p, _, _) in enumerate(priced) if p.layer in f.consumers):
             part, e, offsets = priced[j]
             whole = isinstance(part.entry, LoopNest)  # a nest reads only it; a streamed layer reads it whole
             priced[j] = (part, _moved(e, hw, part.core, (Level.DRAM, Operand.IFMAP, Access.READ),
                                       (Level.GLB, Operand.IFMAP, Access.READ), None if whole else f.words),
                          _without(offsets, ("ifmap", "read")))
     split = {p.layer for p in parts if p.channels or p.rows}
+    tiles = _tiles(parts)
     works: list[LayerEstimate] = []
     on: list[int] = []
     addresses: dict[str, AddressSums] = {}
     for image in range(plan.images):
-        for part, e, offsets in priced:
-            name = work_name(part.layer, cores[part.core].name, part.layer in split, image, plan.images)
+        for k, (part, e, offsets) in enumerate(priced):
+            name = work_name(part.layer, cores[part.core].name, part.layer in split, image, plan.images, tiles[k])
             works.append(replace(e, layer=replace(e.layer, name=name)))
             on.append(part.core)
             if offsets is not None:
@@ -179,6 +181,30 @@ def estimate_allocation(graph: Graph, hw: Accelerator, plan: AllocationPlan, par
     estimate = NetworkEstimate(graph.name, hw.name, plan.images, hw.clock_hz, tuple(works))
     return AllocationEstimate(estimate, tuple(on), addresses, pipeline_bound(graph, hw, plan, parts, works, on),
                               link_words)
+
+
+def _tiles(parts: tuple[PartMapping, ...]) -> list[int | None]:
+    """Per part, its index among its layer's parts on its core when that core computes several (its tile)."""
+    count = Counter((p.layer, p.core) for p in parts)
+    seen: Counter[tuple[str, int]] = Counter()
+    out: list[int | None] = []
+    for p in parts:
+        out.append(seen[p.layer, p.core] if count[p.layer, p.core] > 1 else None)
+        seen[p.layer, p.core] += 1
+    return out
+
+
+def _reads(graph: Graph, reader: PartMapping, producer: PartMapping) -> bool:
+    """Whether part `reader` reads what part `producer` writes: a band of rows that reads its producer's output
+    directly reads the input rows of its band (`_band`), so only a band of the producer meeting them; any other
+    part reads all of it (through a layer without steps, its rows are not the producer's)."""
+    if not reader.rows or not producer.rows:
+        return True
+    layer = graph.layer(reader.layer)
+    if producer.layer not in {graph.producer(t).name for t in layer.inputs}:
+        return True
+    band, low = _band(layer, reader.first_row, reader.rows)
+    return producer.first_row < low + band.in_shape.h and low < producer.first_row + producer.rows
 
 
 def _moved(e: LayerEstimate, hw: Accelerator, core: int, source: tuple[Level, Operand, Access],
@@ -228,7 +254,8 @@ def pipeline_bound(graph: Graph, hw: Accelerator, plan: AllocationPlan, parts: t
     for k, e in enumerate(works):
         image, index = divmod(k, per_image)
         sources = _producers(graph, allocated, graph.layer(parts[index].layer))
-        ready = [finish[image * per_image + j] for source in sources for j in first_of[source]]
+        ready = [finish[image * per_image + j] for source in sources for j in first_of[source]
+                 if _reads(graph, parts[index], parts[j])]
         if on[k] in last_on_core:
             ready.append(finish[last_on_core[on[k]]])
         finish[k] = max(ready, default=0) + e.latency.bound_cycles

@@ -38,6 +38,7 @@ shared with its neighbours read twice),
 from __future__ import annotations
 
 import functools
+import itertools
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 
@@ -51,13 +52,14 @@ from hwsim.mapping.layout import DramLayout, dram_layout
 from hwsim.mapping.mapper import NO_STEPS, check_layer, layer_mapping
 from hwsim.mapping.nest.format import LayerMapping, LoopNest, MappingError, NetworkMapping
 from hwsim.mapping.nest.problem import has_nest, lowering_for, nest_problem
-from hwsim.mapping.plans import AllocationPlan, CorePart, Forward, PartMapping, work_name
+from hwsim.mapping.plans import AllocationPlan, CorePart, Forward, PartMapping, part_tiles, work_name
 from hwsim.mapping.schedule import Schedule, buffer_steps, on_core
 from hwsim.sparsity.codec import Links
 from hwsim.vocab import Level, Operand, StepKind
 from hwsim.workload.ir import Graph, Layer, LayerKind
 
 ALLOCATION_RULES = ("round_robin", "stages", "split", "split_rows", "fused")
+FUSED_TILES = 4  # bands of rows the `fused` rule cuts a layer at a boundary between cores into, at most
 
 
 @dataclass(frozen=True)
@@ -74,6 +76,7 @@ class WorkPart:
     entry: LayerMapping
     first_row: int = 0  # a part of output rows: its first output row, and its band's first input row
     first_input_row: int = 0
+    tile: int | None = None  # its index among the bands of the layer its core computes, when it has several
 
 
 def splittable(layer: Layer) -> bool:
@@ -136,7 +139,70 @@ def allocate(graph: Graph, hw: Accelerator, images: int, rule: str) -> Allocatio
         chosen = [(l.name, row_parts(l, [names[k] for k in direct], [lanes[k] for k in direct])
                    if row_splittable(l) and len(direct) > 1 else (CorePart(names[widest], 0),)) for l in layers]
     plan = AllocationPlan(graph.name, hw.name, _input_shape(graph), images, rule, tuple(chosen))
-    return replace(plan, forwarded=fused_forwards(plan, graph, hw)) if rule == "fused" else plan
+    if rule != "fused":
+        return plan
+    plan = line_buffer_tiles(boundary_tiles(plan, graph, hw), graph, hw)
+    return replace(plan, forwarded=fused_forwards(plan, graph, hw))
+
+
+def boundary_tiles(plan: AllocationPlan, graph: Graph, hw: Accelerator) -> AllocationPlan:
+    """`plan` with every layer at a boundary between cores (whose output a layer on another core reads, or that
+    reads one from another core) cut into bands of rows on its core, where it can be split by rows and its core
+    computes it directly: a consumer's tile then starts once the rows it reads are there. At most `FUSED_TILES`
+    bands, each at least as many rows as its core's PE array has columns (a row-stationary array maps output
+    rows across its columns: a shorter band leaves columns idle)."""
+    home = {name: {p.core for p in parts} for name, parts in plan.layers}
+    edge: set[str] = set()
+    for layer in graph:
+        for source in producers(graph, plan, layer) if plan.parts(layer.name) else ():
+            if home[source] != home[layer.name]:
+                edge |= {source, layer.name}
+    layers = []
+    for name, given in plan.layers:
+        layer, parts = graph.layer(name), given
+        if name in edge and len(parts) == 1 and row_splittable(layer) and not _lowers(layer, parts[0].core, hw):
+            core = [c.name for c in hw.all_cores].index(parts[0].core)
+            tall = max(1, layer.out_shape.h // core_hardware(hw, core).pe_array.cols)
+            rows = shares(layer.out_shape.h, [1] * min(FUSED_TILES, tall))
+            parts = tuple(CorePart(parts[0].core, 0, r) for r in rows) if len(rows) > 1 else parts
+        layers.append((name, parts))
+    return replace(plan, layers=tuple(layers))
+
+
+def line_buffer_tiles(plan: AllocationPlan, graph: Graph, hw: Accelerator) -> AllocationPlan:
+    """`plan` with each producer (in graph order) whose readers, all on one other core, read it in tiles re-cut
+    depth first: each producer tile ends where a reader tile's input rows end (it computes the rows that tile
+    still needs), so its line buffer holds a reader tile's input rows and one producer tile; a producer and
+    readers once re-cut stay so. (Shorter tiles would shrink the line buffer further, but cost a row-stationary
+    array its columns and fetch the filters once more per tile: ResNet-18 on quad-eyeriss-mesh in 2-row tiles
+    ran 1.44x longer and moved 18 % more DRAM bytes than its stages; a plan can still give them.)"""
+    readers, fixed = _readers(graph, plan), set[str]()
+    for layer in graph:
+        found = readers.get(layer.name, [])
+        names = {layer.name, *(r.name for r in found)}
+        if (not found or names & fixed or any(len(plan.parts(r.name)) == 1 for r in found)
+                or not row_splittable(layer) or forward_problem(layer, found, plan, graph, hw)):
+            continue
+        plan, fixed = _aligned(plan, layer, found, len(plan.parts(found[0].name))), fixed | names
+    return plan
+
+
+def _aligned(plan: AllocationPlan, producer: Layer, readers: list[Layer], tiles: int) -> AllocationPlan:
+    """`plan` with `readers` in `tiles` bands of rows each, on their core, and `producer` in tiles ending where
+    the readers' tiles' input rows end (a tile that would be empty left out)."""
+    cut: dict[str, tuple[CorePart, ...]] = {}
+    ends = [0] * tiles
+    for reader in readers:
+        core, row = plan.parts(reader.name)[0].core, 0
+        cut[reader.name] = tuple(CorePart(core, 0, r) for r in shares(reader.out_shape.h, [1] * tiles))
+        for t, part in enumerate(cut[reader.name]):
+            band, low = row_band(reader, reader.name, row, part.rows)
+            ends[t] = max(ends[t], min(producer.out_shape.h, low + band.in_shape.h))
+            row += part.rows
+    bounds = sorted({0, *ends, producer.out_shape.h})
+    core = plan.parts(producer.name)[0].core
+    cut[producer.name] = tuple(CorePart(core, 0, b - a) for a, b in itertools.pairwise(bounds))
+    return replace(plan, layers=tuple((n, cut.get(n, parts)) for n, parts in plan.layers))
 
 
 def _input_shape(graph: Graph) -> tuple[int, int, int]:
@@ -219,10 +285,10 @@ def check_allocation(plan: AllocationPlan, graph: Graph, hw: Accelerator) -> Non
                 raise MappingError(f"plan.layers.{name}: a {layer.kind.value} layer is not split by output rows "
                                    "(only 2-D convolutions are), or its parts mix rows and channels; give it one "
                                    "core, or split it by channels")
-            if sum(p.rows for p in parts) != layer.out_shape.h or len({p.core for p in parts}) < len(parts):
+            if sum(p.rows for p in parts) != layer.out_shape.h:
                 raise MappingError(f"plan.layers.{name}: the parts' rows add up to {sum(p.rows for p in parts)} "
-                                   f"over {len(parts)} parts; give each core once, the rows adding up to the "
-                                   f"layer's {layer.out_shape.h}")
+                                   f"over {len(parts)} parts; make them add up to the layer's {layer.out_shape.h} "
+                                   "(a core may take several bands, its tiles)")
         elif len(parts) > 1:
             layer = graph.layer(name)
             if not splittable(layer):
@@ -248,6 +314,7 @@ class _Entry:
     first_row: int
     first_input_row: int
     entry: LayerMapping
+    tile: int | None
 
 
 def _part_entries(plan: AllocationPlan, graph: Graph, hw: Accelerator) -> tuple[_Entry, ...]:
@@ -269,9 +336,9 @@ def _mapped_parts(plan: AllocationPlan, graph: Graph, hw: Accelerator) -> tuple[
     for layer in graph:
         parts = plan.parts(layer.name)
         channel = row = 0
-        for part in parts:
+        for part, tile in zip(parts, part_tiles(parts), strict=True):
             core = cores[part.core]
-            name = work_name(layer.name, part.core, len(parts) > 1, 0, 1)
+            name = work_name(layer.name, part.core, len(parts) > 1, 0, 1, tile)
             sub, input_row = layer, 0
             if part.rows and len(parts) > 1:
                 sub, input_row = row_band(layer, name, row, part.rows)
@@ -283,7 +350,7 @@ def _mapped_parts(plan: AllocationPlan, graph: Graph, hw: Accelerator) -> tuple[
             if part.rows and isinstance(entry, LoopNest) and entry.lowering == "im2col":
                 raise MappingError(f"plan.layers.{layer.name}: core {part.core} lowers it to an im2col matrix, which "
                                    "is not split by rows; split it by channels or give it to one core")
-            out.append(_Entry(layer, sub, core, channel, row, input_row, entry))
+            out.append(_Entry(layer, sub, core, channel, row, input_row, entry, tile))
             channel, row = channel + part.channels, row + part.rows
     return tuple(out)
 
@@ -292,7 +359,7 @@ def inbox_words(sent: tuple[Forward, ...], cores: int) -> list[int]:
     """Per core, the words of the inboxes at the top of its GLB."""
     words = [0] * cores
     for f in sent:
-        words[f.core] += f.words
+        words[f.core] += f.inbox_words
     return words
 
 
@@ -306,7 +373,7 @@ def mapped_view(hw: Accelerator, core: int, word_bits: int | None, inbox: int, w
     if left - glb.filter_bytes < view.word_bytes:
         raise MappingError(f"plan.layers.{where}: core {hw.all_cores[core].name}'s GLB ({glb.size_bytes // 1024} KiB, "
                            f"{glb.filter_bytes // 1024} KiB of it for filters) cannot hold the tensors forwarded to "
-                           f"it ({inbox * view.word_bytes // 1024} KiB of inboxes, one image each); allocate their "
+                           f"it ({inbox * view.word_bytes // 1024} KiB of inboxes); allocate their "
                            "readers to a core with a larger GLB, or take them out of plan.forwarded")
     return replace(view, glb=replace(glb, size_bytes=left))
 
@@ -327,15 +394,15 @@ def forward_problem(layer: Layer, readers: list[Layer], plan: AllocationPlan, gr
     parts = plan.parts(layer.name)
     if Links.of(hw).levels or _word_bytes(graph, hw) is not None:
         return "a run with DRAM compression or several words forwards nothing"
-    if len(parts) != 1:
-        return "its producer is split over cores (forward only a whole layer's output)"
+    if len({p.core for p in parts}) != 1:
+        return "its producer is split over cores (forward the output of a layer one core computes, whole or in tiles)"
     if has_nest(layer) and _lowers(layer, parts[0].core, hw):
         return "its producer's core computes it as an im2col matrix, its outputs leaving the array for DRAM"
     homes = {p.core for r in readers for p in plan.parts(r.name)}
     if not readers or len(homes) != 1 or parts[0].core in homes:
         return "its readers do not all run on one other core"
     if not all(_reads_inbox(r, plan, hw) for r in readers):
-        return "a reader is split, or a loop nest reading an im2col matrix or several tensors"
+        return "a reader is split over cores, or a loop nest reading an im2col matrix or several tensors"
     return ""
 
 
@@ -354,10 +421,35 @@ def forwards(plan: AllocationPlan, graph: Graph, hw: Accelerator) -> tuple[Forwa
         problem = forward_problem(layer, found, plan, graph, hw)
         if problem:
             raise MappingError(f"plan.forwarded[{i}]: {name}'s output cannot be forwarded: {problem}; remove it")
-        core = cores[plan.parts(found[0].name)[0].core]
-        top[core] -= layer.out_shape.elements
-        out.append(Forward(name, tuple(r.name for r in found), core, top[core], layer.out_shape.elements))
+        core, rows = cores[plan.parts(found[0].name)[0].core], layer.out_shape.h * layer.out_shape.d
+        ring = inbox_rows(layer, found, plan, graph)
+        top[core] -= layer.out_shape.elements // rows * ring
+        out.append(Forward(name, tuple(r.name for r in found), core, top[core], layer.out_shape.elements,
+                           layer.out_shape.c, rows, ring))
     return tuple(out)
+
+
+def inbox_rows(layer: Layer, readers: list[Layer], plan: AllocationPlan, graph: Graph) -> int:
+    """Rows per channel of `layer`'s output its inbox holds at once: all of them when a reader reads it whole
+    (or through a layer without steps); else a line buffer, as the depth-first and CSDF seeds size one: for
+    every reader tile, the rows from its first input row to the end of the producer tile that completes its
+    last, plus one producer tile more (so the producer computes its next tile while the reader reads)."""
+    height = layer.out_shape.h * layer.out_shape.d
+    ends = np.cumsum([p.rows or height for p in plan.parts(layer.name)]).tolist()
+    step = max(b - a for a, b in zip([0, *ends[:-1]], ends, strict=True))
+    spans = []
+    for reader in readers:
+        parts = plan.parts(reader.name)
+        direct = any(graph.producer(t).name == layer.name for t in reader.inputs)
+        if len(parts) == 1 or not direct or layer.out_shape.d != 1:
+            return height
+        row = 0
+        for p in parts:
+            band, low = row_band(reader, reader.name, row, p.rows)
+            high = low + band.in_shape.h
+            spans.append(next(e for e in ends if e >= high) - low)
+            row += p.rows
+    return int(min(height, max(spans) + step))
 
 
 def fused_forwards(plan: AllocationPlan, graph: Graph, hw: Accelerator) -> tuple[str, ...]:
@@ -371,7 +463,9 @@ def fused_forwards(plan: AllocationPlan, graph: Graph, hw: Accelerator) -> tuple
         found = readers.get(layer.name, [])
         if not plan.parts(layer.name) or forward_problem(layer, found, plan, graph, hw):
             continue
-        core, size = cores[plan.parts(found[0].name)[0].core], layer.out_shape.elements * hw.word_bytes
+        ring = inbox_rows(layer, found, plan, graph)
+        core = cores[plan.parts(found[0].name)[0].core]
+        size = layer.out_shape.elements // (layer.out_shape.h * layer.out_shape.d) * ring * hw.word_bytes
         if size <= room[core]:
             room[core] -= size
             chosen.append(layer.name)
@@ -379,13 +473,14 @@ def fused_forwards(plan: AllocationPlan, graph: Graph, hw: Accelerator) -> tuple
 
 
 def _reads_inbox(layer: Layer, plan: AllocationPlan, hw: Accelerator) -> bool:
-    """Whether `layer` can read a forwarded input from an inbox: it runs whole, and is streamed (each input's
-    pieces loaded from its own region) or a loop nest of one input read as it is (no im2col matrix)."""
+    """Whether `layer` can read a forwarded input from an inbox: it runs on one core, and is streamed and whole
+    (each input's pieces loaded from its own region) or a loop nest of one input read as it is (no im2col matrix),
+    whole or in tiles."""
     parts = plan.parts(layer.name)
-    if len(parts) != 1:
+    if len({p.core for p in parts}) != 1:
         return False
     if not has_nest(layer):
-        return True
+        return len(parts) == 1
     return len(layer.inputs) == 1 and not _lowers(layer, parts[0].core, hw)
 
 
@@ -446,9 +541,10 @@ def work_parts(plan: AllocationPlan, graph: Graph, hw: Accelerator) -> Iterator[
     entries = _part_entries(plan, graph, hw)
     for image in range(plan.images):
         for e in entries:
-            name = work_name(e.whole.name, hw.all_cores[e.core].name, e.layer is not e.whole, image, plan.images)
+            name = work_name(e.whole.name, hw.all_cores[e.core].name, e.layer is not e.whole, image, plan.images,
+                             e.tile)
             yield WorkPart(e.whole, replace(e.layer, name=name), e.core, image, e.first_channel, e.entry,
-                           e.first_row, e.first_input_row)
+                           e.first_row, e.first_input_row, e.tile)
 
 
 def producers(graph: Graph, plan: AllocationPlan, layer: Layer) -> tuple[str, ...]:
@@ -464,7 +560,8 @@ def producers(graph: Graph, plan: AllocationPlan, layer: Layer) -> tuple[str, ..
 
 
 def multicore_schedule(plan: AllocationPlan, graph: Graph, hw: Accelerator) -> Schedule:
-    """The works of a checked allocation (module docstring), each on its core, waiting for its producers."""
+    """The works of a checked allocation (module docstring), each on its core, waiting for the parts of its
+    producers whose rows it reads, listed depth first."""
     from hwsim.mapping.nest_schedule import layer_work
 
     parts = list(work_parts(plan, graph, hw))
@@ -478,27 +575,92 @@ def multicore_schedule(plan: AllocationPlan, graph: Graph, hw: Accelerator) -> S
         for reader in f.consumers:
             pulls.setdefault(reader, []).append(f)
     index: dict[tuple[int, str], list[int]] = {}
+    for k, part in enumerate(parts):
+        index.setdefault((part.image, part.whole.name), []).append(k)
     works = []
     for k, part in enumerate(parts):
         name = part.whole.name
-        after = [j for source in producers(graph, plan, part.whole) for j in index[(part.image, source)]]
-        if name in pushes and part.image > 0:  # its inbox is free once the last reader of the image before is done
-            after += index[(part.image - 1, pushes[name].consumers[-1])]
-        index.setdefault((part.image, name), []).append(k)
+        after = [j for source in producers(graph, plan, part.whole) for j in index[(part.image, source)]
+                 if reads_rows_of(graph, part, parts[j])]
+        first, last = index[(part.image, name)][0] == k, index[(part.image, name)][-1] == k
+        if name in pushes and part.image > 0 and first:  # its inbox is free once the image before is read
+            after += [j for reader in pushes[name].consumers for j in index[(part.image - 1, reader)]]
+        if name in pushes:  # a line buffer's slots are free once the rows they held are read
+            after += _overwritten(pushes[name], part, [(j, parts[j]) for reader in pushes[name].consumers
+                                                       for j in index[(part.image, reader)]])
         view = mapped_view(hw, part.core, part.whole.word_bits, inboxes[part.core], name)
         addr = layout[name]
         work = layer_work(part.layer, part.entry, view, image_layout(addr, part, plan.images))
         generate = on_core(work.generate, part.core)
         if name in pushes:
-            generate = _pushed(generate, pushes[name], addr.ofmap + part.image * addr.ofmap_image_words)
+            generate = _pushed(generate, pushes[name], addr.ofmap + part.image * addr.ofmap_image_words, first)
         for f in pulls.get(name, ()):
             i = input_from(graph, plan, part.whole, f.producer)
             generate = _pulled(generate, f, addr.ifmap[i] + part.image * addr.ifmap_image_words[i],
-                               name == f.consumers[-1])
+                               last and name == f.consumers[-1])
         works.append(replace(work, generate=generate, core=part.core, after=tuple(dict.fromkeys(after)),
                              dram_regions=_whole_tensors(work.dram_regions, addr, part.image,
                                                          part.layer.out_shape.h != part.whole.out_shape.h)))
-    return Schedule(graph.name, hw.name, "multicore", plan.images, tuple(works))
+    order = depth_first_order([w.core for w in works], [w.after or () for w in works], [p.image for p in parts])
+    if len(order) < len(works):
+        raise MappingError(f"plan.forwarded: the works of {graph.name} wait for each other in a circle (a line "
+                           "buffer too small for its readers' tiles); forward fewer tensors or cut fewer tiles")
+    position = {k: i for i, k in enumerate(order)}
+    listed = tuple(replace(works[k], after=tuple(sorted(position[j] for j in works[k].after or ()))) for k in order)
+    return Schedule(graph.name, hw.name, "multicore", plan.images, listed)
+
+
+def _overwritten(f: Forward, producer: WorkPart, readers: list[tuple[int, WorkPart]]) -> list[int]:
+    """The reader works (index, part) whose rows producer tile `producer` overwrites in `f`'s line buffer: those
+    reading a row `ring_rows` or more above its last (none when the inbox holds the whole tensor)."""
+    if f.ring_rows == f.rows:
+        return []
+    freed = producer.first_row + producer.layer.out_shape.h - f.ring_rows
+    return [j for j, r in readers if r.first_input_row < freed]
+
+
+def reads_rows_of(graph: Graph, reader: WorkPart, producer: WorkPart) -> bool:
+    """Whether work `reader` reads what work `producer` writes: a band of rows reading its producer's output
+    directly reads the rows its windows reach (`first_input_row` on), so only a producer's band meeting them;
+    any other reader reads all of it."""
+    if reader.layer.out_shape.h == reader.whole.out_shape.h or producer.layer.out_shape.h == producer.whole.out_shape.h:
+        return True
+    if all(graph.producer(t).name != producer.whole.name for t in reader.whole.inputs):
+        return True  # through layers without steps (a reshape, a concatenation): their rows are not its rows
+    low, high = reader.first_input_row, reader.first_input_row + reader.layer.in_shape.h
+    return producer.first_row < high and low < producer.first_row + producer.layer.out_shape.h
+
+
+def depth_first_order(cores: list[int], after: list[tuple[int, ...]], images: list[int]) -> list[int]:
+    """The works listed so that each follows what it waits for and each core keeps its works' order, choosing,
+    among the works free to go next, one of the earliest image and, in it, the deepest (the latest in graph
+    order): a consumer's tile comes right after the last producer tile it reads, before any other producer tile
+    (so the schedule's order is the order data flows in, tile by tile, and every write listed before a read of
+    the same words is one it waits for, directly or through its core's order). Works left waiting in a circle are
+    left out."""
+    import heapq
+
+    waiting = [len(set(a)) for a in after]
+    then: list[list[int]] = [[] for _ in after]
+    last: dict[int, int] = {}
+    for k, core in enumerate(cores):
+        for j in set(after[k]):
+            then[j].append(k)
+        if core in last and last[core] not in after[k]:
+            then[last[core]].append(k)
+            waiting[k] += 1
+        last[core] = k
+    ready = [(images[k], -k) for k in range(len(cores)) if not waiting[k]]
+    heapq.heapify(ready)
+    order = []
+    while ready:
+        k = -heapq.heappop(ready)[1]
+        order.append(k)
+        for n in then[k]:
+            waiting[n] -= 1
+            if not waiting[n]:
+                heapq.heappush(ready, (images[n], -n))
+    return order
 
 
 Blocks = Callable[[], Iterator[np.ndarray]]
@@ -506,17 +668,17 @@ Blocks = Callable[[], Iterator[np.ndarray]]
 
 def _inbox_step(kind: StepKind, f: Forward, group: int, core: int) -> np.ndarray:
     """An ALLOC or FREE of `f`'s inbox, by a work on core `core`."""
-    step = buffer_steps(kind, Operand.OFMAP, Level.GLB, np.array([group]), np.array([f.words]),
+    step = buffer_steps(kind, Operand.OFMAP, Level.GLB, np.array([group]), np.array([f.inbox_words]),
                         np.array([f.inbox_word]))
     step["src_core"], step["dst_core"] = core, f.core
     return step
 
 
-def _pushed(blocks: Blocks, f: Forward, base: int) -> Blocks:
-    """A producer's steps with its inbox claimed first and its ofmap stores (GLB → DRAM, from word `base` of the
-    tensor's DRAM image) going to the inbox on `f.core` instead, at the same offset."""
+def _pushed(blocks: Blocks, f: Forward, base: int, claim: bool) -> Blocks:
+    """A producer's steps with its inbox claimed first (by its first tile: `claim`) and its ofmap stores (GLB →
+    DRAM, from word `base` of the tensor's DRAM image) going to the inbox on `f.core` instead (`into_inbox`)."""
     def steps() -> Iterator[np.ndarray]:
-        claimed = False
+        claimed = not claim
         for block in blocks():
             if not len(block):
                 continue
@@ -528,15 +690,13 @@ def _pushed(blocks: Blocks, f: Forward, base: int) -> Blocks:
                      & (out["src"] == Level.GLB) & (out["dst"] == Level.DRAM))
             out["dst"][store] = Level.GLB
             out["dst_core"][store] = f.core
-            out["dst_addr"][store] = f.inbox_word + out["dst_addr"][store] - base
-            yield out
+            yield into_inbox(out, store, "dst_addr", base, f)
     return steps
 
 
 def _pulled(blocks: Blocks, f: Forward, base: int, last: bool) -> Blocks:
     """A reader's steps with its ifmap loads from the tensor's DRAM image (`f.words` words from word `base`) taken
-    from the inbox in its own GLB instead, at the same offset; the last reader frees the inbox after its last
-    step."""
+    from the inbox in its own GLB instead (`into_inbox`); the last reader frees the inbox after its last step."""
     def steps() -> Iterator[np.ndarray]:
         group, core = -1, f.core
         for block in blocks():
@@ -546,12 +706,36 @@ def _pulled(blocks: Blocks, f: Forward, base: int, last: bool) -> Blocks:
             load = ((out["kind"] == StepKind.TRANSFER) & (out["operand"] == Operand.IFMAP)
                     & (out["src"] == Level.DRAM) & (out["src_addr"] >= base) & (out["src_addr"] < base + f.words))
             out["src"][load] = Level.GLB
-            out["src_addr"][load] = f.inbox_word + out["src_addr"][load] - base
             group = int(out["group"][-1])
-            yield out
+            yield into_inbox(out, load, "src_addr", base, f)
         if last and group >= 0:
             yield _inbox_step(StepKind.FREE, f, group, core)
     return steps
+
+
+def into_inbox(block: np.ndarray, chosen: np.ndarray, field: str, base: int, f: Forward) -> np.ndarray:
+    """`block` with the `chosen` transfers' `field` (their address in one image of `f`'s tensor, from `base`)
+    moved into `f`'s inbox. The inbox keeps rows, as a line buffer does: row r of the tensor (all its channels,
+    channel after channel, each `width` words) in slot r mod `ring_rows` (all rows: the whole tensor), so a
+    tile's run of words (one span from its first, like a DRAM transfer's) stays in the rows it moves; a run
+    passing the buffer's last slot goes on from its first, as a second transfer."""
+    plane = f.words // f.channels
+    width = plane // f.rows
+    channel, within = np.divmod(block[field] - base, plane)
+    row, column = np.divmod(within, width)
+    at = ((row % f.ring_rows) * f.channels + channel) * width + column
+    over = np.where(chosen, np.maximum(0, at + block["words"] - f.inbox_words), 0)
+    block[field] = np.where(chosen, f.inbox_word + at, block[field])
+    if not over.any():
+        return block
+    wraps = np.flatnonzero(over)
+    rest = block[wraps].copy()
+    kept = block["words"][wraps] - over[wraps]
+    block["words"][wraps] = block["coded_words"][wraps] = kept
+    other = "src_addr" if field == "dst_addr" else "dst_addr"
+    rest[field], rest["words"], rest["coded_words"] = f.inbox_word, over[wraps], over[wraps]
+    rest[other] += kept
+    return np.insert(block, wraps + 1, rest)
 
 
 def _whole_tensors(regions: tuple[tuple[int, int, int], ...], addr: DramLayout, image: int,
@@ -609,18 +793,24 @@ __all__ = [
     "WorkPart",
     "allocate",
     "balanced_stages",
+    "boundary_tiles",
     "check_allocation",
+    "depth_first_order",
     "forward_problem",
     "forwards",
     "fused_forwards",
     "image_layout",
+    "inbox_rows",
     "inbox_words",
     "input_from",
+    "into_inbox",
+    "line_buffer_tiles",
     "mapped_view",
     "multicore_schedule",
     "part_layer",
     "part_mappings",
     "producers",
+    "reads_rows_of",
     "split_parts",
     "splittable",
     "work_parts",

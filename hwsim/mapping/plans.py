@@ -128,9 +128,11 @@ class AllocationPlan:
     output channels divided among them, in order); `images` stream through the cores one after another (a core
     runs its works in image order, so the cores form a pipeline); `rule` says how it was made; `forwarded` names
     the layers whose output tensor is pushed over the links into an inbox in its readers' GLB, where they read it
-    (fusion across cores, `hwsim.mapping.multicore`); every other tensor passes through DRAM. `mappings` names,
-    per core, a loop-nest mapping file whose entries (named as the parts: `layer`, or `layer@core` for a split
-    one) map that core's parts; a core without one maps its parts by its dataflow's rules."""
+    (fusion across cores, `hwsim.mapping.multicore`); every other tensor passes through DRAM. Parts by rows may
+    give a core several bands of a layer: its *tiles*, run one after another, each as soon as the rows it reads
+    are there (depth-first across cores). `mappings` names, per core, a loop-nest mapping file whose entries
+    (named as the parts: `layer`, `layer@core` for a split one, `layer@core.tT` for a core's T-th tile) map that
+    core's parts; a core without one maps its parts by its dataflow's rules."""
 
     mapper: ClassVar[str] = "multicore"
 
@@ -166,14 +168,23 @@ Plan = NetworkMapping | DepthFirstPlan | PhasePlan | SlotPlan | AllocationPlan
 @dataclass(frozen=True)
 class Forward:
     """A tensor pushed from its producer's core into an inbox in its consumers' core's GLB instead of DRAM: the
-    producer layer, the layers that read it there, their core (index), the inbox's first GLB word on that core and
-    the words of one image of the tensor."""
+    producer layer, the layers that read it there, their core (index), the inbox's first GLB word on that core,
+    the words of one image of the tensor, its channels, its rows per channel and how many rows the inbox holds at
+    once (all of them, or a line buffer of `ring_rows` rows, row r in slot r mod `ring_rows`, for tiled readers)."""
 
     producer: str
     consumers: tuple[str, ...]
     core: int
     inbox_word: int
     words: int
+    channels: int = 1
+    rows: int = 1
+    ring_rows: int = 1
+
+    @property
+    def inbox_words(self) -> int:
+        """The words the inbox holds: the tensor's, or its line buffer's."""
+        return self.words // self.rows * self.ring_rows
 
 
 @dataclass(frozen=True)
@@ -192,10 +203,25 @@ class PartMapping:
     rows: int = 0
 
 
-def work_name(layer: str, core: str, split: bool, image: int, images: int) -> str:
-    """A multi-core work's name: the layer's, `@core` for a part of a split layer, `#image` when several images
-    stream (the names the trace's layers and the closed form's works share)."""
+def part_tiles(parts: tuple[CorePart, ...]) -> tuple[int | None, ...]:
+    """Per part of a layer, its index among the parts its core computes when that core has several (its tile
+    number), else None."""
+    seen: dict[str, int] = {}
+    for p in parts:
+        seen[p.core] = seen.get(p.core, 0) + 1
+    out, counted = [], dict.fromkeys(seen, 0)
+    for p in parts:
+        out.append(counted[p.core] if seen[p.core] > 1 else None)
+        counted[p.core] += 1
+    return tuple(out)
+
+
+def work_name(layer: str, core: str, split: bool, image: int, images: int, tile: int | None = None) -> str:
+    """A multi-core work's name: the layer's, `@core` for a part of a split layer, `.tTILE` for the TILE-th of
+    several bands of rows a core computes one after another, `#image` when several images stream (the names the
+    trace's layers and the closed form's works share)."""
     name = f"{layer}@{core}" if split else layer
+    name = name if tile is None else f"{name}.t{tile}"
     return f"{name}#{image}" if images > 1 else name
 
 
@@ -395,7 +421,24 @@ def plan_problems(plan: Plan, network: str, input_shape: tuple[int, int, int]) -
     return ""
 
 
-__all__ = ["PLAN_FORMAT", "AllocationPlan", "AllocationRequest", "CorePart", "DepthFirstPlan", "Forward",
-           "PartMapping",
-           "PhasePlan", "Plan", "SlotPlan", "TensorSlot", "load_plan", "plan_document", "plan_from_document",
-           "plan_mapper", "plan_problems", "save_plan", "work_name"]
+__all__ = [
+    "PLAN_FORMAT",
+    "AllocationPlan",
+    "AllocationRequest",
+    "CorePart",
+    "DepthFirstPlan",
+    "Forward",
+    "PartMapping",
+    "PhasePlan",
+    "Plan",
+    "SlotPlan",
+    "TensorSlot",
+    "load_plan",
+    "part_tiles",
+    "plan_document",
+    "plan_from_document",
+    "plan_mapper",
+    "plan_problems",
+    "save_plan",
+    "work_name",
+]
