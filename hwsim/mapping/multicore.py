@@ -5,33 +5,40 @@ A layer runs on one core, or is split over several by output channels (a convolu
 connected layer: each core reads the whole ifmap, its slice of the filters, and writes its slice of the output
 channels, which are contiguous in DRAM) or by output rows (a 2-D convolution: each core reads every filter and the
 band of input rows its output rows' windows reach, the halo shared with the band above and below included, and
-writes its rows of every channel; its tiles address the whole tensors, one channel a whole map apart). `images`
-stream through the cores: each image's layers are works of their own (one image per work, so a core's filters are
-fetched per image, as in any layer pipeline), a core runs its works in image order, and a work waits for the works
-that produce what it reads (through layers without steps: a reshape waits for nothing itself). Tensors pass between
-layers through the shared DRAM, where every image of a tensor has its own region (`hwsim.mapping.layout`): two
-cores reading DRAM at once share its channels.
+writes its rows of every channel; its tiles address the whole tensors, one channel a whole map apart). Bands of
+rows may also share a core: its *tiles* of the layer, run one after another. `images` stream through the cores:
+each image's layers are works of their own (one image per work, so a core's filters are fetched per image, as in
+any layer pipeline), a core runs its works in image order, and a work waits for the works that produce what it
+reads (through layers without steps: a reshape waits for nothing itself) — a band of rows reading its producer
+directly only for the producer's bands holding the rows its windows reach, so a reader's tile runs while its
+producer computes the next (depth first across cores). The works are listed depth first (`depth_first_order`).
+Tensors pass between layers through the shared DRAM, where every image of a tensor has its own region
+(`hwsim.mapping.layout`): two cores reading DRAM at once share its channels.
 
 A tensor the plan lists as `forwarded` (by its producer) skips DRAM: its producer's stores (GLB → DRAM) push it
 over the links into an *inbox* at the top of its readers' core's GLB, and their loads (DRAM → GLB or RF) take it
-from there — fusion across cores at layer granularity. The inbox holds one image of the tensor: the producer
-claims it (ALLOC) before its first step, the last reader frees it after its last, and the producer's next image
-waits for that reader (one slot). Every layer on a core with inboxes is mapped on a GLB smaller by their words, so
-its tiles and the inboxes never meet; a core whose GLB cannot hold them is an error before any simulation. A
-tensor can be forwarded when its producer runs whole on a core that computes it directly (not as an im2col matrix,
-whose outputs leave the array for DRAM), its readers all run whole on one other core and each is
-streamed (an element-wise add may take one input from an inbox, the other from DRAM) or a loop nest of that one
-input (not an im2col matrix the host lowers), the network has one word and DRAM no compression; the
-`fused` rule forwards, in graph order, each such tensor whose inbox keeps its core's inboxes within half its GLB's
-data partition.
+from there — fusion across cores, layer by layer or tile by tile. The inbox keeps the tensor's rows (all channels
+of a row together): all of them, or for readers in tiles a line buffer (`inbox_rows`: the rows a reader tile
+reads up to the end of the producer tile completing them, plus one producer tile), row r in slot r mod its rows,
+a producer tile waiting for the reader tiles still reading the slots it overwrites. The producer's first tile
+claims it (ALLOC) before its first step, the readers' last tile frees it after its last, and the producer's next
+image waits for the readers of the one before (one image per inbox). Every layer on a core with inboxes is mapped
+on a GLB smaller by their words, so its tiles and the inboxes never meet; a core whose GLB cannot hold them is an
+error before any simulation. A tensor can be forwarded when its producer runs on one core (whole or in tiles)
+that computes it directly (not as an im2col matrix, whose outputs leave the array for DRAM), its readers all run
+on one other core and each is streamed and whole (an element-wise add may take one input from an inbox, the other
+from DRAM) or a loop nest of that one input (not an im2col matrix the host lowers; whole or in tiles), the network
+has one word and DRAM no compression.
 
 Fixed rules make an allocation for comparison (`ALLOCATION_RULES`): `round_robin` (layer k on core k mod n),
 `stages` (contiguous stages, one per core, balancing MACs per lane: a pipeline), `split` (every splittable layer
 over all cores by output channels in proportion to their lanes; the rest on the core with the most lanes),
 `split_rows` (every 2-D convolution over the cores that compute it directly, not as an im2col matrix, by output
 rows in proportion to their lanes: each core reads the input rows its band's windows reach, the halo rows
-shared with its neighbours read twice),
-`fused` (the stages, tensors between them forwarded over the links where their inboxes fit).
+shared with its neighbours read twice), `fused` (the stages; the layers at a boundary between cores in tiles, at
+most `FUSED_TILES`, each at least as tall as its core's PE array is wide, producers' tiles aligned to their
+readers' by `line_buffer_tiles`; and, in graph order, each forwardable tensor whose inbox keeps its readers'
+core's inboxes within half that core's GLB data partition).
 `hwsim.search.allocation` searches one under an objective.
 """
 
