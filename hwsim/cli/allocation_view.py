@@ -8,13 +8,22 @@ from typing import Any
 from hwsim.analytic.multicore import AllocationEstimate
 from hwsim.cli.output import console, format_count, table
 from hwsim.hardware.schema import Accelerator
-from hwsim.mapping.plans import AllocationPlan
+from hwsim.mapping.plans import AllocationPlan, CorePart
 from hwsim.search.allocation import AllocationSearch
 
 
-def _parts_text(parts: Any) -> str:
+def _parts_text(parts: tuple[CorePart, ...]) -> str:
+    """A layer's parts: its core, or each core's output channels or rows (a core's tiles as rows × count)."""
     if len(parts) == 1:
         return str(parts[0].core)
+    if any(p.rows for p in parts):
+        runs: list[tuple[str, int, int]] = []  # (core, rows, tiles) of consecutive equal parts
+        for p in parts:
+            if runs and runs[-1][:2] == (p.core, p.rows):
+                runs[-1] = (p.core, p.rows, runs[-1][2] + 1)
+            else:
+                runs.append((p.core, p.rows, 1))
+        return " + ".join(f"{core}:{rows}r" + (f"×{n}" if n > 1 else "") for core, rows, n in runs)
     return " + ".join(f"{p.core}:{p.channels}ch" for p in parts)
 
 
