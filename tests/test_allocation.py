@@ -76,6 +76,9 @@ def test_an_allocation_file_round_trips_and_replays(tmp_path: Path) -> None:
     assert load_plan(path) == plan
     spec = resolve_run(graph, hw, None, str(path))
     assert spec.batch == 3 and spec.plan == plan
+    tiled = _tiled_plan(2)  # tiles (a core's bands of one layer) and a forwarded tensor round-trip too
+    save_plan(tiled, path)
+    assert load_plan(path) == tiled
 
 
 @pytest.mark.parametrize("layers, problem", [
@@ -84,10 +87,13 @@ def test_an_allocation_file_round_trips_and_replays(tmp_path: Path) -> None:
     ({"n2": "core0", "n3": "core1", "n4": "core1", "n7": "core2"}, "plan.layers.n7: not a layer with steps"),
     ({"n2": [{"core": "core0", "channels": 1}, {"core": "core1", "channels": 1}], "n3": "core1", "n4": "core1"},
      "the parts' channels add up to 2 over 2 parts"),
+    ({"n2": [{"core": "core0", "rows": 8}, {"core": "core0", "rows": 4}], "n3": "core1", "n4": "core1"},
+     "the parts' rows add up to 12 over 2 parts; make them add up to the layer's 16"),
 ])
 def test_a_wrong_allocation_is_one_line_naming_the_field(layers: dict[str, Any], problem: str) -> None:
     graph, hw = zoo.build("phases_example"), _quad()
-    parts = {name: (CorePart(v, 0),) if isinstance(v, str) else tuple(CorePart(p["core"], p["channels"]) for p in v)
+    parts = {name: (CorePart(v, 0),) if isinstance(v, str) else
+             tuple(CorePart(p["core"], p.get("channels", 0), p.get("rows", 0)) for p in v)
              for name, v in layers.items()}
     plan = AllocationPlan(graph.name, hw.name, (1, 32, 32), 1, "given", tuple(parts.items()))
     with pytest.raises(MappingError) as caught:
