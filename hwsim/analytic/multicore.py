@@ -48,6 +48,7 @@ class PipelineBound:
     path_cycles: int  # the longest chain of works at their bounds
     dram_cycles: int  # every work's DRAM bytes at the shared DRAM's peak bandwidth
     core_cycles: tuple[int, ...]  # per core, the sum of its works' bounds (on the path's way: a stage's load)
+    reads_from: tuple[tuple[int, ...], ...] = ()  # per work, the works whose data it reads (the data edges)
 
     @property
     def cycles(self) -> int:
@@ -250,12 +251,14 @@ def pipeline_bound(graph: Graph, hw: Accelerator, plan: AllocationPlan, parts: t
     for k, part in enumerate(parts):
         first_of.setdefault(part.layer, []).append(k)
     finish = [0] * len(works)
+    reads_from: list[tuple[int, ...]] = []
     last_on_core: dict[int, int] = {}
     for k, e in enumerate(works):
         image, index = divmod(k, per_image)
         sources = _producers(graph, allocated, graph.layer(parts[index].layer))
-        ready = [finish[image * per_image + j] for source in sources for j in first_of[source]
-                 if _reads(graph, parts[index], parts[j])]
+        reads_from.append(tuple(image * per_image + j for source in sources for j in first_of[source]
+                                if _reads(graph, parts[index], parts[j])))
+        ready = [finish[j] for j in reads_from[-1]]
         if on[k] in last_on_core:
             ready.append(finish[last_on_core[on[k]]])
         finish[k] = max(ready, default=0) + e.latency.bound_cycles
@@ -265,7 +268,7 @@ def pipeline_bound(graph: Graph, hw: Accelerator, plan: AllocationPlan, parts: t
     per_core = [0] * len(hw.all_cores)
     for e, core in zip(works, on, strict=True):
         per_core[core] += e.latency.bound_cycles
-    return PipelineBound(max(finish, default=0), dram, tuple(per_core))
+    return PipelineBound(max(finish, default=0), dram, tuple(per_core), tuple(reads_from))
 
 
 __all__ = ["AllocationEstimate", "PipelineBound", "estimate_allocation", "hops", "pipeline_bound"]

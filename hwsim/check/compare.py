@@ -135,18 +135,23 @@ class SearchRow:
 
 @dataclass(frozen=True)
 class PipelineCheck:
-    """A multi-core run's latency against its pipeline bound (`hwsim.analytic.multicore`), and the words its links
-    carried against the closed count from the allocation."""
+    """A multi-core run's latency against its pipeline bound (`hwsim.analytic.multicore`), the words its links
+    carried against the closed count from the allocation, and the schedule's graph against the data edges the
+    closed form derives from the parts' geometry (a work, or a tile, reading rows a producer's tile writes must
+    wait for it: the validator then checks from the trace that it did)."""
 
     bound_cycles: int
     simulated_cycles: int
     bottleneck: str  # what sets the bound: the longest chain of works ("path") or the shared DRAM ("dram")
     link_words_closed: int
     link_words_simulated: int
+    edges_checked: int = 0  # data edges (a work reading what another writes) the closed form derives
+    missing_edges: tuple[str, ...] = ()  # those the schedule the trace declares does not have ("reader <- producer")
 
     @property
     def ok(self) -> bool:
-        return self.simulated_cycles >= self.bound_cycles and self.link_words_closed == self.link_words_simulated
+        return (self.simulated_cycles >= self.bound_cycles and self.link_words_closed == self.link_words_simulated
+                and not self.missing_edges)
 
 
 @dataclass(frozen=True)

@@ -20,8 +20,7 @@ the simulator; each says what the hardware allows and finds every record that br
 - dependencies: a layer starts after the layers it waits for (the schedule's graph) and the layer before it on
   its core have ended; a group's loads start after the previous group's loads end;
   its pass starts after its loads and its filters' RF fills end; its stores start after the pass ends; a read
-  of psums, and the pass it feeds, start after every earlier write of psums to any of its words has ended; a
-  read of words another core pushes into a GLB (an inbox) starts after they first arrived there.
+  of psums, and the pass it feeds, start after every earlier write of psums to any of its words has ended.
 - occupancy: a buffer never holds more than its capacity (GLB partitions, the line buffer, the L2's named
   buffers together).
 - addresses: every on-chip transfer lies inside its buffer; every DRAM transfer (a run of one step's bursts)
@@ -310,8 +309,6 @@ def _component_rules(tally: _Tally, level: str, rec: _Records, tree: _Tree, unit
         _dram_rules(tally, rec, tree.hw, _by_layer(views, rec, lambda v: v.word_bytes), trace, names)
     elif level in _SRAM_LEVELS:
         _sram_rules(tally, level, rec, views, names)
-        if level == "glb":
-            _inbox_rule(tally, rec, int(tree.unit_core[unit]), trace.layer_cores, names)
     elif level == "noc":
         _noc_rules(tally, rec, views[0], tree.unit_names[unit].rsplit(".", 1)[-1],
                    _by_layer(views, rec, lambda v: v.precision_bits), names)
@@ -319,32 +316,6 @@ def _component_rules(tally: _Tally, level: str, rec: _Records, tree: _Tree, unit
         _pe_rules(tally, rec, views[0], names)
     elif level == "link":
         _link_rules(tally, rec, tree.links[unit], _by_layer(views, rec, lambda v: v.precision_bits), names)
-
-
-def _inbox_rule(tally: _Tally, rec: _Records, core: int, layer_cores: np.ndarray, names: tuple[str, ...]) -> None:
-    """Words another core pushed into this GLB (an inbox) are read by this core's works only once they are in:
-    every word of such a read that a push writes was first written by a push that ended before the read started
-    (a tile read before the producer tile holding its rows arrived meets words first written later)."""
-    pushed = (layer_cores[rec["layer"]] != core) & (rec["op"] != Op.READ)
-    if core < 0 or not pushed.any():
-        return
-    low, high, end = rec["address"][pushed], rec["address"][pushed] + rec["words"][pushed], rec["end_cycle"][pushed]
-    bounds = np.unique(np.concatenate((low, high)))  # the words in segments no push splits
-    first = np.full(len(bounds), _LATE)  # per segment [bounds[i], bounds[i + 1]): when a push first filled it
-    for k in np.argsort(end, kind="stable").tolist():
-        a, b = np.searchsorted(bounds, (low[k], high[k]))
-        np.minimum(first[a:b], end[k], out=first[a:b])
-    filled = np.where(first < _LATE, first, _NONE)
-    reads = np.flatnonzero((layer_cores[rec["layer"]] == core) & (rec["op"] == Op.READ)
-                           & (rec["address"] < bounds[-1]) & (rec["address"] + rec["words"] > bounds[0]))
-    a = np.maximum(np.searchsorted(bounds, rec["address"][reads], side="right") - 1, 0)
-    b = np.searchsorted(bounds, rec["address"][reads] + rec["words"][reads], side="left")
-    arrived = np.array([filled[i:j].max(initial=_NONE) for i, j in zip(a.tolist(), b.tolist(), strict=True)],
-                       dtype=np.int64)
-    start = rec["start_cycle"][reads]
-    tally.add("dependencies", start < arrived,
-              lambda i: f"a read of words another core pushes starts at {int(start[i])}, before they first arrived "
-                        f"at {int(arrived[i])}: " + _where(rec, int(reads[i]), names))
 
 
 def _link_rules(tally: _Tally, rec: _Records, link: Link, word_bits: np.ndarray, names: tuple[str, ...]) -> None:

@@ -109,6 +109,9 @@ def print_report(report: CheckReport) -> None:
                   f"{format_count(p.bound_cycles)} cycles ({p.bottleneck}), simulated "
                   f"{format_count(p.simulated_cycles)} — {above}; link words: closed form "
                   f"{format_count(p.link_words_closed)}, trace {format_count(p.link_words_simulated)} — {equal}")
+        out.print(f"data edges (a work or tile reading what another writes, from the parts' geometry): "
+                  f"{p.edges_checked - len(p.missing_edges)}/{p.edges_checked} in the schedule the trace declares"
+                  + "".join(f"; MISSING {edge}" for edge in p.missing_edges[:3]))
     if report.validation is not None:
         print_validation(report.validation)
     out.print("PASS" if report.ok else "FAIL")

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import hwsim.trace
 from hwsim.analytic.estimate import NetworkEstimate, estimate_network
+from hwsim.analytic.multicore import AllocationEstimate
 from hwsim.analytic.nest_addresses import AddressSums, dram_transfer_sums
 from hwsim.analytic.pipeline import pipeline_latency
 from hwsim.check import CheckReport, compare
@@ -135,9 +136,23 @@ def check_allocated(sim: Simulation) -> CheckReport:
         addresses = Addresses(closed.addresses, dram_transfer_offsets(trace))
         report = compare(closed.estimate, sim.metrics, addresses=addresses)
         links = sum(int(block["words"].sum()) for block in trace.records("link")) if "link" in trace.levels else 0
+        checked, missing = _data_edges(closed, trace)
         pipeline = PipelineCheck(closed.bound.cycles, sim.result.cycles, closed.bound.bottleneck, closed.link_words,
-                                 links)
+                                 links, checked, missing)
         return dataclasses.replace(report, validation=validate_trace(trace), pipeline=pipeline)
+
+
+def _data_edges(closed: AllocationEstimate, trace: Trace) -> tuple[int, tuple[str, ...]]:
+    """The data edges of the closed form (`PipelineBound.reads_from`) and those of them the trace's declared graph
+    (`layer_after_json`, which the validator holds the run to) does not have, as "reader <- producer"."""
+    names = [e.layer.name for e in closed.estimate.layers]
+    declared = json.loads(str(trace.attrs.get("layer_after_json", "null"))) or []
+    index = {name: k for k, name in enumerate(trace.layers)}
+    waits = {trace.layers[k]: {trace.layers[j] for j in after} for k, after in enumerate(declared)}
+    edges = [(names[k], names[j]) for k, sources in enumerate(closed.bound.reads_from) for j in sources]
+    missing = tuple(f"{reader} <- {source}" for reader, source in edges
+                    if reader not in index or source not in waits.get(reader, set()))
+    return len(edges), missing
 
 
 def check_network(network: NetworkLike, hw: HardwareLike, batch: int = 1, trace_path: str | Path | None = None,
