@@ -6,16 +6,31 @@ image) runs in a throwaway Python 3.12 environment (made on the first run, reuse
 
 - A `tpu4_split4`: Stream's `tpu_like_quad_core` hardware, both convs on cores 0-3 split by output channels (K);
 - B `tpu4_layer_core`: the same hardware, Conv1 on core 0, Conv2 on core 1 (Conv1's output moved core to core);
-- C `eyeriss2_layer_core`: Stream's `eyeriss_like_dual_core`, Conv1 on core 0, Conv2 on core 1.
+- C `eyeriss2_layer_core`: Stream's `eyeriss_like_dual_core`, Conv1 on core 0, Conv2 on core 1;
+- D `eyeriss2_fused_tiles`: as C, fused by tiles of rows: the fused group's `intra_core_tiling` cuts the output
+  rows (`Conv1.D2`, OY: 32) into tiles of 8, so Stream runs 4 steady-state iterations, Conv2's tile k on core 1
+  while Conv1's tile k + 1 runs on core 0.
 
 hwsim simulates the same ONNX file (Stream's generator writes it) on configs translated from Stream's hardware
 files (below, every number from them; what hwsim has no place for is said) with the same allocation as an
 hwsim plan (A: split by channels 4 + 4 + 4 + 4 and 8 + 8 + 8 + 8; B and C: one layer per core, Conv1's output
-forwarded over the link into core 1's GLB). Both report cycles (Stream has no clock) and pJ; the tool prints per
-layer and in total Stream's latency and energy beside hwsim's, and from hwsim's run what explains the gap: each
-layer's DRAM words and the cycles they need at the DRAM port, the link words, and each core's busy and waiting
-cycles. Stream is analytic (ZigZag's per-layer cost model and a MILP over slots of one steady-state iteration);
+forwarded over the link into core 1's GLB; D: as C, each layer in 4 tiles of 8 output rows on its core, a part
+`(core, 0, 8)` repeated, Conv1's output forwarded into a line buffer in core 1's GLB, each Conv2 tile starting
+when Conv1's tiles hold the rows its windows reach, halo included). Stream's tiles are equal (8 rows of both
+layers, at stride 1 Conv2's rows are the fused axis too), so the plan's equal bands mirror them. Both report cycles
+(Stream has no clock) and pJ; the tool prints per layer and in total Stream's latency and energy beside hwsim's,
+and from hwsim's run what explains the gap: each layer's DRAM words and the cycles they need at the DRAM port,
+the link words, each core's busy and waiting cycles, and a tiled layer's tiles (start-end). Stream is analytic
+(ZigZag's per-layer cost model and a MILP over slots of one steady-state iteration, iterations overlapped);
 hwsim times every transfer on shared ports, so DRAM contention between cores shows in its cycles, not Stream's.
+
+Tiles (D against C), on both sides: Conv2 starts earlier (Conv1's later tiles run under it) but costs more, as an
+8-row tile fills the array's output-row dimension worse than 32 rows (ZigZag: 12-wide OY unrolling gives way to
+OX by channels, a third more temporal cycles; hwsim's row stationary: 8 of 14 columns in one fold per tile where 32
+rows took 3, Conv2 4 x 16 passes against 48) and it is the longer layer, so neither total drops.
+Stream fetches Conv2's weights once per tile and Conv1's once, moves each tile's 8 new input rows (keeping the
+2-row halo resident) and prices each layer per tile with ZigZag; hwsim fetches each tile's filters (a work's own)
+and its input rows with their halo from DRAM, and a Conv1 tile waits for line-buffer slots Conv2 still reads.
 
 Translation (Stream -> hwsim): a memory's energy per bit is its access energy over its widest port (as Stream
 prices transfers), times 16 bits per hwsim word; DRAM 1000 pJ per 64-bit access = 15.625 pJ/bit at 8 B/cycle;
@@ -92,11 +107,14 @@ cores: 2
 links: [{name: bus01, between: [core0, core1], width: 128 bit, latency: 1 cycles, energy: 0.001 pJ,
          source: "Stream's 128-bit bus, unit_energy_cost 0"}]
 """
-SCENARIOS = {  # Stream's name: (hwsim config, allocation, forwarded)
+Part = tuple[str, int] | tuple[str, int, int]  # CorePart's fields: (core, channels) or (core, channels, rows)
+# Stream's name: (hwsim config, each layer's parts, forwarded); parts repeating one core with rows are its tiles
+SCENARIOS: dict[str, tuple[str, dict[str, list[Part]], tuple[str, ...]]] = {
     "tpu4_split4": (TPU, {"Conv1": [("core0", 4), ("core1", 4), ("core2", 4), ("core3", 4)],
                           "Conv2": [("core0", 8), ("core1", 8), ("core2", 8), ("core3", 8)]}, ()),
     "tpu4_layer_core": (TPU, {"Conv1": [("core0", 0)], "Conv2": [("core1", 0)]}, ("Conv1",)),
     "eyeriss2_layer_core": (EYERISS, {"Conv1": [("core0", 0)], "Conv2": [("core1", 0)]}, ("Conv1",)),
+    "eyeriss2_fused_tiles": (EYERISS, {"Conv1": [("core0", 0, 8)] * 4, "Conv2": [("core1", 0, 8)] * 4}, ("Conv1",)),
 }
 
 
@@ -110,7 +128,7 @@ def python312() -> Path:
 
 
 def run_stream(work: Path) -> dict[str, Any]:
-    """Stream's three runs, as tools/stream_peer_run.py prints them."""
+    """Stream's runs (every scenario), as tools/stream_peer_run.py prints them."""
     python = cached_env_python("stream", [PEER_PACKAGES], base=python312())
     done = subprocess.run([str(python), str(ROOT / "tools" / "stream_peer_run.py")], capture_output=True,
                           text=True, env={**os.environ, "STREAM_PEER_WORK": str(work)}, check=False)
@@ -126,7 +144,7 @@ def run_hwsim(onnx: Path, name: str, work: Path) -> dict[str, Any]:
     hw = parse_config(SHARED + text, f"{name}.yaml")
     graph = load_network(str(onnx)).graph
     plan = AllocationPlan(graph.name, hw.name, (8, 32, 32), 1, "given",
-                          tuple((layer, tuple(CorePart(core, channels) for core, channels in parts))
+                          tuple((layer, tuple(CorePart(*part) for part in parts))
                                 for layer, parts in layers.items()))
     note = ""
     for producer in forwarded:  # as Stream moves it core to core, where hwsim can (else through DRAM, said)
@@ -140,10 +158,12 @@ def run_hwsim(onnx: Path, name: str, work: Path) -> dict[str, Any]:
     out: dict[str, Any] = {"cycles": sim.result.cycles, "layers": {}, "cores": [], "link_words": 0, "note": note}
     for layer in layers:
         mine = [m for m in sim.metrics.layers if m.name.split("@")[0] == layer]
-        runs = [r for r in sim.result.layers if r.name.split("@")[0] == layer]
+        runs = sorted((r for r in sim.result.layers if r.name.split("@")[0] == layer), key=lambda r: r.start_cycle)
         dram_words = sum(int(m.transfers[Level.DRAM].sum()) for m in mine)
+        tiled = len({r.core for r in runs}) < len(runs)  # a core computing several bands of rows: its tiles
         out["layers"][layer] = {
-            "start": min(r.start_cycle for r in runs), "end": max(r.end_cycle for r in runs),
+            "start": runs[0].start_cycle, "end": max(r.end_cycle for r in runs),
+            "tiles": [(r.start_cycle, r.end_cycle) for r in runs] if tiled else [],
             "energy_pj": sum(m.energy_pj.get(c, 0.0) for m in mine for c in m.energy_pj if c not in ("dram", "link")),
             "dram_pj": sum(m.energy_pj.get("dram", 0.0) for m in mine),
             "dram_words": dram_words, "dram_port_cycles": dram_words * 2 // 8}
@@ -166,25 +186,41 @@ def main() -> int:
             name = run["scenario"]
             ours = run_hwsim(onnx, name, work)
             totals = run["totals"]
+            n = totals["iterations"]  # Stream's steady-state iterations: its tiles (1: the whole layers)
             print(f"\n{name}: total cycles Stream {totals['latency_total_cycles']:,} / hwsim {ours['cycles']:,}; "
                   f"energy Stream {totals['energy_total_pj'] / 1e6:.3f} uJ (layers "
-                  f"{totals['energy_nodes_pj_per_iteration'] / 1e6:.3f}, transfers "
-                  f"{totals['energy_transfers_pj_per_iteration'] / 1e6:.3f}) / hwsim {ours['energy_pj'] / 1e6:.3f} uJ")
+                  f"{n * totals['energy_nodes_pj_per_iteration'] / 1e6:.3f}, transfers "
+                  f"{n * totals['energy_transfers_pj_per_iteration'] / 1e6:.3f}) / "
+                  f"hwsim {ours['energy_pj'] / 1e6:.3f} uJ")
             print(f"  {'layer':<6} {'cores':<10} {'Stream cycles':>13} {'hwsim cycles':>12} {'Stream uJ':>10} "
                   f"{'hwsim uJ':>9}  hwsim DRAM words (cycles at the port), DRAM uJ")
             for layer in run["layers"]:
                 h = ours["layers"][layer["layer"]]
-                print(f"  {layer['layer']:<6} {','.join(map(str, layer['cores'])):<10} {layer['latency_cycles']:>13,} "
-                      f"{h['end'] - h['start']:>12,} {layer['energy_pj'] / 1e6:>10.3f} {h['energy_pj'] / 1e6:>9.3f}  "
+                print(f"  {layer['layer']:<6} {','.join(map(str, layer['cores'])):<10} "
+                      f"{n * layer['latency_cycles']:>13,} {h['end'] - h['start']:>12,} "
+                      f"{n * layer['energy_pj'] / 1e6:>10.3f} {h['energy_pj'] / 1e6:>9.3f}  "
                       f"{h['dram_words']:,} ({h['dram_port_cycles']:,}), {h['dram_pj'] / 1e6:.3f}")
             cores = ", ".join(f"{c} busy {b:,} waiting {w:,}" for c, b, w in ours["cores"])
             slots = ", ".join(f"{k}: {v:,}" for k, v in run["slot_latencies"].items())
             print(f"  hwsim cores: {cores}; link words {ours['link_words']:,}"
                   + (f"; {ours['note']}" if ours["note"] else ""))
-            print(f"  Stream's slots (cycles): {slots}")
+            for layer, h in ours["layers"].items():
+                if h["tiles"]:
+                    print(f"  hwsim {layer}'s {len(h['tiles'])} tiles (start-end): "
+                          + ", ".join(f"{a:,}-{b:,}" for a, b in h["tiles"]))
+            print(f"  Stream's slots of one iteration (cycles): {slots}")
+            if n > 1:
+                layers = ", ".join(f"{layer['layer']} {layer['latency_cycles']:,}" for layer in run["layers"])
+                print(f"  Stream's {n} iterations (one a tile; per tile {layers}): total {n} x "
+                      f"{totals['latency_per_iteration_cycles']:,} per iteration - {n - 1} x "
+                      f"{totals['overlap_cycles']:,} overlap + {totals['fill_cycles']:,} fill")
     print("\nStream's layer energy excludes its transfers (given in total); hwsim's layer energy above excludes DRAM "
-          "and links (beside it). Stream's slots serialise one iteration (transfers, then layers); hwsim overlaps "
-          "a layer's DRAM traffic with its compute and shares the DRAM port between cores. hwsim's weight-stationary "
+          "and links (beside it). Stream's layer cycles and energy are its tile's times its iterations (with tiles: "
+          "the layer's busy cycles); hwsim's layer cycles are its span, first start to last end (with tiles: the "
+          "waits between them included, its core's waiting). Stream's slots serialise one iteration (transfers, "
+          "then layers) and overlap successive iterations; hwsim overlaps a layer's DRAM traffic with its compute, "
+          "runs a reader's tile as soon as the rows it reads are there, and shares the DRAM port between cores. "
+          "hwsim's weight-stationary "
           "array computes a convolution as SCALE-Sim does, on its im2col matrix in DRAM (each input word about "
           "kernel-area times): on a 64-bit DRAM port its layers take about their DRAM words' port cycles; "
           "Stream's tpu_like core (ZigZag's spatial unrolling OX, OY by FY, C) reads each input word once.")

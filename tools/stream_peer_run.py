@@ -9,6 +9,8 @@ Scenarios (all use the 2-conv workload of stream/tests/test_co.py: bf16, 1x8x32x
                     0-3, its output channels (D6 = K) split 4 ways; one fused group, intra_core_tiling Conv1.D0 tile 1.
   tpu4_layer_core : tpu_like_quad_core.yaml, Conv1 -> core 0, Conv2 -> core 1, no inter-core split, same fused group.
   eyeriss2_layer_core : eyeriss_like_dual_core.yaml, Conv1 -> core 0, Conv2 -> core 1.
+  eyeriss2_fused_tiles : as eyeriss2_layer_core, but the fused group's intra_core_tiling cuts the output rows
+                    (Conv1.D2 = OY, 32) into tiles of 8: 4 steady-state iterations, Conv2's tiles following Conv1's.
 No search: the mapping YAML fixes which cores each layer runs on (only the MILP for tensor placement / transfer
 routing runs, with OR-Tools GSCIP, license-free).
 """
@@ -42,16 +44,21 @@ CFG = TwoConvWorkloadConfig(
 )
 
 
-def mapping_yaml(name: str, alloc: dict[str, list[int]], split: dict[str, list[dict[str, Any]]]) -> str:
+LAYER_TILING = [{"dim": "Conv1.D0", "tile": 1}]  # batch in tiles of 1: batch 1 is one iteration (shipped mapping)
+ROW_TILING = [{"dim": "Conv1.D2", "tile": 8}]  # D2 = OY (conv_maps: b, ox, oy, ...): 32 rows in 4 tiles of 8
+
+
+def mapping_yaml(name: str, alloc: dict[str, list[int]], split: dict[str, list[dict[str, Any]]],
+                 tiling: list[dict[str, Any]]) -> str:
     """A Stream mapping YAML: per layer its core_allocation (one group of cores) and inter_core_tiling; one fused group
-    tiled on Conv1.D0 (batch) with tile 1, i.e. one steady-state iteration for batch 1 (as the shipped mapping)."""
+    with intra_core_tiling `tiling` (each entry's `tile` is a tile's size along the dim, not the number of tiles)."""
     data = {
         "layers": [
             {"name": layer, "core_allocation": [cores], "inter_core_tiling": [split.get(layer, [])]}
             for layer, cores in alloc.items()
         ],
         "fused_groups": [
-            {"name": "Fused_Group_1", "layers": list(alloc), "intra_core_tiling": [{"dim": "Conv1.D0", "tile": 1}]}
+            {"name": "Fused_Group_1", "layers": list(alloc), "intra_core_tiling": tiling}
         ],
         "runtime_args": {"input": {}, "weights_1": {}, "weights_2": {}, "output": {}},
     }
@@ -61,14 +68,16 @@ def mapping_yaml(name: str, alloc: dict[str, list[int]], split: dict[str, list[d
     return path
 
 
-SCENARIOS = {
+SCENARIOS = {  # name: (hardware file, cores per layer, inter_core_tiling per layer, the fused group's tiling)
     "tpu4_split4": (
         "tpu_like_quad_core.yaml",
         {"Conv1": [0, 1, 2, 3], "Conv2": [0, 1, 2, 3]},
         {"Conv1": [{"dim": "D6", "split": 4}], "Conv2": [{"dim": "D6", "split": 4}]},
+        LAYER_TILING,
     ),
-    "tpu4_layer_core": ("tpu_like_quad_core.yaml", {"Conv1": [0], "Conv2": [1]}, {}),
-    "eyeriss2_layer_core": ("eyeriss_like_dual_core.yaml", {"Conv1": [0], "Conv2": [1]}, {}),
+    "tpu4_layer_core": ("tpu_like_quad_core.yaml", {"Conv1": [0], "Conv2": [1]}, {}, LAYER_TILING),
+    "eyeriss2_layer_core": ("eyeriss_like_dual_core.yaml", {"Conv1": [0], "Conv2": [1]}, {}, LAYER_TILING),
+    "eyeriss2_fused_tiles": ("eyeriss_like_dual_core.yaml", {"Conv1": [0], "Conv2": [1]}, {}, ROW_TILING),
 }
 
 
@@ -80,9 +89,9 @@ def _num(x: Any) -> int | float | None:
 
 
 def run(name: str, workload_path: str) -> dict[str, Any]:
-    hw_file, alloc, split = SCENARIOS[name]
+    hw_file, alloc, split, tiling = SCENARIOS[name]
     hw = os.path.join(HW_DIR, hw_file)
-    mapping = mapping_yaml(name, alloc, split)
+    mapping = mapping_yaml(name, alloc, split, tiling)
     out = os.path.join(WORK, "outputs", name)
     shutil.rmtree(out, ignore_errors=True)
     est = evaluate_mapping(hw, workload_path, out, mapping, SolveOptions(artifacts=True))
