@@ -309,6 +309,28 @@ def test_tiles_forwarded_into_a_line_buffer_by_hand(tmp_path: Path) -> None:
         assert (pushed["address"] + pushed["words"] <= sent.inbox_word + 768).all()
 
 
+def test_fused_tiles_from_the_command_line_align_the_producer_depth_first(cli: Any, tmp_path: Path) -> None:
+    # --allocate fused --tiles 4 on phases_example: n2 (core2) and n3 (core3) meet at the boundary. n3's 4 rows
+    # become 4 one-row tiles reading input rows 1-5, 4-8, 7-11, 10-14; n2's tiles end where they do: rows 0-5,
+    # 6-8, 9-11, 12-14 and the last row, 15 (6, 3, 3, 3, 1 rows). Line buffer: 6 - 1, 9 - 4, 12 - 7, 15 - 10 = 5
+    # rows, plus n2's tallest tile (6) = 11 rows.
+    out = tmp_path / "fused.yaml"
+    done = cli("map", "phases_example", "--hw", str(ROOT / "configs" / "quad-eyeriss-mesh.yaml"), "--allocate",
+               "fused", "--tiles", "4", "--batch", "2", "--out", str(out))
+    assert done.code == 0, done.err
+    plan = load_plan(out)
+    assert isinstance(plan, AllocationPlan) and plan.forwarded == ("n2",)
+    assert [p.rows for p in plan.parts("n2")] == [6, 3, 3, 3, 1] and [p.rows for p in plan.parts("n3")] == [1] * 4
+    graph, hw = zoo.build("phases_example"), _quad()
+    (sent,) = forwards(plan, graph, hw)
+    assert sent.ring_rows == 11
+    report = check_run(resolve_run(graph, hw, None, str(out)))
+    assert report.ok and report.pipeline is not None and report.pipeline.link_words_simulated == 2 * 1024
+    wrong = cli("simulate", "phases_example", "--hw", str(ROOT / "configs" / "quad-eyeriss-mesh.yaml"),
+                "--allocate", "stages", "--tiles", "4")
+    assert wrong.code == 2 and "--tiles 4 sets the fused rule's tiles; use --allocate fused" in wrong.err
+
+
 def test_a_consumer_tile_started_one_tile_early_is_caught(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # Deliberate bug: n3's second tile (input rows 4-8) runs without waiting for n2's third tile (rows 8-11), as
     # if it read rows 4-7 only; the trace declares the schedule's true edges. The validator, from the trace

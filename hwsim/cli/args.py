@@ -166,6 +166,11 @@ def add_allocation_argument(parser: argparse.ArgumentParser) -> None:
                              "of DRAM) or search (the best allocation under --objective: latency, energy or edp); "
                              "--batch images stream through the cores. Replay a saved one with --mapping FILE "
                              "(written by hwsim map --allocate ... --out)")
+    parser.add_argument("--tiles", type=positive_int, default=None, metavar="N",
+                        help="with --allocate fused: cut each layer at a boundary between cores into N tiles, bands "
+                             "of rows (at most one per row; default: at most 4, each as tall as its core's PE array "
+                             "is wide); a reader's tiles then start as its producer's arrive, the tensor in a line "
+                             "buffer in the reader's GLB where it fits")
 
 
 def add_search_arguments(parser: argparse.ArgumentParser) -> None:
@@ -229,7 +234,10 @@ def allocation_request(args: argparse.Namespace) -> MappingLike:
                          f"{', '.join(ALLOCATION_OBJECTIVES)}")
     if args.objective is not None and args.allocate != "search":
         raise HwsimError(f"--objective sets a search; use --allocate search (not {args.allocate})")
-    return AllocationRequest(args.allocate, objective)
+    tiles = getattr(args, "tiles", None)
+    if tiles is not None and args.allocate != "fused":
+        raise HwsimError(f"--tiles {tiles} sets the fused rule's tiles; use --allocate fused (not {args.allocate})")
+    return AllocationRequest(args.allocate, objective, tiles or 0)
 
 
 def positive_int(text: str) -> int:

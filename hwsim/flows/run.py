@@ -162,7 +162,7 @@ def _allocation(request: AllocationRequest, graph: Graph, hw: Accelerator,
         return found.plan, found
     from hwsim.mapping.multicore import allocate
 
-    return allocate(graph, hw, images, request.rule), None
+    return allocate(graph, hw, images, request.rule, request.tiles), None
 
 
 def _searched(settings: SearchSettings, graph: Graph, hw: Accelerator, batch: int, profile: SparsityProfile,

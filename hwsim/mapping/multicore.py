@@ -123,8 +123,9 @@ def _lanes(hw: Accelerator, core: int) -> int:
     return view.pe_array.pes * view.pe_array.macs_per_cycle
 
 
-def allocate(graph: Graph, hw: Accelerator, images: int, rule: str) -> AllocationPlan:
-    """The allocation fixed rule `rule` (one of ALLOCATION_RULES) makes for `images` images of `graph` on `hw`."""
+def allocate(graph: Graph, hw: Accelerator, images: int, rule: str, tiles: int = 0) -> AllocationPlan:
+    """The allocation fixed rule `rule` (one of ALLOCATION_RULES) makes for `images` images of `graph` on `hw`
+    (`fused`: with `tiles` tiles per layer at a boundary between cores, 0 for its own choice)."""
     if rule not in ALLOCATION_RULES:
         raise MappingError(f"allocation rule {rule!r}; use one of {', '.join(ALLOCATION_RULES)} (or search)")
     names = [c.name for c in hw.all_cores]
@@ -148,16 +149,16 @@ def allocate(graph: Graph, hw: Accelerator, images: int, rule: str) -> Allocatio
     plan = AllocationPlan(graph.name, hw.name, _input_shape(graph), images, rule, tuple(chosen))
     if rule != "fused":
         return plan
-    plan = line_buffer_tiles(boundary_tiles(plan, graph, hw), graph, hw)
+    plan = line_buffer_tiles(boundary_tiles(plan, graph, hw, tiles), graph, hw)
     return replace(plan, forwarded=fused_forwards(plan, graph, hw))
 
 
-def boundary_tiles(plan: AllocationPlan, graph: Graph, hw: Accelerator) -> AllocationPlan:
+def boundary_tiles(plan: AllocationPlan, graph: Graph, hw: Accelerator, tiles: int = 0) -> AllocationPlan:
     """`plan` with every layer at a boundary between cores (whose output a layer on another core reads, or that
     reads one from another core) cut into bands of rows on its core, where it can be split by rows and its core
-    computes it directly: a consumer's tile then starts once the rows it reads are there. At most `FUSED_TILES`
-    bands, each at least as many rows as its core's PE array has columns (a row-stationary array maps output
-    rows across its columns: a shorter band leaves columns idle)."""
+    computes it directly: a consumer's tile then starts once the rows it reads are there. `tiles` bands (at most
+    one per row); 0: at most `FUSED_TILES`, each at least as many rows as its core's PE array has columns (a
+    row-stationary array maps output rows across its columns: a shorter band leaves columns idle)."""
     home = {name: {p.core for p in parts} for name, parts in plan.layers}
     edge: set[str] = set()
     for layer in graph:
@@ -170,7 +171,8 @@ def boundary_tiles(plan: AllocationPlan, graph: Graph, hw: Accelerator) -> Alloc
         if name in edge and len(parts) == 1 and row_splittable(layer) and not _lowers(layer, parts[0].core, hw):
             core = [c.name for c in hw.all_cores].index(parts[0].core)
             tall = max(1, layer.out_shape.h // core_hardware(hw, core).pe_array.cols)
-            rows = shares(layer.out_shape.h, [1] * min(FUSED_TILES, tall))
+            count = min(tiles, layer.out_shape.h) if tiles else min(FUSED_TILES, tall)
+            rows = shares(layer.out_shape.h, [1] * count)
             parts = tuple(CorePart(parts[0].core, 0, r) for r in rows) if len(rows) > 1 else parts
         layers.append((name, parts))
     return replace(plan, layers=tuple(layers))

@@ -227,11 +227,13 @@ def work_name(layer: str, core: str, split: bool, image: int, images: int, tile:
 
 @dataclass(frozen=True)
 class AllocationRequest:
-    """An allocation a run is to make for itself: by a fixed rule (round_robin, stages, split) or a search
-    (`search`) under `objective` (latency, energy or edp)."""
+    """An allocation a run is to make for itself: by a fixed rule (round_robin, stages, split, ...) or a search
+    (`search`) under `objective` (latency, energy or edp); `tiles`, for the fused rule, the bands of rows each
+    layer at a boundary between cores is cut into (0: the rule's own choice)."""
 
     rule: str
     objective: str = "latency"
+    tiles: int = 0
 
 
 def plan_mapper(plan: Plan) -> str:
