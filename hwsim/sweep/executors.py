@@ -210,31 +210,32 @@ HELD_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 @contextmanager
 def _interrupts_held() -> Iterator[None]:
-    """While a LocalCluster starts (a few seconds), hold SIGINT and SIGTERM back and act on them once it has
-    started or failed to: a cluster interrupted half-started cannot be closed (Dask then fails at exit with a
-    traceback), while a started one closes cleanly. Only the main thread can do this; elsewhere nothing is
-    held. (A Ctrl-C at the terminal also reaches worker processes still importing, before their preload
-    ignores it: they end at once, printing their own traceback, and the sweep stops as the cluster fails.)"""
+    """While a LocalCluster starts (a few seconds), block SIGINT and SIGTERM: a cluster interrupted half-started
+    cannot be closed (Dask then fails at exit with a traceback), while a started one closes cleanly. A blocked
+    signal waits, pending, and acts once they are unblocked here, the cluster started or failed to. The threads
+    and worker processes the cluster starts meanwhile inherit the block (across fork and exec), so a Ctrl-C at
+    the terminal, which reaches the whole process group, cannot end a worker still importing; each worker
+    unblocks them in its preload (`dask_setup`), ignoring Ctrl-C there. Only the main thread can do this;
+    elsewhere nothing is held."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    held: list[int] = []
-    previous = {s: signal.signal(s, lambda signum, frame: held.append(signum)) for s in HELD_SIGNALS}
+    signal.pthread_sigmask(signal.SIG_BLOCK, HELD_SIGNALS)
     try:
         yield
     finally:
-        for signum, handler in previous.items():
-            signal.signal(signum, handler)
-        for held_signal in held:
-            os.kill(os.getpid(), held_signal)  # to the handler restored above
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, HELD_SIGNALS)  # a pending one acts now, at its handler
 
 
 def dask_setup(worker: object) -> None:
     """Dask's preload hook, run by each LocalCluster worker as it starts (`preload=[this module]`): Ctrl-C
     reaches the whole process group, and it is the sweep's own process that closes the cluster; the workers
-    ignore it rather than each die with a traceback."""
+    ignore it rather than each die with a traceback. The signals the sweep blocked while the cluster started
+    (`_interrupts_held`) are unblocked: a Ctrl-C pending is dropped, a SIGTERM (the nanny ending the worker)
+    acts."""
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, HELD_SIGNALS)
 
 
 def _dask_rows(client: Client, futures: list[DaskFuture[Row]]) -> Rows:
