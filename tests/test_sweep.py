@@ -329,8 +329,8 @@ def test_dask_local_cluster_gives_the_local_results(cli, tmp_path: Path) -> None
     distributed = pytest.importorskip("dask.distributed")
     path = _small(tmp_path)
     assert cli("sweep", str(path), "--out", str(tmp_path / "local"), "--jobs", "1").code == 0
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
-                                  dashboard_address=None) as cluster:
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None,
+                                  scheduler_kwargs={"dashboard_address": ":0"}) as cluster:
         result = cli("sweep", str(path), "--out", str(tmp_path / "dask"), "--executor", "dask",
                      "--scheduler", cluster.scheduler_address, "--json")
     assert result.code == 0, result.err

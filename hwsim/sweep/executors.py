@@ -171,8 +171,10 @@ def dask_rows(points: Sequence[Point], evaluate: Evaluate, scheduler: str | None
     return _dask_rows(client, futures)
 
 
-# The LocalCluster runs points and serves nothing else, so its background polling is slowed to what a sweep
-# needs: no statistical profiler sampling every task's stack every 10 ms (it feeds the dashboard, which is off),
+# The LocalCluster runs points and serves nothing else (no dashboard; its scheduler's HTTP server, which Dask
+# starts anyway, on a free port: on its default, 8787, a second cluster on the machine prints a warning), so
+# its background polling is slowed to what a sweep needs: no statistical profiler sampling every task's stack
+# every 10 ms (it feeds the dashboard, which is off),
 # system statistics every 10 s rather than 0.5 s, the memory limits checked every second rather than 0.1 s,
 # the event loop's health every second rather than 20 ms, and no work stealing (each worker takes the next
 # point when it is free). At Dask's defaults these cost the sweep's process and each worker ~3 % of a core
@@ -200,7 +202,7 @@ def _local_cluster_rows(points: Sequence[Point], evaluate: Evaluate, workers: in
         with _interrupts_held():
             cluster = stack.enter_context(LocalCluster(
                 n_workers=min(workers, len(points)), threads_per_worker=1, processes=True, dashboard_address=None,
-                silence_logs=logging.CRITICAL, preload=[__name__]))
+                scheduler_kwargs={"dashboard_address": ":0"}, silence_logs=logging.CRITICAL, preload=[__name__]))
             client = stack.enter_context(Client(cluster))
         yield from _dask_rows(client, client.map(evaluate, list(points), pure=False))
 
