@@ -31,8 +31,13 @@ DASK = str(Path(sys.executable).with_name("dask"))
 
 # `hwsim sweep` in a fresh interpreter with a LocalCluster for any number of points (the size threshold lifted):
 # what a sweep large enough to start one does, with a few seconds of points
+# The sweep as a terminal's foreground command runs it: a test run launched in the background (`cmd &`, as CI
+# may be) ignores SIGINT, and its children inherit that, so the child gives itself Python's handling back (as
+# tests/test_simulate.py's interrupted run does).
 FORCE_LOCAL_CLUSTER = """
+import signal
 import sys
+signal.signal(signal.SIGINT, signal.default_int_handler)
 import hwsim.sweep.executors as executors
 executors.LOCAL_CLUSTER_MIN_S_PER_WORKER = 0.0
 from hwsim.cli.main import main
