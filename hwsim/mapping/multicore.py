@@ -184,7 +184,7 @@ def line_buffer_tiles(plan: AllocationPlan, graph: Graph, hw: Accelerator) -> Al
     still needs), so its line buffer holds a reader tile's input rows and one producer tile; a producer and
     readers once re-cut stay so. (Shorter tiles would shrink the line buffer further, but cost a row-stationary
     array its columns and fetch the filters once more per tile: ResNet-18 on quad-eyeriss-mesh in 2-row tiles
-    ran 1.44x longer and moved 18 % more DRAM bytes than its stages; a plan can still give them.)"""
+    ran 1.37x longer and moved 16 % more DRAM bytes than its stages (batch 2); a plan can still give them.)"""
     readers, fixed = _readers(graph, plan), set[str]()
     for layer in graph:
         found = readers.get(layer.name, [])
