@@ -174,7 +174,8 @@ def test_the_estimate_flow_does_not_import_the_other_flows_or_the_trace() -> Non
 def test_estimating_a_network_loads_neither_the_simulator_nor_the_search() -> None:
     """A closed-form estimate on a shipped config checks the config's model names through the registries without
     importing the simulator (simpy, its components and DRAM models), the mapping search, the step generators or the
-    other mapper families, or NeuPart: a registry imports its homes only until one registers the name asked for,
+    other mapper families, NeuPart, the faithful CNNergy model or rich (a command's output): a registry imports
+    its homes only until one registers the name asked for,
     the built-in NoC, link and DRAM kinds live in `hwsim.hardware`, and a mapper family is imported when one of
     its plans is first checked or scheduled."""
     import subprocess
@@ -185,7 +186,7 @@ def test_estimating_a_network_loads_neither_the_simulator_nor_the_search() -> No
             "print(' '.join(m for m in ('simpy', 'hwsim.sim.component', 'hwsim.sim.dram.simple', "
             "'hwsim.sim.dram.jedec', 'hwsim.sim.noc.buses', 'hwsim.search.network', 'hwsim.search.layer', "
             "'hwsim.mapping.nest.steps', 'hwsim.mapping.depth_first', 'hwsim.mapping.phases', "
-            "'hwsim.mapping.planned', 'hwsim.analytic.neupart') "
+            "'hwsim.mapping.planned', 'hwsim.analytic.neupart', 'hwsim.analytic.cnnergy', 'rich') "
             "if m in sys.modules))")
     loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
     assert loaded == []

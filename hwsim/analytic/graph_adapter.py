@@ -52,14 +52,17 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
+from typing import TYPE_CHECKING
 
-from hwsim.analytic.cnnergy import CnnergyLayer, cnnergy_schedule
 from hwsim.errors import ConfigError, NetworkError
 from hwsim.hardware.schema import Accelerator
 from hwsim.sparsity.names import DEFAULT_RELU_SPARSITY
 from hwsim.sparsity.profile import LayerZeros, SparsityProfile, default_zero_macs, padded_sparsity
 from hwsim.vocab import ceil_div
 from hwsim.workload.ir import Graph, Layer, LayerKind, require_images
+
+if TYPE_CHECKING:  # the sparsity model is read by every run; the CNNergy model only when it prices (below)
+    from hwsim.analytic.cnnergy import CnnergyLayer
 
 RELU_FAMILY = frozenset({"relu", "relu6", "thresholded_relu"})
 """Activations that output exact zeros for a whole range of inputs."""
@@ -318,6 +321,8 @@ def _stuffed_sparsity(layer: Layer, shape: _Shape, sparsity: float) -> float:
 def adapt_layer(layer: Layer, sparsity: tuple[float, float], first_layer: bool, hw: Accelerator,
                 batch: int = 1) -> AdaptedLayer | None:
     """One IR layer in CNNergy's form (None if it has no weights), for the given (sp_if, sp_of)."""
+    from hwsim.analytic.cnnergy import CnnergyLayer
+
     if layer.kind not in ADAPTED_KINDS:
         return None
     shape = _layer_shape(layer, hw)
@@ -340,6 +345,8 @@ def _schedulable_tile(layer: CnnergyLayer, hw: Accelerator) -> tuple[CnnergyLaye
     columns (the ifmap halo re-read per tile, as a tiled accelerator would),
     priced (E / E_tile)² times.
     """
+    from hwsim.analytic.cnnergy import cnnergy_schedule
+
     tile_e = layer.E
     while True:
         tile = replace(layer, H=(tile_e - 1) * layer.U + layer.R, E=tile_e) if tile_e != layer.E else layer
@@ -379,6 +386,8 @@ def batch_ladder(proposed: Sequence[int], max_batch: int) -> list[int]:
 
 def _with_batches(adapted: list[AdaptedLayer | None], hw: Accelerator, max_batch: int) -> list[AdaptedLayer | None]:
     """The reference's second run: every layer at its used batch from the first run's proposals."""
+    from hwsim.analytic.cnnergy import cnnergy_schedule
+
     present = [a for a in adapted if a is not None]
     proposed = [cnnergy_schedule(a.layer, hw).proposed_batch for a in present]
     used = iter(batch_ladder(proposed, max_batch))

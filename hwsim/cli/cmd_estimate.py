@@ -11,12 +11,10 @@ from __future__ import annotations
 
 import argparse
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from rich.table import Table
 
-from hwsim.analytic.cnnergy import CnnergyEnergy
 from hwsim.analytic.estimate import NetworkEstimate, layer_record
 from hwsim.cli.args import (
     add_bits_argument,
@@ -54,6 +52,11 @@ from hwsim.hardware.units import format_bytes as fmt_bytes
 from hwsim.vocab import ACCESS_SHAPE, LEVEL_NAMES, OPERAND_NAMES
 from hwsim.workload.ir import Graph
 from hwsim.workload.network import load_network
+
+if TYPE_CHECKING:
+    from rich.table import Table
+
+    from hwsim.analytic.cnnergy import CnnergyEnergy
 
 SWEEP_KEYS = ("glb.size",)
 MAX_SWEEP_POINTS = 64

@@ -11,16 +11,9 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, fields, replace
+from typing import TYPE_CHECKING
 
-from hwsim.analytic.cnnergy import (
-    ZERO_ENERGY,
-    CnnergyEnergy,
-    CnnergyNetworkResult,
-    cnnergy_network,
-    read_layer_table,
-)
 from hwsim.analytic.estimate import NetworkEstimate, estimate_network
-from hwsim.analytic.graph_adapter import SparsityModel, adapt_graph
 from hwsim.errors import ConfigError, HwsimError, NetworkError
 from hwsim.flows.inputs import HardwareLike, MappingLike, NetworkLike, SparsityLike, as_graph, as_hardware
 from hwsim.flows.run import RunSpec, resolve_run, with_control
@@ -30,8 +23,11 @@ from hwsim.hardware.schema import Accelerator
 from hwsim.mapping.nest.format import NetworkMapping
 from hwsim.workload.ir import Graph
 
+if TYPE_CHECKING:  # the faithful CNNergy model is imported when it is asked for (`hwsim estimate` starts faster)
+    from hwsim.analytic.cnnergy import CnnergyEnergy, CnnergyNetworkResult
+    from hwsim.analytic.graph_adapter import SparsityModel
+
 MODELS = ("mapping", "cnnergy")
-DENSE = SparsityModel(relu_sparsity=0.0)  # no zeros anywhere
 SIZE_QUANTUM_BYTES = 8  # swept sizes are whole 8-byte lines: a whole number of words at any precision
 
 
@@ -89,6 +85,8 @@ class CnnergyEstimate:
         return tuple(scaled(r.energy, k) for r, k in zip(self.result.layers, self.copies))
 
     def total(self) -> CnnergyEnergy:
+        from hwsim.analytic.cnnergy import ZERO_ENERGY
+
         return sum(self.layer_energies(), ZERO_ENERGY)
 
 
@@ -107,6 +105,8 @@ class LayerTable:
 
 def cnnergy_sparsity(sparsity: SparsityLike) -> SparsityModel | None:
     """`sparsity` as the faithful model takes it: defaults or a preset (its layers are CNNergy's), or dense."""
+    from hwsim.analytic.graph_adapter import SparsityModel
+
     if sparsity is None or isinstance(sparsity, SparsityModel):
         return sparsity
     raise HwsimError("the cnnergy model takes sparsity none, auto, relu or a preset; a profile or measured zeros "
@@ -117,6 +117,9 @@ def estimate_cnnergy(source: NetworkLike | LayerTable, hw: HardwareLike, sparsit
                      clock_power_w: float | None = None, throughput_gmacs: float | None = None) -> CnnergyEstimate:
     """Faithful CNNergy on a layer table, or on a network's conv and fully connected layers with the
     activation zeros of `sparsity` (None: dense)."""
+    from hwsim.analytic.cnnergy import cnnergy_network, read_layer_table
+    from hwsim.analytic.graph_adapter import SparsityModel, adapt_graph
+
     accelerator = as_hardware(hw)
     if isinstance(source, LayerTable):
         layers = read_layer_table(source.path)
@@ -124,7 +127,8 @@ def estimate_cnnergy(source: NetworkLike | LayerTable, hw: HardwareLike, sparsit
         return CnnergyEstimate(source.path, accelerator.name, result, tuple(1.0 for _ in layers),
                                tuple(l.name for l in layers))
     graph = as_graph(source)
-    adapted = [a for a in adapt_graph(graph, sparsity or DENSE, accelerator) if a is not None]
+    dense = SparsityModel(relu_sparsity=0.0)  # no zeros anywhere
+    adapted = [a for a in adapt_graph(graph, sparsity or dense, accelerator) if a is not None]
     if not adapted:
         raise NetworkError(f"{graph.name}: no conv or fully connected layer for CNNergy to price")
     result = cnnergy_network([a.layer for a in adapted], accelerator, clock_power_w, throughput_gmacs)
