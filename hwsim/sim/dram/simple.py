@@ -150,10 +150,13 @@ class SimpleDram(DramModel):
                                                   row_shift)
         tpc = self._ticks_per_cycle
         start_cycles = starts // tpc
-        end_cycles = -(-(starts + self._slot_ticks) // tpc)
-        self.reserved_end_cycle = int(end_cycles.max())
+        end_cycles = (starts + (self._slot_ticks + tpc - 1)) // tpc  # ⌈(start + slot) / tpc⌉
         self.busy_channel_cycles += plan.bursts * self._slot_ticks / tpc
         self._booked = (start_cycles, end_cycles)
+        if len(plan.parts) == 1:  # a channel serves its bursts one after another: the first starts first
+            self.reserved_end_cycle = int(end_cycles[-1])
+            return int(start_cycles[0])
+        self.reserved_end_cycle = int(end_cycles.max())
         return int(start_cycles.min())
 
     def _serve(self, part: _ChannelPart, channel: _Channel, direction: int, request_ticks: int,
@@ -164,11 +167,16 @@ class SimpleDram(DramModel):
         if saving:
             latency = latency.copy()
             latency[0] -= saving
-        starts = np.empty(len(part.bursts), dtype=np.int64)
-        for lo in range(0, len(starts), self._piece):
-            hi = min(len(starts), lo + self._piece)
-            base = int(part.offset_ticks[lo - 1]) + self._slot_ticks if lo else saving - turnaround_ticks
-            starts[lo:hi] = self._stream(channel, request_ticks, latency[lo:hi], part.offset_ticks[lo:hi] - base)
+        n = len(part.bursts)
+        if n <= self._piece:  # one piece (the in-flight bound does not bind within it)
+            starts = self._stream(channel, request_ticks, latency, part.offset_ticks - (saving - turnaround_ticks))
+        else:
+            starts = np.empty(n, dtype=np.int64)
+            for lo in range(0, n, self._piece):
+                hi = min(n, lo + self._piece)
+                base = int(part.offset_ticks[lo - 1]) + self._slot_ticks if lo else saving - turnaround_ticks
+                starts[lo:hi] = self._stream(channel, request_ticks, latency[lo:hi],
+                                             part.offset_ticks[lo:hi] - base)
         self._stalls(channel, direction, int(starts[0]) - (request_ticks + int(latency[0])), turnaround_ticks)
         return starts
 
