@@ -72,6 +72,8 @@ class StepRunner:
         self.buses = [[c.noc.bus(name) for name in _BUS_OF_OPERAND] for c in m.cores]
         self.out_buses = [[c.noc.bus(name) for name in _OUT_BUS] for c in m.cores]
         self.coded_levels = frozenset(LEVEL_NAMES.index(level) for level in Links.of(m.hw).levels)
+        self.recorded_levels = tuple(name in rec.levels for name in LEVEL_NAMES)  # per level: kept in the trace?
+        self.glbs = [c.glb for c in m.cores]
         self.passes = 0
         self.compute_cycles = 0
 
@@ -87,23 +89,36 @@ class StepRunner:
         end, coded = at, self.coded_levels
         if src != _RF:
             moved = s[CODED_WORDS] if src in coded else words
-            end = max(end, self._side(src, src_core, True, s[SRC_ADDR], moved, READ, operand, index, at))
+            side_end = self._side(src, src_core, True, s[SRC_ADDR], moved, READ, operand, index, at)
+            if side_end > end:
+                end = side_end
         if dst != _RF:
             outward = dst < src and operand in (_PSUM, _OFMAP)
             moved = s[CODED_WORDS] if dst in coded else words
-            end = max(end, self._side(dst, dst_core, False, s[DST_ADDR], moved, UPDATE if outward else FILL, operand,
-                                      index, at))
-        if src == _RF or dst == _RF:  # the RF end rides its core's NoC
-            filled = dst == _RF
-            core = dst_core if filled else src_core
-            bus = (self.buses if filled else self.out_buses)[core][operand]
-            start = bus.book(False, NO_ADDRESS, words, at, self.wb)
-            end = max(end, bus.reserved_end_cycle)
-            if self.want_noc:
-                self.rec.row("noc", start, bus.reserved_end_cycle, WRITE, operand, index, NO_ADDRESS, words, bus.unit)
-            if self.want_rf:
-                self.rec.row("rf", at, end, FILL if filled else READ, operand, index,
-                             s[DST_ADDR] if filled else s[SRC_ADDR], words, self.m.cores[core].rf_unit)
+            side_end = self._side(dst, dst_core, False, s[DST_ADDR], moved, UPDATE if outward else FILL, operand,
+                                  index, at)
+            if side_end > end:
+                end = side_end
+        else:  # the RF end rides its core's NoC
+            return self._over_noc(index, s, at, end, True, dst_core)
+        if src == _RF:
+            return self._over_noc(index, s, at, end, False, src_core)
+        return end
+
+    def _over_noc(self, index: int, s: Step, at: int, end: int, filled: bool, core: int) -> int:
+        """The NoC bus and RF records of a transfer into (`filled`) or out of core `core`'s RFs whose other end
+        ends at `end`; the transfer's end cycle."""
+        operand, words = s[OPERAND], s[WORDS]
+        bus = (self.buses if filled else self.out_buses)[core][operand]
+        start = bus.book(False, NO_ADDRESS, words, at, self.wb)
+        bus_end = bus.reserved_end_cycle
+        if bus_end > end:
+            end = bus_end
+        if self.want_noc:
+            self.rec.row("noc", start, bus_end, WRITE, operand, index, NO_ADDRESS, words, bus.unit)
+        if self.want_rf:
+            self.rec.row("rf", at, end, FILL if filled else READ, operand, index,
+                         s[DST_ADDR] if filled else s[SRC_ADDR], words, self.m.cores[core].rf_unit)
         return end
 
     def _across(self, index: int, s: Step, at: int) -> int:
@@ -140,15 +155,18 @@ class StepRunner:
                 return dram.reserved_end_cycle
             start = dram.book(is_read, address * wb, words * wb, at, wb)
             component: Port = dram
+        elif level == _GLB:
+            component = self.glbs[core]
+            start = component.book(is_read, address, words, at, wb)
         else:
             component = self._on_chip(level, core)
             if level == _LINE_BUFFER:
                 address = NO_ADDRESS
             start = component.book(is_read, address, words, at, wb)
-        name = LEVEL_NAMES[level]
-        if name in rec.levels:
-            rec.row(name, start, component.reserved_end_cycle, op, operand, index, address, words, component.unit)
-        return component.reserved_end_cycle
+        end = component.reserved_end_cycle
+        if self.recorded_levels[level]:
+            rec.row(LEVEL_NAMES[level], start, end, op, operand, index, address, words, component.unit)
+        return end
 
     def _on_chip(self, level: int, core: int) -> Port:
         if level == _GLB:
