@@ -85,7 +85,7 @@ class Recorder:
             self.sink(level, block)
 
 
-_Run = tuple[Cycles, Cycles, np.ndarray, int, int, int, int, int]  # a BurstRun, then op, operand, step, unit
+_Run = tuple[Cycles, Cycles, np.ndarray, int, int, int, int, int, int]  # a BurstRun, then op, operand, step, unit
 
 
 def _from_rows(rows: list[int]) -> np.ndarray:
@@ -100,16 +100,18 @@ def _from_rows(rows: list[int]) -> np.ndarray:
 def _assembled(runs: list[_Run], layer: int) -> np.ndarray:
     """Burst runs as records (one per burst), in the order given, written column by column."""
     bursts = np.fromiter((len(run[2]) for run in runs), dtype=np.int64, count=len(runs))
-    scalars = np.array([run[3:] for run in runs], dtype=np.int64)  # shift, op, operand, step, unit per run
+    scalars = np.array([run[3:] for run in runs], dtype=np.int64)  # word shift, cycle shift, op, operand, step,
+    # unit per run
     template = np.concatenate([run[2] for run in runs])
     out = np.empty(len(template), dtype=RECORD_DTYPE)
-    out["start_cycle"] = np.concatenate([run[0] for run in runs])
-    out["end_cycle"] = np.concatenate([run[1] for run in runs])
-    out["op"] = np.repeat(scalars[:, 1], bursts)
-    out["operand"] = np.repeat(scalars[:, 2], bursts)
+    cycles = np.repeat(scalars[:, 1], bursts)
+    np.add(np.concatenate([run[0] for run in runs]), cycles, out=out["start_cycle"])
+    np.add(np.concatenate([run[1] for run in runs]), cycles, out=out["end_cycle"])
+    out["op"] = np.repeat(scalars[:, 2], bursts)
+    out["operand"] = np.repeat(scalars[:, 3], bursts)
     out["layer"] = layer
-    out["step"] = np.repeat(scalars[:, 3], bursts)
+    out["step"] = np.repeat(scalars[:, 4], bursts)
     out["address"] = template[:, 0] + np.repeat(scalars[:, 0], bursts)
     out["words"] = template[:, 1]
-    out["unit"] = np.repeat(scalars[:, 4], bursts)
+    out["unit"] = np.repeat(scalars[:, 5], bursts)
     return out

@@ -23,10 +23,10 @@ from hwsim.vocab import DRAM_COMMAND_DTYPE
 TEMPLATE_CACHE_ENTRIES = 4096
 
 Cycles = Sequence[int] | np.ndarray  # per burst of a transaction (plain ints for a few bursts, else an array)
-BurstRun = tuple[Cycles, Cycles, np.ndarray, int]
-"""The bursts of one booked transaction, not yet records: their data start and end cycles, the (first word
-address, words) of each burst from its offset in the address period (a shared, read-only template), and the words
-to add to those addresses."""
+BurstRun = tuple[Cycles, Cycles, np.ndarray, int, int]
+"""The bursts of one booked transaction, not yet records: their data start and end cycles less a cycle shift, the
+(first word address, words) of each burst from its offset in the address period (a shared, read-only template),
+the words to add to those addresses and the cycles to add to those cycles (a replayed booking's request cycle)."""
 
 
 class DramModel(Port):
@@ -45,7 +45,8 @@ class DramModel(Port):
         self.burst_bytes = cfg.burst_bytes
         self.period_bytes = 0  # transfers whose addresses differ by a multiple of this place alike (0: none do)
         self._templates: dict[tuple[int, int, int], np.ndarray] = {}
-        self._booked: tuple[Cycles, Cycles] | None = None  # start and end cycles of the last booking's bursts
+        self._booked: tuple[Cycles, Cycles, int] | None = None  # start and end cycles of the last booking's bursts,
+        # less the cycles to add to them
 
     def _check(self, address: int, amount: int, word_bytes: int) -> None:
         check_count(address, "address", self.name)
@@ -82,13 +83,15 @@ class DramModel(Port):
         if self._booked is None or type(self)._records is not DramModel._records:
             records = self._records(start_cycle, address, amount, word_bytes)
             return (records["start_cycle"], records["end_cycle"],
-                    np.stack((records["address"], records["words"]), axis=1), 0)
+                    np.stack((records["address"], records["words"]), axis=1), 0, 0)
         template, shift = self._template(address, amount, word_bytes)
-        return self._booked[0], self._booked[1], template, shift
+        starts, ends, cycles = self._booked
+        return starts, ends, template, shift, cycles
 
     def _records(self, start_cycle: int, address: int, amount: int, word_bytes: int) -> np.ndarray:
         assert self._booked is not None
-        return self.burst_records(*self._booked, address, amount, word_bytes)
+        starts, ends, cycles = self._booked
+        return self.burst_records(np.add(starts, cycles), np.add(ends, cycles), address, amount, word_bytes)
 
     def _template(self, address: int, amount: int, word_bytes: int) -> tuple[np.ndarray, int]:
         """(first word address, words) of each burst of a transaction, cached by its offset into the address

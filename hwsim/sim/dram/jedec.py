@@ -136,7 +136,7 @@ class JedecDram(DramModel):
         unloaded = (request + latency) * den // num
         self.queue_stall_cycles += max(0, first - unloaded)
         self.reserved_end_cycle = last
-        self._booked = (start, end)
+        self._booked = (start, end, 0)
         return first
 
     def serve_queued(self, burst: np.ndarray, is_write: np.ndarray, arrival: np.ndarray) -> int:

@@ -180,7 +180,7 @@ class SimpleDram(DramModel):
         start_cycles = starts // tpc
         end_cycles = (starts + (self._slot_ticks + tpc - 1)) // tpc  # ⌈(start + slot) / tpc⌉
         self.busy_channel_cycles += plan.bursts * self._slot_ticks / tpc
-        self._booked = (start_cycles, end_cycles)
+        self._booked = (start_cycles, end_cycles, 0)
         if len(plan.parts) == 1:  # a channel serves its bursts one after another: the first starts first
             self.reserved_end_cycle = int(end_cycles[-1])
             return int(start_cycles[0])
@@ -222,7 +222,7 @@ class SimpleDram(DramModel):
         end_cycles = [-(-(s + slot) // tpc) for s in starts]
         self.reserved_end_cycle = max(end_cycles)
         self.busy_channel_cycles += len(starts) * slot / tpc
-        self._booked = (start_cycles, end_cycles)
+        self._booked = (start_cycles, end_cycles, 0)
         return min(start_cycles)
 
     def _serve_few(self, part: _ChannelPart, direction: int, request_ticks: int, row_shift: int) -> list[int]:
@@ -351,11 +351,7 @@ class SimpleDram(DramModel):
         channel.last_direction = direction
         tpc = self._ticks_per_cycle
         self.busy_channel_cycles += plan.bursts * self._slot_ticks / tpc
-        starts, ends = found.start_cycles, found.end_cycles
-        if isinstance(starts, np.ndarray):
-            self._booked = (starts + now, np.asarray(ends) + now)
-        else:
-            self._booked = (list(map(now.__add__, starts)), list(map(now.__add__, ends)))
+        self._booked = (found.start_cycles, found.end_cycles, now)
         self.reserved_end_cycle = now + found.last_end_cycles
         return now + found.first_start_cycles
 
@@ -366,7 +362,7 @@ class SimpleDram(DramModel):
         misses, hits = self.row_miss_bursts, self.row_hit_bursts
         start = self._book_parts(plan, direction, request_ticks, row_shift)
         assert self._booked is not None
-        starts, ends = self._booked
+        starts, ends, _ = self._booked  # a booking worked out in full adds no cycles
         n = plan.bursts
         fresh = channel.done_ticks[-min(n, self._in_flight):]
         relative: tuple[Sequence[int] | np.ndarray, Sequence[int] | np.ndarray]
@@ -374,6 +370,7 @@ class SimpleDram(DramModel):
             relative = (starts - now, np.asarray(ends) - now)
         else:
             relative = ([c - now for c in starts], [c - now for c in ends])
+        self._booked = (*relative, now)
         return _Outcome(relative[0], relative[1], start - now, self.reserved_end_cycle - now, n,
                         tuple(d - request_ticks for d in fresh), channel.bus_free_ticks - request_ticks,
                         int(self.row_miss_bursts - misses), int(self.row_hit_bursts - hits), *self._stalled)
