@@ -326,6 +326,8 @@ class LayerExecutor:
     def _wait_for_psums(self, g: Group, near: list[int], at: int) -> Generator[simpy.Event, Any, int]:
         """Wait until every earlier pass that wrote the psums this pass reads back has stored them. The cycle the
         pass may start."""
+        if not self.psum_stores:  # no psum store pending: nothing to wait for
+            return at
         steps = g.steps
         writer = max((self._psum_writer(steps[k][SRC], steps[k][SRC_ADDR], steps[k][WORDS], g.index) for k in near
                       if steps[k][OPERAND] == _PSUM), default=-1)
