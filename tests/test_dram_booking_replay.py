@@ -23,7 +23,9 @@ class WorkedOut(SimpleDram):
     """The model with every booking worked out in full: no replay."""
 
     def _book_cached(self, plan: _Plan, offset: int, amount: int, direction: int, now: int, row_shift: int) -> int:
-        return self._book_parts(plan, direction, now * self._ticks_per_cycle, row_shift)
+        start = self._book_parts(plan, direction, now * self._ticks_per_cycle, row_shift)
+        self._stalled.clear()
+        return start
 
 
 def _config(channels: int, bandwidth: float, turnaround: int, in_flight: int,

@@ -74,9 +74,9 @@ BUGS = (
         'self.want_noc, self.want_rf, self.want_pe = rec.wants("noc"), rec.wants("rf"), rec.wants("pe")',
         'self.want_noc, self.want_rf, self.want_pe = False, rec.wants("rf"), rec.wants("pe")'),
     Bug("dram_wrong_address", "a load reads DRAM at its on-chip destination's address", "hwsim/sim/runner.py",
-        "end = max(end, self._side(src, src_core, True, s[SRC_ADDR], moved, READ, operand, index, at))",
-        "end = max(end, self._side(src, src_core, True, s[DST_ADDR] if src == _DRAM else s[SRC_ADDR], moved, READ, "
-        "operand, index, at))"),
+        "side_end = self._side(src, src_core, True, s[SRC_ADDR], moved, READ, operand, index, at)",
+        "side_end = self._side(src, src_core, True, s[DST_ADDR] if src == _DRAM else s[SRC_ADDR], moved, READ, "
+        "operand, index, at)"),
     Bug("dram_tccd_l_ignored", "jedec: column commands to one bank group tCCD_S apart, not tCCD_L",
         "hwsim/sim/dram/banks.py", "gaps = np.where(group[1:] == group[:-1], max(t.ccd_l, t.bl), max(t.ccd_s, t.bl))",
         "gaps = np.where(group[1:] == group[:-1], max(t.ccd_s, t.bl), max(t.ccd_s, t.bl))", JEDEC_HW),

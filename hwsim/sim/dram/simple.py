@@ -93,21 +93,25 @@ class _Channel:
 
 
 @dataclass(frozen=True, slots=True)
+class _PartOutcome:
+    """What booking a transaction did to one channel, relative to its request tick."""
+
+    done_ticks: tuple[int, ...]  # the channel's newest in-flight ends (its bursts' last ones), minus the request
+    bus_free_ticks: int  # minus the request
+    turnaround_ticks: int  # what `_stalls` added
+    queue_ticks: int
+
+
+@dataclass(frozen=True, slots=True)
 class _Outcome:
-    """What booking a one-channel transaction did, relative to its request: its bursts' cycles after the request
-    cycle, the channel's new in-flight ends and bus end after the request tick, and the counters it added."""
+    """What booking a transaction did, relative to its request: its bursts' cycles after the request cycle, and
+    per channel part what it did to the channel."""
 
     start_cycles: Sequence[int] | np.ndarray  # per burst, minus the request cycle
     end_cycles: Sequence[int] | np.ndarray
     first_start_cycles: int  # the first burst's start, minus the request cycle
     last_end_cycles: int  # the last burst's end, minus the request cycle
-    bursts: int  # bursts on the channel (the first this many in-flight ends are replaced)
-    done_ticks: tuple[int, ...]  # the channel's newest in-flight ends, minus the request tick
-    bus_free_ticks: int  # minus the request tick
-    row_misses: int
-    row_hits: int
-    turnaround_ticks: int  # what `_stalls` added
-    queue_ticks: int
+    parts: tuple[_PartOutcome, ...]
 
 
 class SimpleDram(DramModel):
@@ -141,8 +145,8 @@ class SimpleDram(DramModel):
         # within a transaction the in-flight bound binds only if in_flight slots are shorter than a latency
         self._piece = cfg.in_flight if (cfg.in_flight - 1) * self._slot_ticks < longest else 1 << 62
         self._plans: dict[tuple[int, int], _Plan] = {}
-        self._outcomes: dict[tuple[int, ...], _Outcome] = {}  # see `_book_cached`
-        self._stalled = (0, 0)  # the (turnaround, queue) ticks the last `_stalls` added
+        self._outcomes: dict[tuple[object, ...], _Outcome] = {}  # see `_book_cached`
+        self._stalled: list[tuple[int, int]] = []  # the (turnaround, queue) ticks `_stalls` added, while noted
 
     @property
     def burst_slot_cycles(self) -> float:
@@ -160,9 +164,11 @@ class SimpleDram(DramModel):
         self.bursts += plan.bursts
         request_ticks = now * self._ticks_per_cycle
         row_shift = base * self._rows_per_period
-        if self._fcfs and len(plan.parts) == 1:
+        if self._fcfs:
             return self._book_cached(plan, offset, amount, direction, now, row_shift)
-        return self._book_parts(plan, direction, request_ticks, row_shift)
+        start = self._book_parts(plan, direction, request_ticks, row_shift)
+        self._stalled.clear()
+        return start
 
     def _book_parts(self, plan: _Plan, direction: int, request_ticks: int, row_shift: int) -> int:
         """`_book` worked out: every channel part streamed; the cycle the first burst starts."""
@@ -276,7 +282,7 @@ class SimpleDram(DramModel):
         tpc = self._ticks_per_cycle
         self.turnaround_stall_cycles += turnaround_ticks / tpc
         self.queue_stall_cycles += queue_ticks / tpc
-        self._stalled = (turnaround_ticks, queue_ticks)
+        self._stalled.append((turnaround_ticks, queue_ticks))
 
     def _stream(self, channel: _Channel, request_ticks: int, latency: np.ndarray, offsets: np.ndarray) -> np.ndarray:
         """Data starts s_i = G_i + max(bus free, max_{j≤i}(A_j + Λ_j − G_j)) of consecutive bursts, admitted
@@ -314,66 +320,69 @@ class SimpleDram(DramModel):
         return starts
 
     def _book_cached(self, plan: _Plan, offset: int, amount: int, direction: int, now: int, row_shift: int) -> int:
-        """`_book_parts` of a first-come-first-served transaction on one channel, replayed when a transaction of
-        the same place in the address period and size met the channel in the same state relative to its request
-        (a layer's transfers repeat a few shapes in a steady rhythm: 99 % of AlexNet's on eyeriss-v1).
+        """`_book_parts` of a first-come-first-served transaction, replayed when a transaction of the same place in
+        the address period and size met its channels in the same state relative to its request (a layer's
+        transfers repeat a few shapes in a steady rhythm: 99 % of AlexNet's on eyeriss-v1 are replays).
 
-        What decides the outcome, all in the key: the plan; whether the first run hits the open row and whether
+        What decides the outcome, all in the key, per channel: whether its first run hits the open row and whether
         the direction turns; the in-flight ends after the request (an end at or before it admits a burst at the
         request, as any earlier end would; the ends are in order, so those are the first ones, as many as the
         later ones leave); and the channel's bus end, clamped below where the first burst's own latency (less a
         turnaround) dominates it."""
-        part = plan.parts[0]
-        channel = self._channels[part.channel]
         request_ticks = now * self._ticks_per_cycle
-        rows = self._rows
-        hit = rows.keeps_open and part.first_row + row_shift == channel.open_row
-        turned = channel.last_direction not in (-1, direction)
-        done = channel.done_ticks  # in order: a transaction's first burst ends after the channel's last one
-        admitted = bisect_right(done, request_ticks)
-        floor = part.lead_max[0] - (self.cfg.turnaround_cycles * self._ticks_per_cycle if turned else 0)
-        key = (offset, amount, hit, turned, max(channel.bus_free_ticks - request_ticks, floor),
-               *map(request_ticks.__rsub__, done[admitted:]))
-        found = self._outcomes.get(key)
+        turnaround = self.cfg.turnaround_cycles * self._ticks_per_cycle
+        keeps_open = self._rows.keeps_open
+        key: list[object] = [offset, amount]
+        for part in plan.parts:
+            channel = self._channels[part.channel]
+            turned = channel.last_direction not in (-1, direction)
+            done = channel.done_ticks  # in order: a transaction's first burst ends after the channel's last one
+            floor = part.lead_max[0] - (turnaround if turned else 0)
+            key.append((keeps_open and part.first_row + row_shift == channel.open_row, turned,
+                        max(channel.bus_free_ticks - request_ticks, floor),
+                        *map(request_ticks.__rsub__, done[bisect_right(done, request_ticks):])))
+        found = self._outcomes.get(tuple(key))
         if found is None:
             found = self._outcome(plan, direction, now, row_shift)
             if len(self._outcomes) >= _OUTCOME_CACHE_ENTRIES:
                 self._outcomes.clear()
-            self._outcomes[key] = found
+            self._outcomes[tuple(key)] = found
             return now + found.first_start_cycles
-        if rows.row_bytes:
-            self.row_miss_bursts += found.row_misses
-            self.row_hit_bursts += found.row_hits
-            channel.open_row = part.last_row + row_shift
-        channel.bus_free_ticks = request_ticks + found.bus_free_ticks
-        channel.done_ticks = done[found.bursts:] + list(map(request_ticks.__add__, found.done_ticks))
-        self._add_stalls(found.turnaround_ticks, found.queue_ticks)
-        channel.last_direction = direction
-        tpc = self._ticks_per_cycle
-        self.busy_channel_cycles += plan.bursts * self._slot_ticks / tpc
+        for part, did in zip(plan.parts, found.parts):
+            channel = self._channels[part.channel]
+            self._open(part, channel, direction, row_shift)  # row counters and the open row, as worked out
+            channel.bus_free_ticks = request_ticks + did.bus_free_ticks
+            channel.done_ticks = channel.done_ticks[len(part.burst_list):] + list(map(request_ticks.__add__,
+                                                                                      did.done_ticks))
+            self._add_stalls(did.turnaround_ticks, did.queue_ticks)
+            channel.last_direction = direction
+        self._stalled.clear()
+        self.busy_channel_cycles += plan.bursts * self._slot_ticks / self._ticks_per_cycle
         self._booked = (found.start_cycles, found.end_cycles, now)
         self.reserved_end_cycle = now + found.last_end_cycles
         return now + found.first_start_cycles
 
     def _outcome(self, plan: _Plan, direction: int, now: int, row_shift: int) -> _Outcome:
-        """Book a one-channel transaction in full (`_book_parts`) and say what it did, relative to `now`."""
-        channel = self._channels[plan.parts[0].channel]
+        """Book a transaction in full (`_book_parts`) and say what it did, relative to `now`."""
         request_ticks = now * self._ticks_per_cycle
-        misses, hits = self.row_miss_bursts, self.row_hit_bursts
+        self._stalled.clear()
         start = self._book_parts(plan, direction, request_ticks, row_shift)
-        assert self._booked is not None
+        assert self._booked is not None and len(self._stalled) == len(plan.parts)
+        parts = []
+        for part, stalled in zip(plan.parts, self._stalled):
+            channel = self._channels[part.channel]
+            fresh = channel.done_ticks[-min(len(part.burst_list), self._in_flight):]
+            parts.append(_PartOutcome(tuple(d - request_ticks for d in fresh), channel.bus_free_ticks - request_ticks,
+                                      *stalled))
+        self._stalled.clear()
         starts, ends, _ = self._booked  # a booking worked out in full adds no cycles
-        n = plan.bursts
-        fresh = channel.done_ticks[-min(n, self._in_flight):]
         relative: tuple[Sequence[int] | np.ndarray, Sequence[int] | np.ndarray]
         if isinstance(starts, np.ndarray):
             relative = (starts - now, np.asarray(ends) - now)
         else:
             relative = ([c - now for c in starts], [c - now for c in ends])
         self._booked = (*relative, now)
-        return _Outcome(relative[0], relative[1], start - now, self.reserved_end_cycle - now, n,
-                        tuple(d - request_ticks for d in fresh), channel.bus_free_ticks - request_ticks,
-                        int(self.row_miss_bursts - misses), int(self.row_hit_bursts - hits), *self._stalled)
+        return _Outcome(relative[0], relative[1], start - now, self.reserved_end_cycle - now, tuple(parts))
 
     def _plan(self, offset_bytes: int, nbytes: int) -> _Plan:
         """The cached channel parts of a transfer of `nbytes` at `offset_bytes` into the address period."""
