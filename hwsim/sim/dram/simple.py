@@ -98,8 +98,10 @@ class _PartOutcome:
 
     done_ticks: tuple[int, ...]  # the channel's newest in-flight ends (its bursts' last ones), minus the request
     bus_free_ticks: int  # minus the request
-    turnaround_ticks: int  # what `_stalls` added
-    queue_ticks: int
+    turnaround_stall_cycles: float  # what `_stalls` added to each counter
+    queue_stall_cycles: float
+    row_misses: int  # bursts that opened a row, and bursts that hit one
+    row_hits: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -348,15 +350,20 @@ class SimpleDram(DramModel):
                 self._outcomes.clear()
             self._outcomes[tuple(key)] = found
             return now + found.first_start_cycles
+        keeps_rows = self._rows.row_bytes > 0
         for part, did in zip(plan.parts, found.parts):
             channel = self._channels[part.channel]
-            self._open(part, channel, direction, row_shift)  # row counters and the open row, as worked out
+            if keeps_rows:
+                self.row_miss_bursts += did.row_misses
+                self.row_hit_bursts += did.row_hits
+                channel.open_row = part.last_row + row_shift
             channel.bus_free_ticks = request_ticks + did.bus_free_ticks
-            channel.done_ticks = channel.done_ticks[len(part.burst_list):] + list(map(request_ticks.__add__,
-                                                                                      did.done_ticks))
-            self._add_stalls(did.turnaround_ticks, did.queue_ticks)
+            done = channel.done_ticks
+            del done[:len(part.burst_list)]
+            done.extend(map(request_ticks.__add__, did.done_ticks))
+            self.turnaround_stall_cycles += did.turnaround_stall_cycles  # as `_stalls` adds them, channel by channel
+            self.queue_stall_cycles += did.queue_stall_cycles
             channel.last_direction = direction
-        self._stalled.clear()
         self.busy_channel_cycles += plan.bursts * self._slot_ticks / self._ticks_per_cycle
         self._booked = (found.start_cycles, found.end_cycles, now)
         self.reserved_end_cycle = now + found.last_end_cycles
@@ -364,16 +371,19 @@ class SimpleDram(DramModel):
 
     def _outcome(self, plan: _Plan, direction: int, now: int, row_shift: int) -> _Outcome:
         """Book a transaction in full (`_book_parts`) and say what it did, relative to `now`."""
-        request_ticks = now * self._ticks_per_cycle
+        request_ticks, tpc = now * self._ticks_per_cycle, self._ticks_per_cycle
         self._stalled.clear()
+        hits = [self._rows.keeps_open and part.first_row + row_shift == self._channels[part.channel].open_row
+                for part in plan.parts]
         start = self._book_parts(plan, direction, request_ticks, row_shift)
         assert self._booked is not None and len(self._stalled) == len(plan.parts)
         parts = []
-        for part, stalled in zip(plan.parts, self._stalled):
+        for part, (turnaround, queue), hit in zip(plan.parts, self._stalled, hits):
             channel = self._channels[part.channel]
             fresh = channel.done_ticks[-min(len(part.burst_list), self._in_flight):]
+            misses = part.runs - hit  # as `_open` counts them
             parts.append(_PartOutcome(tuple(d - request_ticks for d in fresh), channel.bus_free_ticks - request_ticks,
-                                      *stalled))
+                                      turnaround / tpc, queue / tpc, misses, len(part.burst_list) - misses))
         self._stalled.clear()
         starts, ends, _ = self._booked  # a booking worked out in full adds no cycles
         relative: tuple[Sequence[int] | np.ndarray, Sequence[int] | np.ndarray]
