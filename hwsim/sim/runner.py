@@ -30,6 +30,7 @@ from hwsim.errors import HwsimError
 from hwsim.sim.component import Port
 from hwsim.sim.machine import NAMED_LEVELS, PLACED_LEVELS, Machine
 from hwsim.sim.recorder import Recorder
+from hwsim.sim.space import Space
 from hwsim.sparsity.codec import Links
 from hwsim.vocab import LEVEL_NAMES, NO_ADDRESS, OTHER, Level, Op, Operand, StepField
 
@@ -74,6 +75,7 @@ class StepRunner:
         self.coded_levels = frozenset(LEVEL_NAMES.index(level) for level in Links.of(m.hw).levels)
         self.recorded_levels = tuple(name in rec.levels for name in LEVEL_NAMES)  # per level: kept in the trace?
         self.glbs = [c.glb for c in m.cores]
+        self.spaces: dict[tuple[int, int, int], Space | None] = {}  # `Machine.space` by (level, operand, core)
         self.passes = 0
         self.compute_cycles = 0
 
@@ -208,11 +210,18 @@ class StepRunner:
         level = s[DST]
         if s[SRC_ADDR] >= 0 and level in PLACED_LEVELS:
             self.m.place(level, s[SRC_ADDR], s[WORDS])
-        space = self.m.space(level, s[OPERAND], s[DST_CORE])
+        space = self._space(level, s[OPERAND], s[DST_CORE])
         waiting = space.claim(s[WORDS] * self.wb, at, may_wait) if space is not None else None
         if waiting is None:
             self.claimed(s, at)
         return waiting
+
+    def _space(self, level: int, operand: int, core: int) -> Space | None:
+        """The buffer space an ALLOC/FREE claims (`Machine.space`), found once per level, operand and core."""
+        key = (level, operand, core)
+        if key not in self.spaces:
+            self.spaces[key] = self.m.space(level, operand, core)
+        return self.spaces[key]
 
     def claimed(self, s: Step, at: int) -> None:
         """Log an ALLOC granted at `at` in its named buffer."""
@@ -224,7 +233,7 @@ class StepRunner:
         level = s[DST]
         if s[SRC_ADDR] >= 0 and level in PLACED_LEVELS:
             self.m.unplace(level, s[SRC_ADDR])
-        space = self.m.space(level, s[OPERAND], s[DST_CORE])
+        space = self._space(level, s[OPERAND], s[DST_CORE])
         if space is not None:
             space.release(s[WORDS] * self.wb, at)
         if level in NAMED_LEVELS:
