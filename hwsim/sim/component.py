@@ -140,16 +140,20 @@ class Port(Component, ABC):
         wb = self.word_bytes if word_bytes is None else word_bytes
         self._check(address, amount, wb)
         now = int(self.env.now) if request_cycle is None else request_cycle
+        self._count(is_read, amount)
+        if amount == 0:
+            self.reserved_end_cycle = now
+            return now
+        return self._book(is_read, address, amount, now, wb)
+
+    def _count(self, is_read: bool, amount: int) -> None:
+        """A requested transaction in the statistics."""
         if is_read:
             self.read_requests += 1
             self.read_amount += amount
         else:
             self.write_requests += 1
             self.written_amount += amount
-        if amount == 0:
-            self.reserved_end_cycle = now
-            return now
-        return self._book(is_read, address, amount, now, wb)
 
     def reserve_read(self, address: int, amount: int, request_cycle: int | None = None,
                      word_bytes: int | None = None) -> np.ndarray:

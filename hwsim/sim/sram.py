@@ -172,12 +172,7 @@ class Sram(Port):
         if (rated is None or type(amount) is not int or amount <= 0 or type(address) is not int or address < 0
                 or address + amount > rated[0].size_words):
             return super().book(is_read, address, amount, request_cycle, word_bytes)
-        if is_read:
-            self.read_requests += 1
-            self.read_amount += amount
-        else:
-            self.write_requests += 1
-            self.written_amount += amount
+        self._count(is_read, amount)
         return self._book(is_read, address, amount, int(self.env.now) if request_cycle is None else request_cycle,
                           wb)
 
