@@ -171,8 +171,7 @@ class StepRunner:
         return end
 
     def _on_chip(self, level: int, core: int) -> Port:
-        if level == _GLB:
-            return self.m.cores[core].glb
+        """The line buffer of core `core` or the L2 (a GLB end is found in `glbs`)."""
         if level == _LINE_BUFFER:
             return self.m.cores[core].require_line_buffer()
         if level == _L2:

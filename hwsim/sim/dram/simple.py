@@ -51,7 +51,7 @@ WRITE = 1
 
 _PLAN_CACHE_ENTRIES = 4096
 _SCALAR_BURSTS = 16  # transfers of at most this many bursts on a channel are booked in plain integers
-_OUTCOME_CACHE_ENTRIES = 8192  # one-channel bookings kept by what decides them (see `SimpleDram._book_cached`)
+_OUTCOME_CACHE_ENTRIES = 8192  # bookings kept by what decides them (see `SimpleDram._book_cached`)
 
 
 @dataclass(frozen=True)
