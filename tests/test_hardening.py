@@ -467,6 +467,34 @@ def test_an_interrupt_during_start_up_is_one_line(delay_s: float) -> None:
         assert text == "" and b"per image" in out.splitlines()[-1], (out[-300:], text)
 
 
+# A class body whose descriptor is interrupted while the class is made: Python 3.11 reports what `__set_name__`
+# raised as a RuntimeError (as numpy's C import reports an interrupt as an ImportError), not as the interrupt.
+_INTERRUPTED_IMPORT = """import os, signal, sys, time
+signal.signal(signal.SIGINT, signal.default_int_handler)
+import hwsim.cli.main as cli
+
+class Slow:
+    def __set_name__(self, owner, name):
+        os.kill(os.getpid(), signal.SIGINT)
+        time.sleep(5)
+
+def build_parser(argv):
+    class Shape:
+        width = Slow()
+
+cli.build_parser = build_parser
+sys.exit(cli.main(["estimate", "alexnet"]))
+"""
+
+
+def test_an_interrupt_that_comes_out_as_another_exception_is_one_line() -> None:
+    """Ctrl-C inside an import or a class body can reach the command as another exception; it is still an
+    interrupt: one line and exit 130."""
+    proc = subprocess.run([sys.executable, "-c", _INTERRUPTED_IMPORT], cwd=REPO, capture_output=True, text=True,
+                          timeout=60)
+    assert (proc.returncode, proc.stderr) == (130, "hwsim: interrupted\n")
+
+
 def test_a_reader_that_goes_away_is_not_an_error() -> None:
     """`hwsim info densenet121 --json | head -c 10`: the 190 KB document outgrows the pipe, the reader closes
     it, and hwsim stops quietly with exit 0 instead of a BrokenPipeError traceback."""

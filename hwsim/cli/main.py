@@ -63,8 +63,20 @@ class Terminated(KeyboardInterrupt):
     (the hidden partial trace, a sweep's workers) runs for it too."""
 
 
+_received: list[int] = []  # the signals delivered to this command so far (SIGINT, SIGTERM)
+
+
 def _terminate(signum: int, frame: FrameType | None) -> None:
+    _received.append(signum)
     raise Terminated()
+
+
+def _interrupt(signum: int, frame: FrameType | None) -> None:
+    """Python's own SIGINT handling, remembered: an interrupt landing inside an import or a C extension can come
+    out as another exception (numpy's C import turns it into an ImportError, a class body's `__set_name__` into a
+    RuntimeError), and is still an interrupt."""
+    _received.append(signum)
+    raise KeyboardInterrupt
 
 
 def one_line(message: str) -> str:
@@ -77,12 +89,28 @@ def one_line(message: str) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run `hwsim argv`; an interrupt at any point, start-up and argument parsing included, ends in one line."""
+    """Run `hwsim argv`; an interrupt at any point, start-up and argument parsing included, ends in one line,
+    whatever exception it came out as."""
+    _received.clear()
+    remembers = threading.current_thread() is threading.main_thread() and (
+        signal.getsignal(signal.SIGINT) is signal.default_int_handler)  # not where SIGINT is ignored
+    previous = signal.signal(signal.SIGINT, _interrupt) if remembers else None
     try:
         return _main(sys.argv[1:] if argv is None else argv)
     except KeyboardInterrupt:
         sys.stderr.write("hwsim: interrupted\n")
         return 130
+    except BaseException:
+        if not _received:
+            raise
+        if _received[-1] == signal.SIGTERM:
+            sys.stderr.write("hwsim: terminated\n")
+            return 128 + signal.SIGTERM
+        sys.stderr.write("hwsim: interrupted\n")
+        return 130
+    finally:
+        if remembers:
+            signal.signal(signal.SIGINT, previous)
 
 
 def _main(argv: Sequence[str]) -> int:
