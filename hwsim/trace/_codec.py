@@ -17,6 +17,8 @@ import zlib
 import h5py
 import numpy as np
 
+from hwsim.rows import opaque
+
 DEFLATE_LEVEL = 1  # shuffled records are mostly runs of equal bytes: level 1 already gives 6x to 150x
 _TILE_ROWS = 512  # rows (or columns) transposed at a time: keeps both sides of the copy in cache
 _SHUFFLE_SKIPPED, _DEFLATE_SKIPPED = 1, 2  # filter_mask bits of the shuffle, deflate pipeline
@@ -25,12 +27,6 @@ _SHUFFLE_SKIPPED, _DEFLATE_SKIPPED = 1, 2  # filter_mask bits of the shuffle, de
 def worker_threads() -> int:
     """Threads that encode or decode chunks: one per core, at most four."""
     return max(1, min(4, os.cpu_count() or 1))
-
-
-def opaque(block: np.ndarray) -> np.ndarray:
-    """`block` seen as fixed-size byte strings: numpy copies, masks and joins packed records field by field,
-    five times slower than whole rows."""
-    return block.view(np.dtype((np.void, block.dtype.itemsize)))
 
 
 def is_shuffle_deflate(dataset: h5py.Dataset) -> bool:

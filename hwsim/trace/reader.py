@@ -26,13 +26,13 @@ import h5py
 import numpy as np
 
 from hwsim.errors import os_reason
+from hwsim.rows import joined, opaque
 from hwsim.trace._codec import (
     decode_chunk,
     decode_chunk_columns,
     field_from_planes,
     inflate_planes,
     is_shuffle_deflate,
-    opaque,
     records_from_planes,
     worker_threads,
 )
@@ -546,7 +546,7 @@ class Trace:
         dtype = self._dtypes[dataset.name]  # checked at open
         raw = [dataset.id.read_direct_chunk((k * chunk_len,)) for k in range(k0, k1)]
         parts = list(self._pool.map(lambda r: decode_chunk(r[0], r[1], dtype, chunk_len), raw))
-        rows = parts[0] if len(parts) == 1 else np.concatenate([opaque(p) for p in parts]).view(dtype)
+        rows = joined(parts)
         return rows[:end_row - k0 * chunk_len]
 
 

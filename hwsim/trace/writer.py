@@ -40,7 +40,8 @@ import numpy as np
 
 from hwsim.errors import os_reason, require_finite
 from hwsim.files import OutputLock
-from hwsim.trace._codec import DEFLATE_LEVEL, deflate, opaque, shuffle_chunk, worker_threads
+from hwsim.rows import opaque
+from hwsim.trace._codec import DEFLATE_LEVEL, deflate, shuffle_chunk, worker_threads
 from hwsim.trace.schema import (
     DRAM_COMMAND_DTYPE,
     GROUP_DTYPE,
