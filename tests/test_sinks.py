@@ -22,7 +22,8 @@ from hwsim.sim.machine import Machine
 from hwsim.sim.run import RecordedRun, record_run
 from hwsim.trace import TraceWriter
 from hwsim.trace.schema import OPERANDS, OPS, TraceError
-from hwsim.trace.sinks import NullSink
+from hwsim.trace.sinks import CountingSink, NullSink, exact_bincount
+from hwsim.vocab import Op, Operand
 
 CASES = [("alexnet", "eyeriss-v1"), ("mobilenetv2", "scalesim-12x14-ws"), ("resnet18", "eyeriss-v1-ddr")]
 
@@ -98,3 +99,30 @@ def test_a_run_without_a_trace_reports_what_a_traced_run_reports(tmp_path: Path,
     assert untraced.trace is None and list(tmp_path.iterdir()) == []  # not even the default traces/ file
     traced = simulate_run(spec, tmp_path / "t.h5")
     assert untraced.totals == traced.totals and untraced.peak_occupancy_bytes == traced.peak_occupancy_bytes
+
+
+def test_exact_bincount_sums_exactly_where_float64_would_round() -> None:
+    keys = np.array([0, 0, 0, 1, 2, 2])
+    # 2^52 + 2^52 + 3 = 2^53 + 3: not a float64 (one bincount in floats gives 2^53 + 4); negatives summed too
+    values = np.array([1 << 52, 1 << 52, 3, 7, -3, 1], dtype=np.int64)
+    assert exact_bincount(keys, values, 4).tolist() == [(1 << 53) + 3, 7, -2, 0]
+    small = np.array([5, 6, 1 << 40, 9], dtype=np.int64)  # sums far below 2^53: the one-bincount path
+    assert exact_bincount(np.array([3, 3, 1, 0]), small, 4).tolist() == [9, 1 << 40, 0, 11]
+    assert exact_bincount(np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), 2).tolist() == [0, 0]
+
+
+def test_a_block_of_several_layers_is_counted_per_layer() -> None:
+    sink = CountingSink(layers=3, units=2, buffers=0)
+    block = np.zeros(4, dtype=hwsim.trace.RECORD_DTYPE)
+    block["layer"] = [2, 0, 2, 2]
+    block["unit"] = [1, 1, 1, 0]
+    block["op"], block["operand"] = int(Op.READ), int(Operand.IFMAP)
+    block["words"] = [10, 20, 30, 40]
+    block["start_cycle"] = [5, 1, 3, 9]
+    block["end_cycle"] = [6, 4, 12, 10]
+    sink.append("glb", block)
+    read_ifmap = (int(Op.READ), int(Operand.IFMAP))
+    assert sink.words("glb", 2)[(slice(None), *read_ifmap)].tolist() == [40, 10 + 30]  # per unit
+    assert sink.words("glb", 0)[(slice(None), *read_ifmap)].tolist() == [0, 20]
+    assert sink.records("glb", 2)[(slice(None), *read_ifmap)].tolist() == [1, 2]
+    assert (sink.span(2), sink.span(0), sink.span(1)) == ((3, 12), (1, 4), (-1, -1))

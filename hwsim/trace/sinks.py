@@ -19,11 +19,15 @@ from hwsim.trace.schema import OPERANDS, OPS
 from hwsim.vocab import DRAM_COMMAND_NAMES, OTHER, Op
 
 _CODES = len(OPS) * len(OPERANDS)  # (op, operand) pairs
+_EXACT_FLOAT = 1 << 53  # float64 holds every integer up to here
 
 
 def exact_bincount(keys: np.ndarray, values: np.ndarray, size: int) -> np.ndarray:
     """Σ values per key as int64, exactly: `np.bincount` sums in float64, exact below 2⁵³, so the values are summed
-    as their low and high 31-bit halves (a block of up to 2²² values keeps each half's sum exact)."""
+    as their low and high 31-bit halves (a block of up to 2²² values keeps each half's sum exact), or at once when no
+    sum can pass 2⁵³ (non-negative values whose largest times their count stays below it)."""
+    if len(values) and values.min() >= 0 and int(values.max()) <= _EXACT_FLOAT // len(values):
+        return np.bincount(keys, weights=values, minlength=size).astype(np.int64)  # every partial sum exact
     low = np.bincount(keys, weights=values & 0x7FFF_FFFF, minlength=size)
     high = np.bincount(keys, weights=values >> 31, minlength=size)
     return (high.astype(np.int64) << 31) + low.astype(np.int64)
@@ -113,21 +117,27 @@ class CountingSink:
         if not len(block):
             return
         layer = block["layer"]
-        np.minimum.at(self._first, layer, block["start_cycle"])
-        np.maximum.at(self._last, layer, block["end_cycle"])
         code = (block["unit"].astype(np.int64) * len(OPS) + block["op"]) * len(OPERANDS) + block["operand"]
-        size = self.units * _CODES
+        first = int(layer[0])
+        if (layer == first).all():  # a recorder's block (one work's): no per-layer scatter
+            self._count(level, first, block, code)
+            return
         for one in np.unique(layer).tolist():
-            mine = layer == one
-            key = (level, one)
-            words = exact_bincount(code[mine], block["words"][mine], size)
-            records = np.bincount(code[mine], minlength=size).astype(np.int64)
-            self._words[key] = self._words.get(key, 0) + words
-            self._records[key] = self._records.get(key, 0) + records
+            self._count(level, one, block[layer == one], code[layer == one])
+
+    def _count(self, level: str, layer: int, block: np.ndarray, code: np.ndarray) -> None:
+        """Add the totals of `block`, records of `layer` alone with their [unit, op, operand] codes `code`."""
+        self._first[layer] = min(int(self._first[layer]), int(block["start_cycle"].min()))
+        self._last[layer] = max(int(self._last[layer]), int(block["end_cycle"].max()))
+        size, key = self.units * _CODES, (level, layer)
+        words = exact_bincount(code, block["words"], size)
+        records = np.bincount(code, minlength=size).astype(np.int64)
+        self._words[key] = self._words.get(key, 0) + words
+        self._records[key] = self._records.get(key, 0) + records
         if level == "pe":
             passes = (block["op"] == Op.UPDATE) & (block["operand"] == OTHER)
-            np.add.at(self._passes, layer[passes], 1)
-            np.add.at(self._pass_cycles, layer[passes], (block["end_cycle"] - block["start_cycle"])[passes])
+            self._passes[layer] += int(np.count_nonzero(passes))
+            self._pass_cycles[layer] += int((block["end_cycle"] - block["start_cycle"])[passes].sum())
 
     def append_occupancy(self, block: np.ndarray) -> None:
         if len(block):
