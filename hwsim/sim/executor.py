@@ -232,7 +232,7 @@ class LayerExecutor:
     def until(self, at: int) -> Generator[simpy.Event, Any, int]:
         """Under a clock-following policy, wait until cycle `at`; the cycle the next step is requested."""
         env = self.m.env
-        if self.policy.follows_clock and at > env.now:
+        if self.policy.follows_clock and at > env.now and not env.skip_to(at):
             yield env.timeout(at - env.now)
         return at
 
@@ -291,7 +291,7 @@ class LayerExecutor:
                 if from_loads and landed > ready:
                     self.load_wait += landed - ready
                     ready = landed
-                if follows and ready > env.now:
+                if follows and ready > env.now and not env.skip_to(ready):
                     yield env.timeout(ready - env.now)
                 start = ready
                 ready = runner.transfer(first + k, steps[k], ready)
@@ -299,7 +299,7 @@ class LayerExecutor:
         if landed > ready:
             self.load_wait += landed - ready
             ready = landed
-        if follows and ready > env.now:
+        if follows and ready > env.now and not env.skip_to(ready):
             yield env.timeout(ready - env.now)
         if follows:  # groups run out of order only under a clock-following policy
             ready = yield from self._wait_for_psums(g, near, ready)
@@ -363,7 +363,7 @@ class LayerExecutor:
         streamed = self.streams_out
         for k in range(g.compute + 1, len(steps)):
             s = steps[k]
-            if follows and at > env.now:
+            if follows and at > env.now and not env.skip_to(at):
                 yield env.timeout(at - env.now)
             kind = s[KIND]
             if kind == _TRANSFER and streamed and s[SRC] == _RF:
@@ -376,7 +376,7 @@ class LayerExecutor:
                     at = yield from self._granted(s, waiting)
             else:
                 runner.release(s, at)
-        if follows and at > env.now:
+        if follows and at > env.now and not env.skip_to(at):
             yield env.timeout(at - env.now)
         self.stored.advance(g.index)
         if self.hand_on is not None and self.steps - self._handed_on_steps >= HAND_ON_STEPS:

@@ -24,6 +24,7 @@ from hwsim.hardware.kinds import LINK_MODELS, NOC_MODELS
 from hwsim.hardware.precision import at_precision
 from hwsim.hardware.schema import Accelerator
 from hwsim.hardware.tree import UnitTable, core_hardware
+from hwsim.sim.clock import Clock
 from hwsim.sim.component import Component
 from hwsim.sim.dram import DramModel, build_dram
 from hwsim.sim.line_buffer import LineBuffer
@@ -81,7 +82,7 @@ def _stamp(component: Component, unit: int) -> None:
 class Machine:
     """The components of one accelerator in one simpy environment."""
 
-    env: simpy.Environment
+    env: Clock
     hw: Accelerator
     units: UnitTable
     cores: tuple[CoreUnits, ...]
@@ -95,7 +96,7 @@ class Machine:
 
     @classmethod
     def build(cls, hw: Accelerator) -> Machine:
-        env, units, wb = simpy.Environment(), UnitTable.of(hw), hw.word_bytes
+        env, units, wb = Clock(), UnitTable.of(hw), hw.word_bytes
         several = len(hw.all_cores) > 1
         cores = tuple(_build_core(env, hw, k, units, several) for k in range(len(hw.all_cores)))
         dram = build_dram(env, hw.dram, wb, clock_hz=hw.clock_hz)
