@@ -133,6 +133,8 @@ STEP_DTYPE = np.dtype([
     ("coded_words", np.int64),  # TRANSFER: the words it takes at an end that keeps tiles coded (= words otherwise)
     ("src_addr", np.int64),  # first word address read in src
     ("dst_addr", np.int64),  # first word address written in dst
+    ("src_core", np.uint8),  # the core of src's unit when src is a per-core level (GLB, line buffer, RF)
+    ("dst_core", np.uint8),  # the core of dst's unit likewise; COMPUTE: the core whose PE array runs the pass
     ("active_pes", np.int32),  # COMPUTE: PEs busy in this pass
     ("macs", np.int64),  # COMPUTE: multiply-accumulates
     ("ops", np.int64),  # COMPUTE: non-MAC operations (comparisons, adds)
@@ -145,11 +147,11 @@ STEP_DTYPE = np.dtype([
     ("inter_pe_filter_words", np.int64),  # COMPUTE: filter words forwarded PE to PE (systolic lanes)
     ("stream_length", np.int64),  # COMPUTE: iterations the array streams in this pass (a systolic fold's T)
     ("zero_macs", np.int64),  # COMPUTE: of its MACs, those whose ifmap word is zero (gated or skipped by the array)
-    ("src_core", np.uint8),  # the core of src's unit when src is a per-core level (GLB, line buffer, RF)
-    ("dst_core", np.uint8),  # the core of dst's unit likewise; COMPUTE: the core whose PE array runs the pass
 ])
 
 _STEP_NAMES: tuple[str, ...] = STEP_DTYPE.names or ()
+MOVE_FIELDS = _STEP_NAMES[:_STEP_NAMES.index("dst_core") + 1]  # all a step other than a COMPUTE uses: the first
+# fields, so its tuple may stop there (the simulator's are built so: a third of the conversion)
 
 
 def _step_field(name: str) -> int:
