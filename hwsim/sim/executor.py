@@ -283,6 +283,7 @@ class LayerExecutor:
                 end = max(end, at)
             else:
                 runner.release(s, at)
+        runner.rec.check()
         return end, near
 
     def run_pass(self, g: Group, near: list[int], at: int, landed: int) -> Generator[simpy.Event, Any, int]:
@@ -388,6 +389,7 @@ class LayerExecutor:
                 runner.release(s, at)
         if follows and at > env.now and not env.skip_to(at):
             yield env.timeout(at - env.now)
+        runner.rec.check()
         self.stored.advance(g.index)
         if self.hand_on is not None and self.steps - self._handed_on_steps >= HAND_ON_STEPS:
             self._handed_on_steps = self.steps

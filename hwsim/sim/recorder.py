@@ -13,7 +13,8 @@ from hwsim.sim.dram.base import BurstRun, Cycles
 from hwsim.trace.schema import RECORD_DTYPE
 from hwsim.vocab import TRACE_LEVELS
 
-COLUMNS = ("start_cycle", "end_cycle", "op", "operand", "layer", "step", "address", "words", "unit")
+COLUMNS = ("start_cycle", "end_cycle", "op", "operand", "step", "address", "words", "unit")  # of a held row (the
+# layer is the recorder's)
 SMALL_BLOCK = 4  # a transaction of up to this many bursts goes after the longer ones in its slab (see `flush`)
 FLUSH_RECORDS = 1 << 18  # records held before they are handed to the sink (some 200 B each while held)
 
@@ -22,22 +23,27 @@ FLUSH_RECORDS = 1 << 18  # records held before they are handed to the sink (some
 class Recorder:
     """Collects records per level for one layer; `flush` hands them to the sink as numpy blocks.
 
-    Single-record transactions (most of them) are kept flattened in int lists, and a DRAM transaction's bursts as
-    it was booked (its cycles, its address template and a few ints: `BurstRun`), so building a layer's records
-    costs a few numpy calls per slab, not one per transaction. Every FLUSH_RECORDS records they go to the sink,
-    sorted by start cycle within the slab, so memory stays bounded on layers with tens of millions of records.
-    A level's records come from rows or from burst runs, never both (DRAM is recorded per burst or per
-    transaction).
+    Single-record transactions (most of them) are kept flattened in int lists, one per level (`rows`: the runner
+    extends them itself, 8 ints a record in COLUMNS order), and a DRAM transaction's bursts as it was booked (its
+    cycles, its address template and a few ints: `BurstRun`), so building a layer's records costs a few numpy
+    calls per slab, not one per transaction. Once FLUSH_RECORDS records are held (`bursts` looks at each
+    transaction, `check` once per group) they go to the sink, sorted by start cycle within the slab, so memory
+    stays bounded on layers with tens of millions of records. A level's records come from rows or from burst
+    runs, never both (DRAM is recorded per burst or per transaction).
     """
 
     levels: frozenset[str]
     sink: Callable[[str, np.ndarray], None]  # a trace sink's `append`
     layer: int = 0
     per_transaction: frozenset[str] = frozenset()  # levels recorded once per transaction, not per burst
-    rows: dict[str, list[int]] = field(default_factory=dict)  # per level, records flattened (9 ints each)
+    rows: dict[str, list[int]] = field(default_factory=dict)  # per recorded level, its records flattened (kept
+    # lists: `flush` empties them in place)
     runs: dict[str, tuple[list[_Run], list[_Run]]] = field(default_factory=dict)  # per level: burst runs of more
     # than SMALL_BLOCK bursts, and of at most that many
-    held: int = 0  # records (tuples + bursts) waiting for the next flush
+    held: int = 0  # bursts waiting for the next flush
+
+    def __post_init__(self) -> None:
+        self.rows = {level: [] for level in TRACE_LEVELS if level in self.levels}
 
     def wants(self, level: str) -> bool:
         return level in self.levels
@@ -46,25 +52,22 @@ class Recorder:
         """A booked DRAM transaction's bursts (`DramModel.booked_bursts`), one record each, as records of one step
         at unit `unit`."""
         bursts = len(run[2])
-        self._count(bursts)
         runs = self.runs.get(level)
         if runs is None:
             runs = self.runs[level] = ([], [])
         runs[bursts <= SMALL_BLOCK].append((*run, op, operand, step, unit))
-
-    def row(self, level: str, start: int, end: int, op: int, operand: int, step: int, address: int,
-            words: int, unit: int) -> None:
-        rows = self.rows.get(level)
-        if rows is None:
-            rows = self.rows[level] = []
-        rows.extend((start, end, op, operand, self.layer, step, address, words, unit))
-        self.held += 1
+        self.held += bursts
         if self.held >= FLUSH_RECORDS:
             self.flush()
 
-    def _count(self, records: int) -> None:
-        self.held += records
-        if self.held >= FLUSH_RECORDS:
+    def row(self, level: str, start: int, end: int, op: int, operand: int, step: int, address: int,
+            words: int, unit: int) -> None:
+        """One record of `level` (the runner extends `rows` itself where it is hot)."""
+        self.rows[level].extend((start, end, op, operand, step, address, words, unit))
+
+    def check(self) -> None:
+        """Flush if FLUSH_RECORDS records are held (called once per group: rows are not counted one by one)."""
+        if self.held + sum(map(len, self.rows.values())) // len(COLUMNS) >= FLUSH_RECORDS:
             self.flush()
 
     def flush(self) -> None:
@@ -74,10 +77,11 @@ class Recorder:
         self.held = 0
         for level in TRACE_LEVELS:
             long_runs, short_runs = self.runs.pop(level, ([], []))
-            rows = self.rows.pop(level, [])
+            rows = self.rows.get(level)
             parts = [_assembled(runs, self.layer) for runs in (long_runs, short_runs) if runs]
             if rows:
-                parts.append(_from_rows(rows))
+                parts.append(_from_rows(rows, self.layer))
+                rows.clear()
             if not parts:
                 continue
             block = joined(parts)
@@ -90,12 +94,13 @@ class Recorder:
 _Run = tuple[Cycles, Cycles, np.ndarray, int, int, int, int, int, int]  # a BurstRun, then op, operand, step, unit
 
 
-def _from_rows(rows: list[int]) -> np.ndarray:
-    """Flattened rows (9 ints each, in COLUMNS order) as records."""
+def _from_rows(rows: list[int], layer: int) -> np.ndarray:
+    """Flattened rows (8 ints each, in COLUMNS order) as records of `layer`."""
     table = np.frombuffer(array("q", rows), dtype=np.int64).reshape(-1, len(COLUMNS))  # a third faster than np.array
     block = np.empty(len(table), dtype=RECORD_DTYPE)
     for j, name in enumerate(COLUMNS):
         block[name] = table[:, j]
+    block["layer"] = layer
     return block
 
 

@@ -67,13 +67,14 @@ class StepRunner:
 
     def __init__(self, m: Machine, rec: Recorder, word_bytes: int) -> None:
         self.m, self.rec, self.wb = m, rec, word_bytes
-        self.want_noc, self.want_rf, self.want_pe = rec.wants("noc"), rec.wants("rf"), rec.wants("pe")
-        self.want_link = rec.wants("link")
+        self.want_pe, self.want_link = rec.wants("pe"), rec.wants("link")
         self.dram_per_burst = rec.wants("dram") and "dram" not in rec.per_transaction
         self.buses = [[c.noc.bus(name) for name in _BUS_OF_OPERAND] for c in m.cores]
         self.out_buses = [[c.noc.bus(name) for name in _OUT_BUS] for c in m.cores]
         self.coded_levels = frozenset(LEVEL_NAMES.index(level) for level in Links.of(m.hw).levels)
-        self.recorded_levels = tuple(name in rec.levels for name in LEVEL_NAMES)  # per level: kept in the trace?
+        self.level_rows = tuple(rec.rows.get(name) for name in LEVEL_NAMES)  # per level: its recorder's rows, None
+        # where it is not recorded
+        self.noc_rows, self.rf_rows = rec.rows.get("noc"), rec.rows.get("rf")
         self.glbs = [c.glb for c in m.cores]
         self.spaces: dict[tuple[int, int, int], Space | None] = {}  # `Machine.space` by (level, operand, core)
         self.passes = 0
@@ -116,11 +117,11 @@ class StepRunner:
         bus_end = bus.reserved_end_cycle
         if bus_end > end:
             end = bus_end
-        if self.want_noc:
-            self.rec.row("noc", start, bus_end, WRITE, operand, index, NO_ADDRESS, words, bus.unit)
-        if self.want_rf:
-            self.rec.row("rf", at, end, FILL if filled else READ, operand, index,
-                         s[DST_ADDR] if filled else s[SRC_ADDR], words, self.m.cores[core].rf_unit)
+        if self.noc_rows is not None:
+            self.noc_rows.extend((start, bus_end, WRITE, operand, index, NO_ADDRESS, words, bus.unit))
+        if self.rf_rows is not None:
+            self.rf_rows.extend((at, end, FILL if filled else READ, operand, index,
+                                 s[DST_ADDR] if filled else s[SRC_ADDR], words, self.m.cores[core].rf_unit))
         return end
 
     def _across(self, index: int, s: Step, at: int) -> int:
@@ -166,8 +167,9 @@ class StepRunner:
                 address = NO_ADDRESS
             start = component.book(is_read, address, words, at, wb)
         end = component.reserved_end_cycle
-        if self.recorded_levels[level]:
-            rec.row(LEVEL_NAMES[level], start, end, op, operand, index, address, words, component.unit)
+        rows = self.level_rows[level]
+        if rows is not None:
+            rows.extend((start, end, op, operand, index, address, words, component.unit))
         return end
 
     def _on_chip(self, level: int, core: int) -> Port:
