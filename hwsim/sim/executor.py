@@ -283,7 +283,6 @@ class LayerExecutor:
                 end = max(end, at)
             else:
                 runner.release(s, at)
-        runner.rec.check()
         return end, near
 
     def run_pass(self, g: Group, near: list[int], at: int, landed: int) -> Generator[simpy.Event, Any, int]:
@@ -312,7 +311,7 @@ class LayerExecutor:
             ready = landed
         if follows and ready > env.now and not env.skip_to(ready):
             yield env.timeout(ready - env.now)
-        if follows:  # groups run out of order only under a clock-following policy
+        if follows and self.psum_stores:  # groups run out of order only under a clock-following policy
             ready = yield from self._wait_for_psums(g, near, ready)
         end = ready
         for k in near:
@@ -337,8 +336,6 @@ class LayerExecutor:
     def _wait_for_psums(self, g: Group, near: list[int], at: int) -> Generator[simpy.Event, Any, int]:
         """Wait until every earlier pass that wrote the psums this pass reads back has stored them. The cycle the
         pass may start."""
-        if not self.psum_stores:  # no psum store pending: nothing to wait for
-            return at
         steps = g.steps
         writer = max((self._psum_writer(steps[k][SRC], steps[k][SRC_ADDR], steps[k][WORDS], g.index) for k in near
                       if steps[k][OPERAND] == _PSUM), default=-1)

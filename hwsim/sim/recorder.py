@@ -66,7 +66,8 @@ class Recorder:
         self.rows[level].extend((start, end, op, operand, step, address, words, unit))
 
     def check(self) -> None:
-        """Flush if FLUSH_RECORDS records are held (called once per group: rows are not counted one by one)."""
+        """Flush if FLUSH_RECORDS records are held (called once per group's stores: rows are not counted one by
+        one; a group's loads that run ahead hold at most what the buffers they fill can hold)."""
         if self.held + sum(map(len, self.rows.values())) // len(COLUMNS) >= FLUSH_RECORDS:
             self.flush()
 
