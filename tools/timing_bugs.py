@@ -71,8 +71,8 @@ BUGS = (
     Bug("filters_before_their_loads", "a pass loads its filters into the RFs before its own filter loads land",
         "hwsim/sim/executor.py", "from_loads = steps[k][SRC] in filled", "from_loads = False"),
     Bug("noc_records_dropped", "NoC records are never written", "hwsim/sim/runner.py",
-        'self.want_noc, self.want_rf, self.want_pe = rec.wants("noc"), rec.wants("rf"), rec.wants("pe")',
-        'self.want_noc, self.want_rf, self.want_pe = False, rec.wants("rf"), rec.wants("pe")'),
+        'self.noc_rows, self.rf_rows = rec.rows.get("noc"), rec.rows.get("rf")',
+        'self.noc_rows, self.rf_rows = None, rec.rows.get("rf")'),
     Bug("dram_wrong_address", "a load reads DRAM at its on-chip destination's address", "hwsim/sim/runner.py",
         "side_end = self._side(src, src_core, True, s[SRC_ADDR], moved, READ, operand, index, at)",
         "side_end = self._side(src, src_core, True, s[DST_ADDR] if src == _DRAM else s[SRC_ADDR], moved, READ, "
