@@ -11,10 +11,26 @@ import numpy as np
 from hwsim.rows import joined, taken
 from hwsim.sim.dram.base import BurstRun, Cycles
 from hwsim.trace.schema import RECORD_DTYPE
-from hwsim.vocab import TRACE_LEVELS
+from hwsim.vocab import OTHER, TRACE_LEVELS, Op, Operand, StepField
 
 COLUMNS = ("start_cycle", "end_cycle", "op", "operand", "step", "address", "words", "unit")  # of a held row (the
 # layer is the recorder's)
+F = StepField
+# A pass's further records at level `pe` (its first is the MACs: other, update, one per pass even without MACs):
+# (step field, op, operand, address = active PEs?) — non-MAC ops (other, write), the MACs' RF reads per operand,
+# psum RF writes, words handed PE to PE per operand; each where its count is not zero.
+PE_RECORDS = ((F.OPS, Op.WRITE, OTHER, True),
+              (F.RF_FILTER_READS, Op.READ, Operand.FILTER, False),
+              (F.RF_IFMAP_READS, Op.READ, Operand.IFMAP, False),
+              (F.RF_PSUM_READS, Op.READ, Operand.PSUM, False),
+              (F.RF_PSUM_WRITES, Op.UPDATE, Operand.PSUM, False),
+              (F.INTER_PE_WORDS, Op.FILL, Operand.PSUM, False),
+              (F.INTER_PE_IFMAP_WORDS, Op.FILL, Operand.IFMAP, False),
+              (F.INTER_PE_FILTER_WORDS, Op.FILL, Operand.FILTER, False))
+PASS_FIELDS = (F.ACTIVE_PES, F.MACS, *(r[0] for r in PE_RECORDS))  # a COMPUTE step's fields a held pass keeps
+PASS_COLUMNS = 6 + len(PASS_FIELDS)  # a held pass: start, end, step, unit, MACs spared, spared psums counted (0/1),
+# then PASS_FIELDS
+_MOST_PASS_RECORDS = 4 + len(PE_RECORDS)  # the pass, its PE_RECORDS, and three skips
 SMALL_BLOCK = 4  # a transaction of up to this many bursts goes after the longer ones in its slab (see `flush`)
 FLUSH_RECORDS = 1 << 18  # records held before they are handed to the sink (some 200 B each while held)
 
@@ -40,6 +56,7 @@ class Recorder:
     # lists: `flush` empties them in place)
     runs: dict[str, tuple[list[_Run], list[_Run]]] = field(default_factory=dict)  # per level: burst runs of more
     # than SMALL_BLOCK bursts, and of at most that many
+    passes: list[int] = field(default_factory=list)  # PE-array passes (level pe), PASS_COLUMNS ints each
     held: int = 0  # bursts waiting for the next flush
 
     def __post_init__(self) -> None:
@@ -65,10 +82,19 @@ class Recorder:
         """One record of `level` (the runner extends `rows` itself where it is hot)."""
         self.rows[level].extend((start, end, op, operand, step, address, words, unit))
 
+    def pe_pass(self, start: int, end: int, step: int, unit: int, spared: int, spared_psums: bool,
+                compute: tuple[int, ...]) -> None:
+        """A pass of the COMPUTE step `compute` (a step tuple) at unit `unit`: its records at level pe are made
+        with the others of its slab (`_pass_records`), not one by one."""
+        self.passes.extend((start, end, step, unit, spared, spared_psums, *map(compute.__getitem__, PASS_FIELDS)))
+
     def check(self) -> None:
         """Flush if FLUSH_RECORDS records are held (called once per group's stores: rows are not counted one by
-        one; a group's loads that run ahead hold at most what the buffers they fill can hold)."""
-        if self.held + sum(map(len, self.rows.values())) // len(COLUMNS) >= FLUSH_RECORDS:
+        one, a pass as its most records; a group's loads that run ahead hold at most what the buffers they fill
+        can hold)."""
+        held = sum(map(len, self.rows.values())) // len(COLUMNS) + len(self.passes) // PASS_COLUMNS * \
+            _MOST_PASS_RECORDS
+        if self.held + held >= FLUSH_RECORDS:
             self.flush()
 
     def flush(self) -> None:
@@ -83,6 +109,9 @@ class Recorder:
             if rows:
                 parts.append(_from_rows(rows, self.layer))
                 rows.clear()
+            if level == "pe" and self.passes:
+                parts.append(_pass_records(self.passes, self.layer))
+                self.passes.clear()
             if not parts:
                 continue
             block = joined(parts)
@@ -122,4 +151,32 @@ def _assembled(runs: list[_Run], layer: int) -> np.ndarray:
     out["address"] = template[:, 0] + np.repeat(scalars[:, 0], bursts)
     out["words"] = template[:, 1]
     out["unit"] = np.repeat(scalars[:, 5], bursts)
+    return out
+
+
+_SLOT_OP = np.array([Op.UPDATE, *(r[1] for r in PE_RECORDS), Op.SKIP, Op.SKIP, Op.SKIP], dtype=np.uint8)
+_SLOT_OPERAND = np.array([OTHER, *(r[2] for r in PE_RECORDS), OTHER, Operand.FILTER, Operand.PSUM], dtype=np.uint8)
+_SLOT_ADDRESSED = np.array([True, *(r[3] for r in PE_RECORDS), False, False, False])  # address = active PEs
+
+
+def _pass_records(passes: list[int], layer: int) -> np.ndarray:
+    """Held passes (PASS_COLUMNS ints each) as their records of `layer` at level pe, pass by pass, each pass's in
+    slot order: the pass (other, update: its MACs, address its active PEs), its PE_RECORDS whose count is not
+    zero, and where zeros spared MACs (skip): the spared MACs (other), their filter RF reads (filter) and, where
+    the array counts spared psums, the psum RF reads and writes they spared (psum)."""
+    table = np.frombuffer(array("q", passes), dtype=np.int64).reshape(-1, PASS_COLUMNS)
+    start, end, step, unit, spared, spared_psums = table[:, :6].T
+    active, macs, counts = table[:, 6], table[:, 7], table[:, 8:]
+    rf_filter, rf_psum = counts[:, 1], counts[:, 3]
+    words = np.column_stack([macs, counts, spared, np.minimum(spared, rf_filter),
+                             np.minimum(spared, rf_psum) + np.minimum(spared, np.maximum(0, counts[:, 4]))])
+    made = np.column_stack([np.ones(len(table), dtype=bool), counts != 0, spared != 0, spared != 0,
+                            (spared != 0) & (spared_psums != 0)])
+    which, slot = np.nonzero(made)  # row-major: pass by pass, slot order within a pass
+    out = np.empty(len(which), dtype=RECORD_DTYPE)
+    out["start_cycle"], out["end_cycle"] = start[which], end[which]
+    out["op"], out["operand"] = _SLOT_OP[slot], _SLOT_OPERAND[slot]
+    out["layer"], out["step"] = layer, step[which]
+    out["address"] = np.where(_SLOT_ADDRESSED[slot], active[which], -1)
+    out["words"], out["unit"] = words[which, slot], unit[which]
     return out

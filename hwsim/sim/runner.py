@@ -32,7 +32,7 @@ from hwsim.sim.machine import NAMED_LEVELS, PLACED_LEVELS, Machine
 from hwsim.sim.recorder import Recorder
 from hwsim.sim.space import Space
 from hwsim.sparsity.codec import Links
-from hwsim.vocab import LEVEL_NAMES, NO_ADDRESS, OTHER, Level, Op, Operand, StepField
+from hwsim.vocab import LEVEL_NAMES, NO_ADDRESS, Level, Op, Operand, StepField
 
 READ, WRITE, FILL, UPDATE, SKIP = int(Op.READ), int(Op.WRITE), int(Op.FILL), int(Op.UPDATE), int(Op.SKIP)
 _DRAM, _L2, _GLB, _LINE_BUFFER, _RF = (int(Level.DRAM), int(Level.L2), int(Level.GLB), int(Level.LINE_BUFFER),
@@ -45,18 +45,6 @@ _BUFFER_LEVELS = (_GLB, _LINE_BUFFER)  # per-core levels a transfer between core
 F = StepField
 OPERAND, SRC, DST, WORDS, SRC_ADDR, DST_ADDR = F.OPERAND, F.SRC, F.DST, F.WORDS, F.SRC_ADDR, F.DST_ADDR
 CODED_WORDS, SRC_CORE, DST_CORE = F.CODED_WORDS, F.SRC_CORE, F.DST_CORE
-
-# A pass's further records at level `pe` (its first is the MACs: other, update, one per pass even without MACs):
-# (step field, op, operand, address = active PEs?) — non-MAC ops (other, write), the MACs' RF reads per operand,
-# psum RF writes, words handed PE to PE per operand.
-PE_RECORDS = ((F.OPS, WRITE, OTHER, True),
-              (F.RF_FILTER_READS, READ, int(Operand.FILTER), False),
-              (F.RF_IFMAP_READS, READ, int(Operand.IFMAP), False),
-              (F.RF_PSUM_READS, READ, int(Operand.PSUM), False),
-              (F.RF_PSUM_WRITES, UPDATE, int(Operand.PSUM), False),
-              (F.INTER_PE_WORDS, FILL, int(Operand.PSUM), False),
-              (F.INTER_PE_IFMAP_WORDS, FILL, int(Operand.IFMAP), False),
-              (F.INTER_PE_FILTER_WORDS, FILL, int(Operand.FILTER), False))
 
 Step = tuple[Any, ...]  # one STEP_DTYPE row as a tuple
 
@@ -189,19 +177,7 @@ class StepRunner:
         self.passes += 1
         self.compute_cycles += end - start
         if self.want_pe:
-            row, unit = self.rec.row, pe.unit
-            row("pe", start, end, UPDATE, OTHER, index, s[F.ACTIVE_PES], s[F.MACS], unit)  # the pass's record
-            for field_index, op, operand, has_address in PE_RECORDS:
-                count = s[field_index]
-                if count:
-                    row("pe", start, end, op, operand, index, s[F.ACTIVE_PES] if has_address else -1, count, unit)
-            spared = pe.spared(s[F.ZERO_MACS])
-            if spared:
-                row("pe", start, end, SKIP, OTHER, index, -1, spared, unit)
-                row("pe", start, end, SKIP, _FILTER, index, -1, min(spared, s[F.RF_FILTER_READS]), unit)
-                if pe.cfg.zero_gating_psums:
-                    row("pe", start, end, SKIP, _PSUM, index, -1,
-                        min(spared, s[F.RF_PSUM_READS]) + min(spared, max(0, s[F.RF_PSUM_WRITES])), unit)
+            self.rec.pe_pass(start, end, index, pe.unit, pe.spared(s[F.ZERO_MACS]), pe.cfg.zero_gating_psums, s)
         return end
 
     def claim(self, s: Step, at: int, may_wait: bool) -> simpy.Event | None:
@@ -241,4 +217,4 @@ class StepRunner:
             self.m.ring_change(s[DST_ADDR], -s[WORDS] * self.wb, at)
 
 
-__all__ = ["PE_RECORDS", "Step", "StepRunner"]
+__all__ = ["Step", "StepRunner"]
