@@ -41,8 +41,9 @@ class Recorder:
 
     Single-record transactions (most of them) are kept flattened in int lists, one per level (`rows`: the runner
     extends them itself, 8 ints a record in COLUMNS order), and a DRAM transaction's bursts as it was booked (its
-    cycles, its address template and a few ints: `BurstRun`), so building a layer's records costs a few numpy
-    calls per slab, not one per transaction. Once FLUSH_RECORDS records are held (`bursts` looks at each
+    cycles, its address template and a few ints: `BurstRun`), and a PE-array pass as one row of the COMPUTE's
+    counts (`pe_pass`: up to 12 records), so building a layer's records costs a few numpy calls per slab, not one
+    per transaction. Once FLUSH_RECORDS records are held (`bursts` looks at each
     transaction, `check` once per group) they go to the sink, sorted by start cycle within the slab, so memory
     stays bounded on layers with tens of millions of records. A level's records come from rows or from burst
     runs, never both (DRAM is recorded per burst or per transaction).
