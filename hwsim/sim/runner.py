@@ -17,7 +17,8 @@ for psums going out), and per pass at level `pe`: the MACs (operand other, op up
 one per pass, so it also times the pass), non-MAC ops (other, write), the MACs' RF reads per operand (read), psum
 RF writes (psum, update), words handed PE to PE (fill; psum: spatial reduction, ifmap and filter: systolic
 forwarding), and what zero ifmap words spared when the array gates or skips them (skip: the MACs, operand other;
-their filter RF reads, operand filter; with zero_gating_psums their psum RF reads and writes, operand psum).
+their filter RF reads, operand filter; with zero_gating_psums their psum RF reads and writes, operand psum): the
+recorder makes a pass's records from the pass and its COMPUTE step (`Recorder.pe_pass`).
 """
 
 from __future__ import annotations
@@ -34,10 +35,10 @@ from hwsim.sim.space import Space
 from hwsim.sparsity.codec import Links
 from hwsim.vocab import LEVEL_NAMES, NO_ADDRESS, Level, Op, Operand, StepField
 
-READ, WRITE, FILL, UPDATE, SKIP = int(Op.READ), int(Op.WRITE), int(Op.FILL), int(Op.UPDATE), int(Op.SKIP)
+READ, WRITE, FILL, UPDATE = int(Op.READ), int(Op.WRITE), int(Op.FILL), int(Op.UPDATE)
 _DRAM, _L2, _GLB, _LINE_BUFFER, _RF = (int(Level.DRAM), int(Level.L2), int(Level.GLB), int(Level.LINE_BUFFER),
                                       int(Level.RF))
-_FILTER, _PSUM, _OFMAP = int(Operand.FILTER), int(Operand.PSUM), int(Operand.OFMAP)
+_PSUM, _OFMAP = int(Operand.PSUM), int(Operand.OFMAP)
 _BUS_OF_OPERAND = ("ifmap", "filter", "psum", "psum")  # NoC bus of each operand (`hwsim.vocab.BUS_OF_OPERAND`)
 _OUT_BUS = ("ifmap", "filter", "psum_out", "psum_out")  # ... of each leaving the RF (psums, ofmaps: psum_out)
 _BUFFER_LEVELS = (_GLB, _LINE_BUFFER)  # per-core levels a transfer between cores may join
