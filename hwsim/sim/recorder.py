@@ -31,7 +31,6 @@ PASS_FIELDS = (F.ACTIVE_PES, F.MACS, *(r[0] for r in PE_RECORDS))  # a COMPUTE s
 PASS_COLUMNS = 6 + len(PASS_FIELDS)  # a held pass: start, end, step, unit, MACs spared, spared psums counted (0/1),
 # then PASS_FIELDS
 _MOST_PASS_RECORDS = 4 + len(PE_RECORDS)  # the pass, its PE_RECORDS, and three skips
-SMALL_BLOCK = 4  # a transaction of up to this many bursts goes after the longer ones in its slab (see `flush`)
 FLUSH_RECORDS = 1 << 18  # records held before they are handed to the sink (some 200 B each while held)
 
 
@@ -55,8 +54,7 @@ class Recorder:
     per_transaction: frozenset[str] = frozenset()  # levels recorded once per transaction, not per burst
     rows: dict[str, list[int]] = field(default_factory=dict)  # per recorded level, its records flattened (kept
     # lists: `flush` empties them in place)
-    runs: dict[str, tuple[list[_Run], list[_Run]]] = field(default_factory=dict)  # per level: burst runs of more
-    # than SMALL_BLOCK bursts, and of at most that many
+    runs: dict[str, list[_Run]] = field(default_factory=dict)  # per level: its burst runs, as booked
     passes: list[int] = field(default_factory=list)  # PE-array passes (level pe), PASS_COLUMNS ints each
     held: int = 0  # bursts waiting for the next flush
 
@@ -72,8 +70,8 @@ class Recorder:
         bursts = len(run[2])
         runs = self.runs.get(level)
         if runs is None:
-            runs = self.runs[level] = ([], [])
-        runs[bursts <= SMALL_BLOCK].append((*run, op, operand, step, unit))
+            runs = self.runs[level] = []
+        runs.append((*run, op, operand, step, unit))
         self.held += bursts
         if self.held >= FLUSH_RECORDS:
             self.flush()
@@ -99,14 +97,14 @@ class Recorder:
             self.flush()
 
     def flush(self) -> None:
-        """Hand each level's held records, in start-cycle order, to the sink as one block: the runs of more than
-        SMALL_BLOCK bursts first, then the shorter ones and the rows, in the order they came (a stable sort keeps
-        that order among records starting at the same cycle)."""
+        """Hand each level's held records, in start-cycle order, to the sink as one block: burst runs, rows and
+        passes each in the order they came (a stable sort keeps that order among records starting at the same
+        cycle; one channel's bursts, booked in order, need none)."""
         self.held = 0
         for level in TRACE_LEVELS:
-            long_runs, short_runs = self.runs.pop(level, ([], []))
+            runs = self.runs.pop(level, [])
             rows = self.rows.get(level)
-            parts = [_assembled(runs, self.layer) for runs in (long_runs, short_runs) if runs]
+            parts = [_assembled(runs, self.layer)] if runs else []
             if rows:
                 parts.append(_from_rows(rows, self.layer))
                 rows.clear()
