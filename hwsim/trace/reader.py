@@ -26,7 +26,7 @@ import h5py
 import numpy as np
 
 from hwsim.errors import os_reason
-from hwsim.rows import joined, opaque
+from hwsim.rows import joined, taken
 from hwsim.trace._codec import (
     decode_chunk,
     decode_chunk_columns,
@@ -445,7 +445,7 @@ class Trace:
             for start in range(lo, hi, chunk_records):
                 block = rows[start:min(start + chunk_records, hi)]
                 if keep is not None:
-                    block = opaque(block)[keep(block)].view(block.dtype)
+                    block = taken(block, keep(block))
                 if len(block):
                     yield block
 
@@ -630,8 +630,8 @@ def _layer_cores(path: str, attrs: dict[str, Any], layers: int) -> np.ndarray:
 
 def _joined(blocks: Iterator[np.ndarray], dtype: np.dtype) -> np.ndarray:
     """All `blocks` in one array (empty if none)."""
-    parts = [opaque(block) for block in blocks]
-    return np.concatenate(parts).view(dtype) if parts else np.zeros(0, dtype)
+    parts = list(blocks)
+    return joined(parts) if parts else np.zeros(0, dtype)
 
 
 def _check_chunk_records(path: str, chunk_records: int) -> None:
