@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+import zlib
 from pathlib import Path
 
 import h5py
@@ -14,7 +15,17 @@ import pytest
 
 import hwsim.trace
 from hwsim.errors import HwsimError
-from hwsim.trace import OCCUPANCY_DTYPE, OPERANDS, OPS, RECORD_DTYPE, TraceError, TraceWriter, attrs_json, empty_records
+from hwsim.trace import (
+    OCCUPANCY_DTYPE,
+    OPERANDS,
+    OPS,
+    RECORD_DTYPE,
+    TraceError,
+    TraceWriter,
+    _codec,
+    attrs_json,
+    empty_records,
+)
 from hwsim.trace.seal import seal
 
 LAYERS = ("conv1", "conv2", "fc")
@@ -122,6 +133,28 @@ def test_plain_h5py_reads_the_same_records(sample: Path) -> None:
         assert np.array_equal(glb[()], records(GLB))
         assert np.array_equal(f["occupancy"][()], occupancy(OCCUPANCY))
         assert [n.decode() for n in f["names/layers"][()]] == list(LAYERS)
+
+
+@pytest.mark.parametrize("deflater", ["installed", "zlib"])
+def test_chunks_of_either_deflater_are_read_by_hdf5(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                     deflater: str) -> None:
+    """The writer deflates with ISA-L where it is installed, else zlib: HDF5's own filter must inflate either, and
+    the reader's own decoding must give the same records."""
+    if deflater == "zlib":
+        monkeypatch.setattr(_codec, "_zlib_streams", zlib)
+    rng = np.random.default_rng(3)
+    block = empty_records(5_000)
+    block["start_cycle"] = np.sort(rng.integers(0, 1 << 40, 5_000))
+    block["end_cycle"] = block["start_cycle"] + rng.integers(1, 100, 5_000)
+    block["address"] = rng.integers(0, 1 << 30, 5_000)
+    block["words"] = 32
+    path = tmp_path / f"{deflater}.h5"
+    with TraceWriter(path, ["glb"], LAYERS, [], {}, chunk_records=1000) as writer:
+        writer.append("glb", block)
+    with h5py.File(path, "r") as f:
+        assert np.array_equal(f["levels/glb"][()], block)
+    with hwsim.trace.open(path) as trace:
+        assert np.array_equal(trace.select("glb"), block)
 
 
 def test_filters_by_layer_operand_op_and_window(sample: Path) -> None:

@@ -15,7 +15,6 @@ import itertools
 import json
 import math
 import os
-import zlib
 from collections import deque
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -28,6 +27,7 @@ import numpy as np
 from hwsim.errors import os_reason
 from hwsim.rows import joined, taken
 from hwsim.trace._codec import (
+    CODEC_ERRORS,
     decode_chunk,
     decode_chunk_columns,
     field_from_planes,
@@ -550,7 +550,7 @@ class Trace:
         return rows[:end_row - k0 * chunk_len]
 
 
-DAMAGE_ERRORS = (OSError, KeyError, ValueError, TypeError, IndexError, RuntimeError, zlib.error)  # h5py, zlib
+DAMAGE_ERRORS = (OSError, KeyError, ValueError, TypeError, IndexError, RuntimeError, *CODEC_ERRORS)  # h5py, inflate
 
 
 def _short(exc: BaseException) -> str:
