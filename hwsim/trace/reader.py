@@ -550,7 +550,8 @@ class Trace:
         return rows[:end_row - k0 * chunk_len]
 
 
-DAMAGE_ERRORS = (OSError, KeyError, ValueError, TypeError, IndexError, RuntimeError, *CODEC_ERRORS)  # h5py, inflate
+DAMAGE_ERRORS: tuple[type[Exception], ...] = (OSError, KeyError, ValueError, TypeError, IndexError, RuntimeError,
+                                              *CODEC_ERRORS)  # h5py's, inflating a chunk
 
 
 def _short(exc: BaseException) -> str:
