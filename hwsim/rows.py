@@ -25,4 +25,16 @@ def taken(block: np.ndarray, index: np.ndarray) -> np.ndarray:
     return out
 
 
-__all__ = ["joined", "opaque", "taken"]
+def interleaved(blocks: list[np.ndarray], keeps: list[np.ndarray]) -> np.ndarray:
+    """Row i of every block in turn, for i = 0, 1, …, each where its mask in `keeps` holds: blocks of one
+    structured dtype and one length. Each block's kept rows go straight to their places (no stacked copy)."""
+    keep = np.stack(keeps, axis=1)
+    place = (np.cumsum(keep.ravel()) - 1).reshape(keep.shape)
+    out = np.empty(int(place[-1, -1]) + 1 if place.size else 0, dtype=blocks[0].dtype)
+    rows = opaque(out)
+    for j, (block, kept) in enumerate(zip(blocks, keeps, strict=True)):
+        rows[place[kept, j]] = opaque(block)[kept]
+    return out
+
+
+__all__ = ["interleaved", "joined", "opaque", "taken"]

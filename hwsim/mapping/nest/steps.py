@@ -36,7 +36,7 @@ from hwsim.mapping.nest.passes import Passes, PassPlan, positions
 from hwsim.mapping.nest.problem import Problem, tile_bound_words
 from hwsim.mapping.nest.tiles import TileCounter
 from hwsim.mapping.schedule import buffer_steps, empty_steps, set_transfers
-from hwsim.rows import opaque
+from hwsim.rows import interleaved
 from hwsim.sparsity.codec import Links
 from hwsim.sparsity.layer import LayerSparsity
 from hwsim.vocab import Level, Operand, StepKind
@@ -412,7 +412,4 @@ class _Table:
         """The kept steps, pass by pass, slot order within each pass."""
         if not self.columns:
             return empty_steps(0)
-        table = np.stack([opaque(c) for c, _ in self.columns], axis=1)
-        keep = np.stack([k for _, k in self.columns], axis=1)
-        result: np.ndarray = table[keep].view(self.columns[0][0].dtype)
-        return result
+        return interleaved([c for c, _ in self.columns], [k for _, k in self.columns])
