@@ -7,7 +7,6 @@ transaction's cycles, every burst's cycles, the counters and the channels' state
 from __future__ import annotations
 
 import random
-from dataclasses import asdict
 
 import numpy as np
 import pytest
@@ -82,7 +81,7 @@ def _mixed_stream(seed: int, count: int) -> list[tuple[bool, int, int, int]]:
 
 def _state(dram: SimpleDram) -> list[object]:
     stats = {name: stat.value for name, stat in dram.stats().items()}
-    return [stats, [asdict(c) for c in dram._channels]]
+    return [stats, [(c.done_ticks, c.bus_free_ticks, c.open_row, c.last_direction) for c in dram._channels]]
 
 
 def _same_bookings(cfg: schema.Dram, stream: list[tuple[bool, int, int, int]]) -> SimpleDram:
