@@ -140,3 +140,24 @@ def test_the_in_flight_ends_are_part_of_what_is_replayed() -> None:
     # bus's last burst (30 ticks after the request) while its row opens: ⌊max(3020 + 51, 3030 + 36) / 3⌋ = 1023,
     # ⌊max(3025 + 51, 3066) / 3⌋ = 1025
     assert starts == [1023, 1025]
+
+
+def test_in_flight_ends_of_one_spacing_are_replayed_apart_by_when_they_end() -> None:
+    """Two channel states whose in-flight ends have the same spacing, one tick later in the second, the bus ending
+    with them, 10 and 11 ticks after the request: both below the first burst's own lead (Λ − G = 51 − 36 = 15
+    ticks), where the key's bus term is clamped alike; the key must still tell them apart."""
+    cfg = CONFIGS["short-window-open-rows"]
+    replayed, full = SimpleDram(simpy.Environment(), cfg, WORD_BYTES), WorkedOut(simpy.Environment(), cfg, WORD_BYTES)
+    request_cycle, request_ticks = 1000, 3000
+    starts = []
+    for ends_after_request in ((5, 8, 10), (6, 9, 11)):
+        for dram in (replayed, full):
+            channel = dram._channels[0]
+            channel.done_ticks = [request_ticks + t for t in ends_after_request]
+            channel.bus_free_ticks = channel.done_ticks[-1]
+            channel.last_direction, channel.open_row = 0, -1
+        a = replayed.book(True, 0, 192, request_cycle, WORD_BYTES)
+        assert a == full.book(True, 0, 192, request_cycle, WORD_BYTES)
+        starts.append(a)
+    # as above: ⌊max(3005 + 51, 3010 + 36) / 3⌋ = 1018 and ⌊max(3006 + 51, 3011 + 36) / 3⌋ = 1019
+    assert starts == [1018, 1019]
