@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import signal
 import subprocess
 import sys
@@ -20,6 +21,7 @@ from hwsim.hardware import load_config
 from hwsim.mapping.mapper import default_mapping
 from hwsim.mapping.nest_schedule import network_schedule
 from hwsim.metrics import derive
+from hwsim.sim.executor import YOUNG_COLLECTION_ALLOCATIONS
 from hwsim.sim.run import simulate_to_trace
 from hwsim.workload import GraphBuilder, zoo
 
@@ -64,6 +66,26 @@ def test_one_pool_layer_timed_by_hand(tmp_path: Path) -> None:
     # write-back: GLB read 2, DRAM 10 + one (partial) burst slot of 8 cycles             -> 46
     pool = next(r for r in result.layers if r.name == "p")
     assert (pool.start_cycle, pool.end_cycle) == (0, 46)
+
+
+def test_a_run_collects_young_garbage_less_often_and_restores_the_collector(tmp_path: Path) -> None:
+    """While layers run, the cyclic collector looks at young objects every YOUNG_COLLECTION_ALLOCATIONS
+    allocations; after the run (or a failed one) Python's thresholds are what they were."""
+    b = GraphBuilder("pool")
+    b.output("o", b.max_pool("p", b.input("x", 2, 4, 4), 2, 2))
+    graph = b.build()
+    schedule = network_schedule(graph, EYERISS, 1, default_mapping(graph, EYERISS, 1))
+    before = gc.get_threshold()
+    seen: list[tuple[int, int, int]] = []
+    simulate_to_trace(schedule, EYERISS, tmp_path / "p.h5", progress=lambda i, run: seen.append(gc.get_threshold()))
+    assert seen and all(t == (YOUNG_COLLECTION_ALLOCATIONS, *before[1:]) for t in seen)
+    assert gc.get_threshold() == before
+
+    def fail(index: int, run: object) -> None:
+        raise KeyboardInterrupt
+    with pytest.raises(KeyboardInterrupt):
+        simulate_to_trace(schedule, EYERISS, tmp_path / "q.h5", progress=fail)
+    assert gc.get_threshold() == before
 
 
 def test_same_inputs_give_identical_traces(tmp_path: Path) -> None:
