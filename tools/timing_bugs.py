@@ -64,8 +64,8 @@ BUGS = (
         "if lv == level and first == address), default=-1)", ONE_PORT_HW),
     Bug("psums_streamed_early", "psums streamed out of the RFs from when the array is free, before their pass "
         "starts", "hwsim/sim/executor.py",
-        "for k in self._streamed_out(g):\n            end = max(end, runner.transfer(first + k, steps[k], ready))",
-        "for k in self._streamed_out(g):\n            end = max(end, runner.transfer(first + k, steps[k], at))"),
+        "for k in self._streamed_out(g):\n                end = max(end, runner.transfer(first + k, steps[k], ready))",
+        "for k in self._streamed_out(g):\n                end = max(end, runner.transfer(first + k, steps[k], at))"),
     Bug("glb_banks_not_swept", "a GLB transfer frees its banks when it starts, not as its words leave them",
         "hwsim/sim/sram.py", "[start_cycle + left for left in leave]", "[start_cycle for left in leave]"),
     Bug("filters_before_their_loads", "a pass loads its filters into the RFs before its own filter loads land",

@@ -110,12 +110,15 @@ class RecordOptions:
 @dataclass(slots=True)
 class Group:
     """One processing pass: its index in the layer, the layer index of its first step, its steps, and the
-    position of its COMPUTE among them (len(steps) if it has none)."""
+    position of its COMPUTE among them (len(steps) if it has none); its loads note the levels filters go to
+    (`filled`) and whether its pass reads psums back (`reads_psums`)."""
 
     index: int
     first: int
     steps: list[Step]
     compute: int
+    filled: set[int] = field(default_factory=set)
+    reads_psums: bool = False
 
 
 class Progress:
@@ -242,13 +245,6 @@ class LayerExecutor:
     def run(self) -> Generator[simpy.Event, Any, None]:
         yield from self.policy.run(self)
 
-    def until(self, at: int) -> Generator[simpy.Event, Any, int]:
-        """Under a clock-following policy, wait until cycle `at`; the cycle the next step is requested."""
-        env = self.m.env
-        if self.policy.follows_clock and at > env.now and not env.skip_to(at):
-            yield env.timeout(at - env.now)
-        return at
-
     def _granted(self, s: Step, waiting: simpy.Event) -> Generator[simpy.Event, Any, int]:
         """Wait for an ALLOC's space; log it in its named buffer; the cycle it was granted."""
         yield waiting
@@ -263,12 +259,16 @@ class LayerExecutor:
         runner, steps, first = self.runner, g.steps, g.first
         self.steps += len(steps)
         self._note_psum_stores(g)
-        near, end = [], at
+        near, end, filled = [], at, g.filled
         for k in range(g.compute):
             s = steps[k]
             kind = s[KIND]
+            if kind == _TRANSFER and s[OPERAND] == _FILTER:
+                filled.add(s[DST])
             if s[DST] == _RF:
                 near.append(k)
+                if s[OPERAND] == _PSUM:
+                    g.reads_psums = True
             elif kind == _TRANSFER:
                 if s[OPERAND] == _PSUM:
                     writer = self._psum_writer(s[SRC], s[SRC_ADDR], s[WORDS], g.index)
@@ -295,8 +295,7 @@ class LayerExecutor:
         there, the pass with its streams; its end cycle."""
         steps, first, runner = g.steps, g.first, self.runner
         env, follows = self.m.env, self.policy.follows_clock
-        filled = {steps[k][DST] for k in range(g.compute) if steps[k][KIND] == _TRANSFER
-                  and steps[k][OPERAND] == _FILTER}
+        filled = g.filled
         ready = at
         for k in near:  # filters must sit in the RFs before the pass starts
             if steps[k][OPERAND] == _FILTER:
@@ -314,7 +313,8 @@ class LayerExecutor:
             ready = landed
         if follows and ready > env.now and not env.skip_to(ready):
             yield env.timeout(ready - env.now)
-        if follows and self.psum_stores:  # groups run out of order only under a clock-following policy
+        if follows and g.reads_psums and self.psum_stores:  # groups run out of order only under a clock-following
+            # policy
             ready = yield from self._wait_for_psums(g, near, ready)
         end = ready
         for k in near:
@@ -322,15 +322,14 @@ class LayerExecutor:
                 end = max(end, runner.transfer(first + k, steps[k], ready))
         if g.compute < len(steps):
             end = max(end, runner.compute(first + g.compute, steps[g.compute], ready))
-        for k in self._streamed_out(g):
-            end = max(end, runner.transfer(first + k, steps[k], ready))
+        if self.streams_out:
+            for k in self._streamed_out(g):
+                end = max(end, runner.transfer(first + k, steps[k], ready))
         return end
 
     def _streamed_out(self, g: Group) -> Iterator[int]:
         """Positions of the group's psum stores that leave the RFs while its pass runs (the NoC's
-        `psum_out_streamed`: each output handed back as its column finishes it); none otherwise."""
-        if not self.streams_out:
-            return
+        `psum_out_streamed`: each output handed back as its column finishes it)."""
         steps = g.steps
         for k in range(g.compute + 1, len(steps)):
             if steps[k][SRC] == _RF and steps[k][KIND] == _TRANSFER:
@@ -350,8 +349,11 @@ class LayerExecutor:
         return at
 
     def _note_psum_stores(self, g: Group) -> None:
-        """Note where the group's stores put psums (from the RFs, or spilled on to the L2 or DRAM)."""
-        steps = g.steps
+        """Note where the group's stores put psums (from the RFs, or spilled on to the L2 or DRAM), forgetting
+        those known to be done (a layer whose passes read no psums back keeps none)."""
+        steps, pending, done = g.steps, self.psum_stores, self.stored.done_upto
+        while pending and pending[0][0] <= done:
+            pending.popleft()
         for k in range(g.compute + 1, len(steps)):
             s = steps[k]
             if s[OPERAND] == _PSUM and s[KIND] == _TRANSFER and s[WORDS]:
@@ -415,10 +417,12 @@ class Pipelined(ExecutionPolicy):
     def _prefetcher(ex: LayerExecutor, to_array: Handoff) -> Generator[simpy.Event, Any, None]:
         """A group's loads are issued back to back, like a DMA engine with outstanding requests; the group
         goes to the array when the last one has landed."""
+        env = ex.m.env
         for g in _groups(ex.layer, ex.group_log):
             end, near = yield from ex.loads(g, int(ex.m.env.now))
             to_array.put((g, near, end))  # the array may load filters that bypass these loads meanwhile
-            yield from ex.until(end)
+            if end > env.now and not env.skip_to(end):  # wait until the loads have landed
+                yield env.timeout(end - env.now)
         to_array.put(None)
 
     @staticmethod
@@ -433,7 +437,8 @@ class Pipelined(ExecutionPolicy):
             g, near, landed = item
             ex.load_wait += int(env.now) - wait_from
             end = yield from ex.run_pass(g, near, int(env.now), landed)
-            yield from ex.until(end)
+            if end > env.now and not env.skip_to(end):  # wait until the pass has ended
+                yield env.timeout(end - env.now)
             to_store.put(g)
 
     @staticmethod
