@@ -383,7 +383,7 @@ class SimpleDram(DramModel):
             newest = request_ticks + did.newest_done_ticks
             if kept:
                 shift = channel.newest_done_ticks - newest
-                channel.done_from_newest_ticks = (*(d + shift for d in kept), *did.done_from_newest_ticks)
+                channel.done_from_newest_ticks = (*map(shift.__add__, kept), *did.done_from_newest_ticks)
             else:
                 channel.done_from_newest_ticks = did.done_from_newest_ticks
             channel.newest_done_ticks = newest
