@@ -233,15 +233,20 @@ class Sram(Port):
         if sweeps:
             entry, leave = self._sweep(located - first_bank * bank, amount, word_bytes, t, numerator, denominator)
             banks_ready = max(now, *map(sub, bank_free_at[first_bank:last_bank + 1], entry))
+        elif first_bank == last_bank:
+            banks_ready = bank_free_at[first_bank]
+            if banks_ready < now:
+                banks_ready = now
         else:
-            banks_ready = max(now, bank_free_at[first_bank] if first_bank == last_bank
-                              else max(bank_free_at[first_bank:last_bank + 1]))
+            banks_ready = max(now, *bank_free_at[first_bank:last_bank + 1])
         port, start_cycle = self._scheduler.pick_server(banks_ready, self._port_free_at)
         duration_cycles = -(-amount * denominator // numerator) + t.latency_cycles  # ⌈W / words_per_cycle⌉ + latency
         end_cycle = start_cycle + duration_cycles
         self._port_free_at[port] = end_cycle
         if sweeps:
             bank_free_at[first_bank:last_bank + 1] = [start_cycle + left for left in leave]
+        elif first_bank == last_bank:
+            bank_free_at[first_bank] = end_cycle
         else:
             bank_free_at[first_bank:last_bank + 1] = [end_cycle] * (last_bank + 1 - first_bank)
         self.reserved_end_cycle = end_cycle
