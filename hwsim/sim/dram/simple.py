@@ -84,36 +84,19 @@ class _Plan:
 
 @dataclass(slots=True)
 class _Channel:
-    """What a channel remembers between transactions (times in ticks). Its in-flight ends are kept relative to the
-    newest of them: the ends after a request, relative to it, are then the newest end's distance and a suffix of
-    the kept tuple (no arithmetic per slot for a replay's key), and a replay that refills every slot sets the tuple
-    its outcome kept."""
+    """What a channel remembers between transactions (times in ticks)."""
 
-    done_from_newest_ticks: tuple[int, ...]  # data end of its last in_flight bursts, oldest first, minus the newest
-    newest_done_ticks: int = 0
+    done_ticks: list[int]  # data end of its last in_flight bursts, oldest first
     bus_free_ticks: int = 0  # end of its last burst
     open_row: int = -1
     last_direction: int = -1
-
-    @property
-    def done_ticks(self) -> list[int]:
-        """The in-flight ends (ticks), oldest first."""
-        newest = self.newest_done_ticks
-        return [newest + d for d in self.done_from_newest_ticks]
-
-    @done_ticks.setter
-    def done_ticks(self, ticks: list[int]) -> None:
-        newest = ticks[-1]
-        self.done_from_newest_ticks, self.newest_done_ticks = tuple(t - newest for t in ticks), newest
 
 
 @dataclass(frozen=True, slots=True)
 class _PartOutcome:
     """What booking a transaction did to one channel, relative to its request tick."""
 
-    done_from_newest_ticks: tuple[int, ...]  # the channel's newest in-flight ends (its bursts' last ones), minus
-    # the newest of them
-    newest_done_ticks: int  # that newest end, minus the request
+    done_ticks: tuple[int, ...]  # the channel's newest in-flight ends (its bursts' last ones), minus the request
     bus_free_ticks: int  # minus the request
     turnaround_stall_cycles: float  # what `_stalls` added to each counter
     queue_stall_cycles: float
@@ -156,7 +139,7 @@ class SimpleDram(DramModel):
         self._slot_ticks = cfg.burst_bytes * channel_rate.denominator
         self._ticks_per_cycle = channel_rate.numerator
         self._in_flight = cfg.in_flight
-        self._channels = [_Channel((0,) * cfg.in_flight) for _ in range(cfg.channels)]
+        self._channels = [_Channel([0] * cfg.in_flight) for _ in range(cfg.channels)]
         self._period_bytes = self.period_bytes = self._address_map.period_bytes(self._rows.row_bytes)
         row_bytes = self._rows.row_bytes
         self._rows_per_period = self._period_bytes // cfg.channels // row_bytes if row_bytes else 0
@@ -256,8 +239,7 @@ class SimpleDram(DramModel):
         saving, turnaround_ticks = self._open(part, channel, direction, row_shift)
         base = saving - turnaround_ticks
         first_latency = part.latency_list[0] - saving
-        last_slot = channel.newest_done_ticks + channel.done_from_newest_ticks[len(part.latency_list) - 1]
-        if self._fcfs and last_slot <= request_ticks:
+        if self._fcfs and channel.done_ticks[len(part.latency_list) - 1] <= request_ticks:
             starts = self._stream_free(channel, part, request_ticks, base, first_latency - part.offset_list[0])
         else:
             latency = [first_latency, *part.latency_list[1:]]
@@ -347,8 +329,7 @@ class SimpleDram(DramModel):
         What decides the outcome, all in the key, per channel: whether its first run hits the open row and whether
         the direction turns; the in-flight ends after the request (an end at or before it admits a burst at the
         request, as any earlier end would; the ends are in order, so those are the first ones, as many as the
-        later ones leave), as the newest end's distance from the request and those ends relative to the newest
-        (`_Channel`); and the channel's bus end, clamped below where the first burst's own latency (less a
+        later ones leave); and the channel's bus end, clamped below where the first burst's own latency (less a
         turnaround) dominates it."""
         request_ticks = now * self._ticks_per_cycle
         turnaround = self.cfg.turnaround_cycles * self._ticks_per_cycle
@@ -357,13 +338,11 @@ class SimpleDram(DramModel):
         for part in plan.parts:
             channel = self._channels[part.channel]
             turned = channel.last_direction not in (-1, direction)
-            done = channel.done_from_newest_ticks  # in order: a transaction's first burst ends after the channel's
-            # last one
-            newest = channel.newest_done_ticks - request_ticks
-            later = done[bisect_right(done, -newest):]
+            done = channel.done_ticks  # in order: a transaction's first burst ends after the channel's last one
             floor = part.lead_max[0] - (turnaround if turned else 0)
             key.append((keeps_open and part.first_row + row_shift == channel.open_row, turned,
-                        max(channel.bus_free_ticks - request_ticks, floor), newest if later else 0, later))
+                        max(channel.bus_free_ticks - request_ticks, floor),
+                        *map(request_ticks.__rsub__, done[bisect_right(done, request_ticks):])))
         found = self._outcomes.get(tuple(key))
         if found is None:
             found = self._outcome(plan, direction, now, row_shift)
@@ -379,14 +358,9 @@ class SimpleDram(DramModel):
                 self.row_hit_bursts += did.row_hits
                 channel.open_row = part.last_row + row_shift
             channel.bus_free_ticks = request_ticks + did.bus_free_ticks
-            kept = channel.done_from_newest_ticks[len(part.burst_list):]  # in-flight ends the transaction left
-            newest = request_ticks + did.newest_done_ticks
-            if kept:
-                shift = channel.newest_done_ticks - newest
-                channel.done_from_newest_ticks = (*map(shift.__add__, kept), *did.done_from_newest_ticks)
-            else:
-                channel.done_from_newest_ticks = did.done_from_newest_ticks
-            channel.newest_done_ticks = newest
+            done = channel.done_ticks
+            del done[:len(part.burst_list)]
+            done.extend(map(request_ticks.__add__, did.done_ticks))
             self.turnaround_stall_cycles += did.turnaround_stall_cycles  # as `_stalls` adds them, channel by channel
             self.queue_stall_cycles += did.queue_stall_cycles
             channel.last_direction = direction
@@ -408,8 +382,7 @@ class SimpleDram(DramModel):
             channel = self._channels[part.channel]
             fresh = channel.done_ticks[-min(len(part.burst_list), self._in_flight):]
             misses = part.runs - hit  # as `_open` counts them
-            parts.append(_PartOutcome(tuple(d - fresh[-1] for d in fresh), fresh[-1] - request_ticks,
-                                      channel.bus_free_ticks - request_ticks,
+            parts.append(_PartOutcome(tuple(d - request_ticks for d in fresh), channel.bus_free_ticks - request_ticks,
                                       turnaround / tpc, queue / tpc, misses, len(part.burst_list) - misses))
         self._stalled.clear()
         starts, ends, _ = self._booked  # a booking worked out in full adds no cycles
