@@ -142,6 +142,27 @@ def test_the_in_flight_ends_are_part_of_what_is_replayed() -> None:
     assert starts == [1023, 1025]
 
 
+def test_only_the_slots_a_transaction_takes_are_in_its_key() -> None:
+    """A one-burst transaction is admitted after the oldest in-flight end alone: states that differ in a newer end
+    (the bus end the same) replay one outcome; a state that differs in the oldest is worked out anew."""
+    cfg = CONFIGS["short-window-open-rows"]  # 3 in flight; ticks of 1/3 cycle
+    replayed, full = SimpleDram(simpy.Environment(), cfg, WORD_BYTES), WorkedOut(simpy.Environment(), cfg, WORD_BYTES)
+    starts = []
+    for ends_after_request in ((20, 25, 30), (20, 26, 29), (21, 25, 30)):
+        for dram in (replayed, full):
+            channel = dram._channels[0]
+            channel.done_ticks = [3000 + t for t in ends_after_request]
+            channel.bus_free_ticks = 3030
+            channel.last_direction, channel.open_row = 0, -1
+        a = replayed.book(True, 0, 64, 1000, WORD_BYTES)
+        assert a == full.book(True, 0, 64, 1000, WORD_BYTES)
+        starts.append(a)
+    # admitted at the oldest end, its data a miss latency (51 ticks) later, at least miss − hit (36 ticks) after the
+    # bus: ⌊max(3020 + 51, 3030 + 36) / 3⌋ = 1023 twice, ⌊max(3021 + 51, 3066) / 3⌋ = 1024
+    assert starts == [1023, 1023, 1024]
+    assert len(replayed._outcomes) == 2  # the second state replayed the first's outcome
+
+
 def test_in_flight_ends_of_one_spacing_are_replayed_apart_by_when_they_end() -> None:
     """Two channel states whose in-flight ends have the same spacing, one tick later in the second, the bus ending
     with them, 10 and 11 ticks after the request: both below the first burst's own lead (Λ − G = 51 − 36 = 15

@@ -327,22 +327,24 @@ class SimpleDram(DramModel):
         transfers repeat a few shapes in a steady rhythm: 99 % of AlexNet's on eyeriss-v1 are replays).
 
         What decides the outcome, all in the key, per channel: whether its first run hits the open row and whether
-        the direction turns; the in-flight ends after the request (an end at or before it admits a burst at the
-        request, as any earlier end would; the ends are in order, so those are the first ones, as many as the
-        later ones leave); and the channel's bus end, clamped below where the first burst's own latency (less a
+        the direction turns; of the in-flight ends its bursts are admitted after (the oldest, one per burst: the
+        slots they take; the newer ones stay the channel's as they are), those after the request (an end at or
+        before it admits a burst at the request, as any earlier end would; the ends are in order, so those are
+        the last of them); and the channel's bus end, clamped below where the first burst's own latency (less a
         turnaround) dominates it."""
         request_ticks = now * self._ticks_per_cycle
         turnaround = self.cfg.turnaround_cycles * self._ticks_per_cycle
-        keeps_open = self._rows.keeps_open
+        keeps_open, in_flight = self._rows.keeps_open, self._in_flight
         key: list[object] = [offset, amount]
         for part in plan.parts:
             channel = self._channels[part.channel]
             turned = channel.last_direction not in (-1, direction)
             done = channel.done_ticks  # in order: a transaction's first burst ends after the channel's last one
+            taken = min(len(part.burst_list), in_flight)
             floor = part.lead_max[0] - (turnaround if turned else 0)
             key.append((keeps_open and part.first_row + row_shift == channel.open_row, turned,
                         max(channel.bus_free_ticks - request_ticks, floor),
-                        *map(request_ticks.__rsub__, done[bisect_right(done, request_ticks):])))
+                        *map(request_ticks.__rsub__, done[bisect_right(done, request_ticks, 0, taken):taken])))
         found = self._outcomes.get(tuple(key))
         if found is None:
             found = self._outcome(plan, direction, now, row_shift)
