@@ -163,18 +163,11 @@ class Sram(Port):
             out.update(space.stats(f"{prefix}{partition}."))
         return out
 
-    def book(self, is_read: bool, address: int, amount: int, request_cycle: int | None = None,
-             word_bytes: int | None = None) -> int:
-        """`Port.book`, with a located transfer of at least one word inside the buffer (the executor's every GLB
-        transfer) checked and counted here, in one step."""
-        wb = self.word_bytes if word_bytes is None else word_bytes
-        rated = self._rates.get(wb)
-        if (rated is None or type(amount) is not int or amount <= 0 or type(address) is not int or address < 0
-                or address + amount > rated[0].size_words):
-            return super().book(is_read, address, amount, request_cycle, word_bytes)
-        self._count(is_read, amount)
-        return self._book(is_read, address, amount, int(self.env.now) if request_cycle is None else request_cycle,
-                          wb)
+    def _plainly_valid(self, address: int, amount: int, word_bytes: int) -> bool:
+        """A located transfer of at least one word inside the buffer, at a width already booked."""
+        rated = self._rates.get(word_bytes)
+        return (rated is not None and type(amount) is int and amount > 0 and type(address) is int and address >= 0
+                and address + amount <= rated[0].size_words)
 
     def _check(self, address: int, amount: int, word_bytes: int) -> None:
         if type(amount) is int and amount >= 0 and type(address) is int and address >= 0 and (

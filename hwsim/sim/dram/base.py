@@ -48,17 +48,10 @@ class DramModel(Port):
         self._booked: tuple[Cycles, Cycles, int] | None = None  # start and end cycles of the last booking's bursts,
         # less the cycles to add to them
 
-    def book(self, is_read: bool, address: int, amount: int, request_cycle: int | None = None,
-             word_bytes: int | None = None) -> int:
-        """`Port.book`, with a transfer of at least one whole word at a word-aligned address (the executor's every
-        DRAM transfer) checked and counted here, in one step."""
-        wb = self.word_bytes if word_bytes is None else word_bytes
-        if (type(amount) is not int or amount <= 0 or type(address) is not int or address < 0 or address % wb
-                or amount % wb or self.burst_bytes % wb):
-            return super().book(is_read, address, amount, request_cycle, word_bytes)
-        self._count(is_read, amount)
-        return self._book(is_read, address, amount, int(self.env.now) if request_cycle is None else request_cycle,
-                          wb)
+    def _plainly_valid(self, address: int, amount: int, word_bytes: int) -> bool:
+        """A transfer of at least one whole word at a word-aligned address, of words that fill bursts."""
+        return (type(amount) is int and amount > 0 and type(address) is int and address >= 0
+                and not (address % word_bytes or amount % word_bytes or self.burst_bytes % word_bytes))
 
     def _check(self, address: int, amount: int, word_bytes: int) -> None:
         check_count(address, "address", self.name)

@@ -48,7 +48,7 @@ class Bus(Port):
 
     def _book(self, is_read: bool, address: int, amount: int, now: int, word_bytes: int) -> int:
         start_cycle = self._scheduler.start_cycle(now, self.free_at_cycle)
-        duration_cycles = self.transfer_cycles(amount, word_bytes)
+        duration_cycles = -(-amount * 8 * word_bytes // self.bus_bits)  # `transfer_cycles`
         self.free_at_cycle = self.reserved_end_cycle = start_cycle + duration_cycles
         self.busy_cycles += duration_cycles
         self.queue_stall_cycles += start_cycle - now
