@@ -118,23 +118,30 @@ def test_rows_and_turns_are_replayed_apart(name: str) -> None:
     assert len(replayed._outcomes) < len(stream) // 2
 
 
+def _starts_from_states(states: list[tuple[tuple[int, ...], int | None]], nbytes: int) -> tuple[list[int], SimpleDram]:
+    """On the short-window config (3 bursts in flight; ticks of 1/3 cycle), a read of `nbytes` at byte 0 requested
+    at cycle 1000 (tick 3000) from each channel state in turn: (in-flight ends, bus end), ticks after the request
+    (bus None: it ends with the last in-flight end). Each booked by the replaying model and worked out in full,
+    which must agree; their first burst's cycles, and the replaying model."""
+    cfg = CONFIGS["short-window-open-rows"]
+    replayed, full = SimpleDram(simpy.Environment(), cfg, WORD_BYTES), WorkedOut(simpy.Environment(), cfg, WORD_BYTES)
+    starts = []
+    for ends_after_request, bus_after_request in states:
+        for dram in (replayed, full):
+            channel = dram._channels[0]
+            channel.done_ticks = [3000 + t for t in ends_after_request]
+            channel.bus_free_ticks = 3000 + (ends_after_request[-1] if bus_after_request is None else bus_after_request)
+            channel.last_direction, channel.open_row = 0, -1
+        a = replayed.book(True, 0, nbytes, 1000, WORD_BYTES)
+        assert a == full.book(True, 0, nbytes, 1000, WORD_BYTES)
+        starts.append(a)
+    return starts, replayed
+
+
 def test_the_in_flight_ends_are_part_of_what_is_replayed() -> None:
     """Two channel states with the same bus end and the same number of free in-flight slots, one burst admitted
     later in the second: a transaction replayed from the first would start too early in the second."""
-    cfg = CONFIGS["short-window-open-rows"]  # 3 bursts in flight; 64-byte slots of 64/3 cycles: ticks of 1/3 cycle
-    replayed, full = SimpleDram(simpy.Environment(), cfg, WORD_BYTES), WorkedOut(simpy.Environment(), cfg, WORD_BYTES)
-    request_cycle = 1000
-    request_ticks = 3 * request_cycle
-    starts = []
-    for ends_after_request in ((20, 25, 30), (25, 27, 30)):  # ticks after the request; the bus ends with the last
-        for dram in (replayed, full):
-            channel = dram._channels[0]
-            channel.done_ticks = [request_ticks + t for t in ends_after_request]
-            channel.bus_free_ticks = channel.done_ticks[-1]
-            channel.last_direction, channel.open_row = 0, -1
-        a = replayed.book(True, 0, 192, request_cycle, WORD_BYTES)
-        assert a == full.book(True, 0, 192, request_cycle, WORD_BYTES)
-        starts.append(a)
+    starts, _ = _starts_from_states([((20, 25, 30), None), ((25, 27, 30), None)], 192)
     # the first burst is admitted when the oldest in-flight one ends (20 or 25 ticks after the request); its data
     # starts a miss latency (17 cycles, 51 ticks) later, and at least miss − hit (12 cycles, 36 ticks) after the
     # bus's last burst (30 ticks after the request) while its row opens: ⌊max(3020 + 51, 3030 + 36) / 3⌋ = 1023,
@@ -145,18 +152,7 @@ def test_the_in_flight_ends_are_part_of_what_is_replayed() -> None:
 def test_only_the_slots_a_transaction_takes_are_in_its_key() -> None:
     """A one-burst transaction is admitted after the oldest in-flight end alone: states that differ in a newer end
     (the bus end the same) replay one outcome; a state that differs in the oldest is worked out anew."""
-    cfg = CONFIGS["short-window-open-rows"]  # 3 in flight; ticks of 1/3 cycle
-    replayed, full = SimpleDram(simpy.Environment(), cfg, WORD_BYTES), WorkedOut(simpy.Environment(), cfg, WORD_BYTES)
-    starts = []
-    for ends_after_request in ((20, 25, 30), (20, 26, 29), (21, 25, 30)):
-        for dram in (replayed, full):
-            channel = dram._channels[0]
-            channel.done_ticks = [3000 + t for t in ends_after_request]
-            channel.bus_free_ticks = 3030
-            channel.last_direction, channel.open_row = 0, -1
-        a = replayed.book(True, 0, 64, 1000, WORD_BYTES)
-        assert a == full.book(True, 0, 64, 1000, WORD_BYTES)
-        starts.append(a)
+    starts, replayed = _starts_from_states([((20, 25, 30), 30), ((20, 26, 29), 30), ((21, 25, 30), 30)], 64)
     # admitted at the oldest end, its data a miss latency (51 ticks) later, at least miss − hit (36 ticks) after the
     # bus: ⌊max(3020 + 51, 3030 + 36) / 3⌋ = 1023 twice, ⌊max(3021 + 51, 3066) / 3⌋ = 1024
     assert starts == [1023, 1023, 1024]
@@ -167,18 +163,6 @@ def test_in_flight_ends_of_one_spacing_are_replayed_apart_by_when_they_end() -> 
     """Two channel states whose in-flight ends have the same spacing, one tick later in the second, the bus ending
     with them, 10 and 11 ticks after the request: both below the first burst's own lead (Λ − G = 51 − 36 = 15
     ticks), where the key's bus term is clamped alike; the key must still tell them apart."""
-    cfg = CONFIGS["short-window-open-rows"]
-    replayed, full = SimpleDram(simpy.Environment(), cfg, WORD_BYTES), WorkedOut(simpy.Environment(), cfg, WORD_BYTES)
-    request_cycle, request_ticks = 1000, 3000
-    starts = []
-    for ends_after_request in ((5, 8, 10), (6, 9, 11)):
-        for dram in (replayed, full):
-            channel = dram._channels[0]
-            channel.done_ticks = [request_ticks + t for t in ends_after_request]
-            channel.bus_free_ticks = channel.done_ticks[-1]
-            channel.last_direction, channel.open_row = 0, -1
-        a = replayed.book(True, 0, 192, request_cycle, WORD_BYTES)
-        assert a == full.book(True, 0, 192, request_cycle, WORD_BYTES)
-        starts.append(a)
+    starts, _ = _starts_from_states([((5, 8, 10), None), ((6, 9, 11), None)], 192)
     # as above: ⌊max(3005 + 51, 3010 + 36) / 3⌋ = 1018 and ⌊max(3006 + 51, 3011 + 36) / 3⌋ = 1019
     assert starts == [1018, 1019]
