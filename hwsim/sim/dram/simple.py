@@ -109,8 +109,8 @@ class _Outcome:
     """What booking a transaction did, relative to its request: its bursts' cycles after the request cycle, and
     per channel part what it did to the channel."""
 
-    start_cycles: Sequence[int] | np.ndarray  # per burst, minus the request cycle
-    end_cycles: Sequence[int] | np.ndarray
+    start_cycles: np.ndarray  # per burst, minus the request cycle
+    end_cycles: np.ndarray
     first_start_cycles: int  # the first burst's start, minus the request cycle
     last_end_cycles: int  # the last burst's end, minus the request cycle
     parts: tuple[_PartOutcome, ...]
@@ -388,11 +388,10 @@ class SimpleDram(DramModel):
                                       turnaround / tpc, queue / tpc, misses, len(part.burst_list) - misses))
         self._stalled.clear()
         starts, ends, _ = self._booked  # a booking worked out in full adds no cycles
-        relative: tuple[Sequence[int] | np.ndarray, Sequence[int] | np.ndarray]
-        if isinstance(starts, np.ndarray):
-            relative = (starts - now, np.asarray(ends) - now)
-        else:
-            relative = ([c - now for c in starts], [c - now for c in ends])
+        relative = (np.asarray(starts, dtype=np.int64) - now, np.asarray(ends, dtype=np.int64) - now)  # arrays, also
+        # for a few bursts booked in integers: a recorder joins thousands of replays' at once
+        for cycles in relative:
+            cycles.flags.writeable = False  # every replay hands these on
         self._booked = (*relative, now)
         return _Outcome(relative[0], relative[1], start - now, self.reserved_end_cycle - now, tuple(parts))
 
