@@ -54,7 +54,7 @@ _SCALAR_BURSTS = 16  # transfers of at most this many bursts on a channel are bo
 _OUTCOME_CACHE_ENTRIES = 8192  # bookings kept by what decides them (see `SimpleDram._book_cached`)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class _ChannelPart:
     """The bursts of one transaction on one channel, in the order the channel serves them, as a miss on the
     first run would time them: which bursts they are, their latencies Λ_i and offsets G_i (ticks)."""
@@ -71,6 +71,9 @@ class _ChannelPart:
     burst_list: tuple[int, ...] = ()
     lead_max: tuple[int, ...] = ()  # max_{j≤i}(Λ_j − G_j)
     rest_max: tuple[int, ...] = ()  # max_{1≤j≤i}(Λ_j − G_j), the first entry below any lead
+    taken: int = 0  # in-flight slots its bursts take: min(bursts, in_flight)
+    floor_ticks: int = 0  # Λ_0 − G_0, and less a turnaround: below these the channel's bus end decides nothing
+    turned_floor_ticks: int = 0  # (`SimpleDram._book_cached`)
 
 
 @dataclass(frozen=True)
@@ -80,6 +83,7 @@ class _Plan:
     bursts: int
     parts: tuple[_ChannelPart, ...]
     few: bool = False  # every part has at most in_flight (and _SCALAR_BURSTS) bursts: booked in plain integers
+    busy_cycles: float = 0.0  # the cycles its bursts hold channels' data buses: bursts × slot
 
 
 @dataclass(slots=True)
@@ -114,6 +118,8 @@ class _Outcome:
     first_start_cycles: int  # the first burst's start, minus the request cycle
     last_end_cycles: int  # the last burst's end, minus the request cycle
     parts: tuple[_PartOutcome, ...]
+    row_misses: int  # over its parts
+    row_hits: int
 
 
 class SimpleDram(DramModel):
@@ -330,43 +336,50 @@ class SimpleDram(DramModel):
         the direction turns; of the in-flight ends its bursts are admitted after (the oldest, one per burst: the
         slots they take; the newer ones stay the channel's as they are), those after the request (an end at or
         before it admits a burst at the request, as any earlier end would; the ends are in order, so those are
-        the last of them); and the channel's bus end, clamped below where the first burst's own latency (less a
-        turnaround) dominates it."""
+        the last of them, most often none); and the channel's bus end, clamped below where the first burst's own
+        latency (less a turnaround) dominates it. The key is flat: per part its hit, turn, bus end and the count
+        of its ends after the request, then those."""
         request_ticks = now * self._ticks_per_cycle
-        turnaround = self.cfg.turnaround_cycles * self._ticks_per_cycle
-        keeps_open, in_flight = self._rows.keeps_open, self._in_flight
-        key: list[object] = [offset, amount]
+        channels, keeps_open = self._channels, self._rows.keeps_open
+        key: list[int] = [offset, amount]
         for part in plan.parts:
-            channel = self._channels[part.channel]
-            turned = channel.last_direction not in (-1, direction)
-            done = channel.done_ticks  # in order: a transaction's first burst ends after the channel's last one
-            taken = min(len(part.burst_list), in_flight)
-            floor = part.lead_max[0] - (turnaround if turned else 0)
-            key.append((keeps_open and part.first_row + row_shift == channel.open_row, turned,
-                        max(channel.bus_free_ticks - request_ticks, floor),
-                        *map(request_ticks.__rsub__, done[bisect_right(done, request_ticks, 0, taken):taken])))
-        found = self._outcomes.get(tuple(key))
+            channel = channels[part.channel]
+            last = channel.last_direction
+            turned = last != direction and last != -1
+            floor = part.turned_floor_ticks if turned else part.floor_ticks
+            bus = channel.bus_free_ticks - request_ticks
+            hit = keeps_open and part.first_row + row_shift == channel.open_row
+            done, taken = channel.done_ticks, part.taken
+            if done[taken - 1] <= request_ticks:  # every slot it takes is free by the request
+                key += (hit, turned, max(floor, bus), 0)
+            else:
+                later = [d - request_ticks for d in done[bisect_right(done, request_ticks, 0, taken):taken]]
+                key += (hit, turned, max(floor, bus), len(later), *later)
+        found = self._outcomes.get(shape := tuple(key))
         if found is None:
             found = self._outcome(plan, direction, now, row_shift)
             if len(self._outcomes) >= _OUTCOME_CACHE_ENTRIES:
                 self._outcomes.clear()
-            self._outcomes[tuple(key)] = found
+            self._outcomes[shape] = found
             return now + found.first_start_cycles
         keeps_rows = self._rows.row_bytes > 0
         for part, did in zip(plan.parts, found.parts):
-            channel = self._channels[part.channel]
+            channel = channels[part.channel]
             if keeps_rows:
-                self.row_miss_bursts += did.row_misses
-                self.row_hit_bursts += did.row_hits
                 channel.open_row = part.last_row + row_shift
             channel.bus_free_ticks = request_ticks + did.bus_free_ticks
             done = channel.done_ticks
-            del done[:len(part.burst_list)]
-            done.extend(map(request_ticks.__add__, did.done_ticks))
-            self.turnaround_stall_cycles += did.turnaround_stall_cycles  # as `_stalls` adds them, channel by channel
-            self.queue_stall_cycles += did.queue_stall_cycles
+            del done[:part.taken]
+            done.extend([request_ticks + d for d in did.done_ticks])
+            if did.turnaround_stall_cycles:  # as `_stalls` adds them, channel by channel (adding 0.0 changes nothing)
+                self.turnaround_stall_cycles += did.turnaround_stall_cycles
+            if did.queue_stall_cycles:
+                self.queue_stall_cycles += did.queue_stall_cycles
             channel.last_direction = direction
-        self.busy_channel_cycles += plan.bursts * self._slot_ticks / self._ticks_per_cycle
+        if keeps_rows:
+            self.row_miss_bursts += found.row_misses
+            self.row_hit_bursts += found.row_hits
+        self.busy_channel_cycles += plan.busy_cycles
         self._booked = (found.start_cycles, found.end_cycles, now)
         self.reserved_end_cycle = now + found.last_end_cycles
         return now + found.first_start_cycles
@@ -382,7 +395,7 @@ class SimpleDram(DramModel):
         parts = []
         for part, (turnaround, queue), hit in zip(plan.parts, self._stalled, hits):
             channel = self._channels[part.channel]
-            fresh = channel.done_ticks[-min(len(part.burst_list), self._in_flight):]
+            fresh = channel.done_ticks[-part.taken:]
             misses = part.runs - hit  # as `_open` counts them
             parts.append(_PartOutcome(tuple(d - request_ticks for d in fresh), channel.bus_free_ticks - request_ticks,
                                       turnaround / tpc, queue / tpc, misses, len(part.burst_list) - misses))
@@ -393,7 +406,8 @@ class SimpleDram(DramModel):
         for cycles in relative:
             cycles.flags.writeable = False  # every replay hands these on
         self._booked = (*relative, now)
-        return _Outcome(relative[0], relative[1], start - now, self.reserved_end_cycle - now, tuple(parts))
+        return _Outcome(relative[0], relative[1], start - now, self.reserved_end_cycle - now, tuple(parts),
+                        sum(p.row_misses for p in parts), sum(p.row_hits for p in parts))
 
     def _plan(self, offset_bytes: int, nbytes: int) -> _Plan:
         """The cached channel parts of a transfer of `nbytes` at `offset_bytes` into the address period."""
@@ -413,7 +427,8 @@ class SimpleDram(DramModel):
             mine = np.flatnonzero(channel == ch)
             parts.append(self._make_part(ch, mine, local_bytes[mine]))
         few = all(len(p.bursts) <= min(self._in_flight, _SCALAR_BURSTS) for p in parts)
-        return _Plan(bursts=len(k), parts=tuple(parts), few=few)
+        return _Plan(bursts=len(k), parts=tuple(parts), few=few,
+                     busy_cycles=len(k) * self._slot_ticks / self._ticks_per_cycle)
 
     def _make_part(self, channel: int, bursts: np.ndarray, local_bytes: np.ndarray) -> _ChannelPart:
         """Λ_i and G_i of a channel's bursts when the first run misses (see the module doc)."""
@@ -431,8 +446,11 @@ class SimpleDram(DramModel):
         gaps[0] = extra[0]
         offsets = np.cumsum(gaps)
         leads = (latency - offsets).tolist()
+        floor = leads[0]
         return _ChannelPart(channel=channel, bursts=bursts, latency_ticks=latency, offset_ticks=offsets,
                             first_row=int(row[0]), last_row=int(row[-1]), runs=int(new_run.sum()),
                             latency_list=tuple(latency.tolist()), offset_list=tuple(offsets.tolist()),
                             burst_list=tuple(bursts.tolist()), lead_max=tuple(accumulate(leads, max)),
-                            rest_max=tuple(accumulate([-(1 << 62), *leads[1:]], max)))
+                            rest_max=tuple(accumulate([-(1 << 62), *leads[1:]], max)),
+                            taken=min(len(bursts), self._in_flight), floor_ticks=floor,
+                            turned_floor_ticks=floor - self.cfg.turnaround_cycles * tpc)
