@@ -113,6 +113,8 @@ class Sram(Port):
         self.words_per_cycle, self.latency_cycles = default.words_per_cycle, default.latency_cycles
         self.bank_words, self.size_words = default.bank_words, default.size_words
         self._scheduler = scheduler(cfg.scheduler)
+        self._one_lane = ports == self._banks == 1 and self._scheduler.name == "fcfs"  # its bank is free when its
+        # port is: a transfer starts when both are (a line buffer's every transfer: `_book`)
         self._port_free_at = [0] * ports  # cycle each port is next free
         self._bank_free_at = [0] * self._banks  # cycle each bank is next free
         filter_bytes = cfg.filter_bytes if isinstance(cfg, schema.Glb) else 0
@@ -164,10 +166,11 @@ class Sram(Port):
         return out
 
     def _plainly_valid(self, address: int, amount: int, word_bytes: int) -> bool:
-        """A located transfer of at least one word inside the buffer, at a width already booked."""
+        """A transfer of at least one word, inside the buffer or not located (a line buffer's rows), at a width
+        already booked."""
         rated = self._rates.get(word_bytes)
-        return (rated is not None and type(amount) is int and amount > 0 and type(address) is int and address >= 0
-                and address + amount <= rated[0].size_words)
+        return (rated is not None and type(amount) is int and amount > 0 and type(address) is int
+                and ((address >= 0 and address + amount <= rated[0].size_words) or address == NO_ADDRESS))
 
     def _check(self, address: int, amount: int, word_bytes: int) -> None:
         if type(amount) is int and amount >= 0 and type(address) is int and address >= 0 and (
@@ -217,6 +220,15 @@ class Sram(Port):
 
     def _book(self, is_read: bool, address: int, amount: int, now: int, word_bytes: int) -> int:
         t, numerator, denominator = self._rates.get(word_bytes) or self._rate(word_bytes)
+        if self._one_lane:  # what the general path below does with one port and one bank, free at the same cycle
+            free = self._port_free_at[0]
+            start_cycle = max(now, free)
+            duration_cycles = -(-amount * denominator // numerator) + t.latency_cycles
+            end_cycle = self._port_free_at[0] = self._bank_free_at[0] = start_cycle + duration_cycles
+            self.reserved_end_cycle = end_cycle
+            self.bank_conflict_stall_cycles += start_cycle - now  # the bank is what it waits for
+            self.busy_port_cycles += duration_cycles
+            return start_cycle
         located = max(address, 0)  # NO_ADDRESS (line buffers: rows are not located) is bank 0
         bank = t.bank_words
         first_bank = located // bank
