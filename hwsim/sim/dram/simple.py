@@ -88,12 +88,36 @@ class _Plan:
 
 @dataclass(slots=True)
 class _Channel:
-    """What a channel remembers between transactions (times in ticks)."""
+    """What a channel remembers between transactions (times in ticks). Its in-flight ends are a list, or, after a
+    replayed transaction that took every slot, that transaction's ends relative to its request and the request
+    (`replace_window`), made a list only when something reads them one by one."""
 
-    done_ticks: list[int]  # data end of its last in_flight bursts, oldest first
+    ends: list[int] | None  # data end of its last in_flight bursts, oldest first (None: base + relative)
     bus_free_ticks: int = 0  # end of its last burst
     open_row: int = -1
     last_direction: int = -1
+    ends_base: int = 0
+    ends_relative: tuple[int, ...] = ()
+
+    @property
+    def done_ticks(self) -> list[int]:
+        """Its in-flight ends, oldest first, as a list."""
+        if self.ends is None:
+            base = self.ends_base
+            self.ends = [base + d for d in self.ends_relative]
+        return self.ends
+
+    @done_ticks.setter
+    def done_ticks(self, ends: list[int]) -> None:
+        self.ends = ends
+
+    def end_of_slot(self, slot: int) -> int:
+        """The in-flight end at position `slot` (0: the oldest), without making the list."""
+        return self.ends[slot] if self.ends is not None else self.ends_base + self.ends_relative[slot]
+
+    def replace_window(self, base: int, relative: tuple[int, ...]) -> None:
+        """Every in-flight end at once: `base` plus each of `relative`."""
+        self.ends, self.ends_base, self.ends_relative = None, base, relative
 
 
 @dataclass(frozen=True, slots=True)
@@ -349,10 +373,11 @@ class SimpleDram(DramModel):
             floor = part.turned_floor_ticks if turned else part.floor_ticks
             bus = channel.bus_free_ticks - request_ticks
             hit = keeps_open and part.first_row + row_shift == channel.open_row
-            done, taken = channel.done_ticks, part.taken
-            if done[taken - 1] <= request_ticks:  # every slot it takes is free by the request
+            taken = part.taken
+            if channel.end_of_slot(taken - 1) <= request_ticks:  # every slot it takes is free by the request
                 key += (hit, turned, max(floor, bus), 0)
             else:
+                done = channel.done_ticks
                 later = [d - request_ticks for d in done[bisect_right(done, request_ticks, 0, taken):taken]]
                 key += (hit, turned, max(floor, bus), len(later), *later)
         found = self._outcomes.get(shape := tuple(key))
@@ -362,15 +387,18 @@ class SimpleDram(DramModel):
                 self._outcomes.clear()
             self._outcomes[shape] = found
             return now + found.first_start_cycles
-        keeps_rows = self._rows.row_bytes > 0
+        keeps_rows, in_flight = self._rows.row_bytes > 0, self._in_flight
         for part, did in zip(plan.parts, found.parts):
             channel = channels[part.channel]
             if keeps_rows:
                 channel.open_row = part.last_row + row_shift
             channel.bus_free_ticks = request_ticks + did.bus_free_ticks
-            done = channel.done_ticks
-            del done[:part.taken]
-            done.extend([request_ticks + d for d in did.done_ticks])
+            if part.taken == in_flight:  # its bursts took every slot (a long transfer's every time)
+                channel.replace_window(request_ticks, did.done_ticks)
+            else:
+                done = channel.done_ticks
+                del done[:part.taken]
+                done.extend([request_ticks + d for d in did.done_ticks])
             if did.turnaround_stall_cycles:  # as `_stalls` adds them, channel by channel (adding 0.0 changes nothing)
                 self.turnaround_stall_cycles += did.turnaround_stall_cycles
             if did.queue_stall_cycles:
@@ -423,7 +451,7 @@ class SimpleDram(DramModel):
         k = self.burst_range(address_bytes, nbytes)
         channel, local_bytes = self._address_map.locate(k)
         parts = []
-        for ch in np.unique(channel).tolist():
+        for ch in sorted(set(channel.tolist())):  # (np.unique would import numpy.ma: 6 ms of every run)
             mine = np.flatnonzero(channel == ch)
             parts.append(self._make_part(ch, mine, local_bytes[mine]))
         few = all(len(p.bursts) <= min(self._in_flight, _SCALAR_BURSTS) for p in parts)
