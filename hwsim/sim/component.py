@@ -142,26 +142,21 @@ class Port(Component, ABC):
         now = int(self.env.now) if request_cycle is None else request_cycle
         if not self._plainly_valid(address, amount, wb):
             self._check(address, amount, wb)
-            if amount == 0:
-                self._count(is_read, amount)
-                self.reserved_end_cycle = now
-                return now
-        self._count(is_read, amount)
+        if is_read:  # the request in the statistics
+            self.read_requests += 1
+            self.read_amount += amount
+        else:
+            self.write_requests += 1
+            self.written_amount += amount
+        if not amount:  # an empty transaction occupies nothing
+            self.reserved_end_cycle = now
+            return now
         return self._book(is_read, address, amount, now, wb)
 
     def _plainly_valid(self, address: int, amount: int, word_bytes: int) -> bool:
         """Whether a transaction is one of at least one unit that `_check` would pass, decided in one expression
         (the executor's every transfer); anything else goes through `_check`."""
         return type(amount) is int and amount > 0
-
-    def _count(self, is_read: bool, amount: int) -> None:
-        """A requested transaction in the statistics."""
-        if is_read:
-            self.read_requests += 1
-            self.read_amount += amount
-        else:
-            self.write_requests += 1
-            self.written_amount += amount
 
     def reserve_read(self, address: int, amount: int, request_cycle: int | None = None,
                      word_bytes: int | None = None) -> np.ndarray:
