@@ -5,6 +5,7 @@ from __future__ import annotations
 from array import array
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from operator import itemgetter
 
 import numpy as np
 
@@ -30,6 +31,7 @@ PE_RECORDS = ((F.OPS, Op.WRITE, OTHER, True),
 PASS_FIELDS = (F.ACTIVE_PES, F.MACS, *(r[0] for r in PE_RECORDS))  # a COMPUTE step's fields a held pass keeps
 PASS_COLUMNS = 6 + len(PASS_FIELDS)  # a held pass: start, end, step, unit, MACs spared, spared psums counted (0/1),
 # then PASS_FIELDS
+_pass_fields = itemgetter(*PASS_FIELDS)  # a COMPUTE step's PASS_FIELDS as a tuple
 _MOST_PASS_RECORDS = 4 + len(PE_RECORDS)  # the pass, its PE_RECORDS, and three skips
 FLUSH_RECORDS = 1 << 18  # records held before they are handed to the sink (some 200 B each while held)
 
@@ -85,7 +87,7 @@ class Recorder:
                 compute: tuple[int, ...]) -> None:
         """A pass of the COMPUTE step `compute` (a step tuple) at unit `unit`: its records at level pe are made
         with the others of its slab (`_pass_records`), not one by one."""
-        self.passes.extend((start, end, step, unit, spared, spared_psums, *map(compute.__getitem__, PASS_FIELDS)))
+        self.passes.extend((start, end, step, unit, spared, spared_psums, *_pass_fields(compute)))
 
     def check(self) -> None:
         """Flush if FLUSH_RECORDS records are held (called once per group's stores: rows are not counted one by
