@@ -65,7 +65,9 @@ class _DramLayout:
 
 def _generator(plan: StackPlan, hw: Accelerator, weights: WeightPolicy,
                layout: _DramLayout) -> Callable[[], Iterator[np.ndarray]]:
-    """The stack's step blocks: its weights (per-stack policy), then one block per tile."""
+    """The stack's step blocks: its weights (per-stack policy), then its tiles, as many to a block as make some
+    TILE_BLOCK_STEPS steps (a tile of a wide input is a few hundred steps: a block per tile would cost its numpy
+    calls again and again)."""
     def generate() -> Iterator[np.ndarray]:
         template = _template(plan, hw, layout)
         start = 0
@@ -80,9 +82,10 @@ def _generator(plan: StackPlan, hw: Accelerator, weights: WeightPolicy,
             block["src_addr"] = layout.weights + pieces
             yield block
             start = 1
-        for tile in range(plan.tiling):
-            block = template.evaluate(tile)
-            block["group"] += start + tile * template.groups
+        per_block = max(1, TILE_BLOCK_STEPS // max(1, len(template.steps)))
+        for first in range(0, plan.tiling, per_block):
+            block = template.evaluate(first, min(plan.tiling, first + per_block))
+            block["group"] += start
             yield block
     return generate
 
@@ -96,6 +99,7 @@ _TEMPLATE_DTYPE = np.dtype([
     ("macs_coef", np.int64), ("ops_coef", np.int64), ("x_ref", np.int32), ("active", np.int32),
 ])
 ONE = 0  # quantity 0 is the constant 1
+TILE_BLOCK_STEPS = 1 << 14  # steps a block of tiles holds at most (a longer tile is a block of its own)
 
 
 class _Quantities:
@@ -135,24 +139,29 @@ class _Template:
     quantities: np.ndarray  # int64 [tile, ref]
     groups: int  # step groups per tile
 
-    def evaluate(self, tile: int) -> np.ndarray:
-        """The steps of one tile."""
-        template, values = self.steps, self.quantities[tile]
-        block = np.zeros(len(template), dtype=STEP_DTYPE)
-        for name in ("kind", "operand", "src", "dst", "group"):
-            block[name] = template[name]
-        block["words"] = template["w_const"] + template["w_coef"] * values[template["w_ref"]]
-        block["src_addr"] = template["s_const"] + template["s_coef"] * values[template["s_ref"]]
-        block["dst_addr"] = template["d_const"] + template["d_coef"] * values[template["d_ref"]]
+    def evaluate(self, first: int, end: int) -> np.ndarray:
+        """The steps of tiles first … end − 1, tile after tile, their groups numbered from the first tile's."""
+        template, values = self.steps, self.quantities[first:end]  # values: [tile, ref]
+        tiles, n = end - first, len(template)
+        block = np.zeros(tiles * n, dtype=STEP_DTYPE)
+        for name in ("kind", "operand", "src", "dst"):
+            block[name] = np.tile(template[name], tiles)
+        block["group"] = (template["group"] + (np.arange(first, end) * self.groups)[:, None]).ravel()
+        block["words"] = (template["w_const"] + template["w_coef"] * values[:, template["w_ref"]]).ravel()
+        block["src_addr"] = (template["s_const"] + template["s_coef"] * values[:, template["s_ref"]]).ravel()
+        block["dst_addr"] = (template["d_const"] + template["d_coef"] * values[:, template["d_ref"]]).ravel()
         compute = template["kind"] == StepKind.COMPUTE
-        columns = values[template["x_ref"]]
-        block["macs"] = np.where(compute, template["macs_coef"] * columns, 0)
-        block["ops"] = np.where(compute, template["ops_coef"] * columns, 0)
-        block["active_pes"] = np.where(compute, np.minimum(template["active"], np.maximum(1, block["macs"])), 0)
+        columns = values[:, template["x_ref"]]
+        macs = np.where(compute, template["macs_coef"] * columns, 0)
+        block["macs"] = macs.ravel()
+        block["ops"] = np.where(compute, template["ops_coef"] * columns, 0).ravel()
+        block["active_pes"] = np.where(compute, np.minimum(template["active"], np.maximum(1, macs)), 0).ravel()
         for name in ("rf_filter_reads", "rf_ifmap_reads", "rf_psum_reads", "rf_psum_writes"):
             block[name] = block["macs"]  # a MAC reads a filter, an ifmap and a psum word and writes the psum
-        if not values[template["x_ref"][compute]].any():  # a tile with nothing to compute reads no weights
-            block["words"][(template["operand"] == Operand.FILTER) & (template["src"] == Level.GLB)] = 0
+        idle = np.logical_not(columns[:, compute].any(axis=1))  # a tile with nothing to compute reads no weights
+        if idle.any():
+            weights = (template["operand"] == Operand.FILTER) & (template["src"] == Level.GLB)
+            block["words"][(idle[:, None] & weights).ravel()] = 0
         return block
 
 
