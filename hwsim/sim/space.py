@@ -54,7 +54,8 @@ class Space(Component):
         """Claim `nbytes` at cycle `at` (default now): None when granted at once, else (only if `wait`) an
         event that fires when granted. More than the capacity, or a claim that cannot wait and does not
         fit, is an error."""
-        check_count(nbytes, "allocation", self.name)
+        if type(nbytes) is not int or nbytes < 0:  # (`check_count` passes a plain non-negative int at once)
+            check_count(nbytes, "allocation", self.name)
         if nbytes > self.capacity_bytes:
             raise HwsimError(f"{self.name}: cannot allocate {nbytes} bytes, capacity is "
                              f"{self.capacity_bytes} bytes; use smaller tiles or a larger buffer")
@@ -78,13 +79,15 @@ class Space(Component):
 
     def release(self, nbytes: int, at: int | None = None) -> None:
         """Release `nbytes` claimed earlier at cycle `at` (default now); freeing more than is held is an error."""
-        check_count(nbytes, "free", self.name)
+        if type(nbytes) is not int or nbytes < 0:
+            check_count(nbytes, "free", self.name)
         if nbytes > self.occupancy_bytes:
             raise HwsimError(f"{self.name}: cannot free {nbytes} bytes, only {self.occupancy_bytes} are allocated")
         if nbytes == 0:
             return
         self.occupancy_bytes -= nbytes
-        self._log(int(self.env.now) if at is None else at)
+        self._log_cycles.append(int(self.env.now) if at is None else at)  # the change in the log
+        self._log_bytes.append(self.occupancy_bytes)
         if self._waiting:
             processed = self.env.event()
             processed.callbacks.append(self._grant_waiting)
@@ -100,15 +103,13 @@ class Space(Component):
     def _grant(self, nbytes: int, requested_cycle: int, cycle: int) -> None:
         if nbytes == 0:
             return
-        self.occupancy_bytes += nbytes
+        occupancy = self.occupancy_bytes = self.occupancy_bytes + nbytes
         self.allocations += 1
         self.allocate_stall_cycles += cycle - requested_cycle
-        self.peak_bytes = max(self.peak_bytes, self.occupancy_bytes)
-        self._log(cycle)
-
-    def _log(self, cycle: int) -> None:
-        self._log_cycles.append(cycle)
-        self._log_bytes.append(self.occupancy_bytes)
+        if occupancy > self.peak_bytes:
+            self.peak_bytes = occupancy
+        self._log_cycles.append(cycle)  # the change in the log
+        self._log_bytes.append(occupancy)
 
     def occupancy_records(self) -> np.ndarray:
         """Every claim and release not taken yet as (cycle, bytes_after), in order; before the first take, an
