@@ -65,6 +65,7 @@ class StepRunner:
         # where it is not recorded
         self.noc_rows, self.rf_rows = rec.rows.get("noc"), rec.rows.get("rf")
         self.glbs = [c.glb for c in m.cores]
+        self.line_buffers = [c.line_buffer for c in m.cores]  # None where a core has none
         self.spaces: dict[tuple[int, int, int], Space | None] = {}  # `Machine.space` by (level, operand, core)
         self.passes = 0
         self.compute_cycles = 0
@@ -150,10 +151,12 @@ class StepRunner:
         elif level == _GLB:
             component = self.glbs[core]
             start = component.book(is_read, address, words, at, wb)
+        elif level == _LINE_BUFFER:
+            component = self.line_buffers[core] or self._on_chip(level, core)  # (which says what is missing)
+            address = NO_ADDRESS
+            start = component.book(is_read, address, words, at, wb)
         else:
             component = self._on_chip(level, core)
-            if level == _LINE_BUFFER:
-                address = NO_ADDRESS
             start = component.book(is_read, address, words, at, wb)
         end = component.reserved_end_cycle
         rows = self.level_rows[level]
