@@ -90,3 +90,6 @@ def test_first_come_first_served_by_hand() -> None:
     assert fcfs.pick_server(5, [2, 7, 4]) == (2, 5)
     # ready at 1: every port busy until 2 at least, so it starts at 2 on port 0
     assert fcfs.pick_server(1, [2, 7, 4]) == (0, 2)
+    # ready at 9: every port free; it takes one of those free latest (7), the first of them, leaving 2 free longest
+    assert fcfs.pick_server(9, [2, 7, 7]) == (1, 9)
+    assert fcfs.pick_server(7, [7, 2, 7]) == (0, 7)

@@ -66,6 +66,9 @@ class FirstComeFirstServed(Scheduler):
         if len(free_at_cycles) == 1:
             free_at = free_at_cycles[0]
             return 0, max(ready_cycle, free_at)
+        latest = max(free_at_cycles)
+        if latest <= ready_cycle:  # every server free by then (most requests): the first free latest
+            return free_at_cycles.index(latest), ready_cycle
         start = max(ready_cycle, min(free_at_cycles))
         server, server_free = 0, -1
         for i, free_at in enumerate(free_at_cycles):
