@@ -200,9 +200,11 @@ class StepRunner:
     def _space(self, level: int, operand: int, core: int) -> Space | None:
         """The buffer space an ALLOC/FREE claims (`Machine.space`), found once per level, operand and core."""
         key = (level, operand, core)
-        if key not in self.spaces:
-            self.spaces[key] = self.m.space(level, operand, core)
-        return self.spaces[key]
+        try:
+            return self.spaces[key]
+        except KeyError:  # the first time (None is an answer too)
+            found = self.spaces[key] = self.m.space(level, operand, core)
+            return found
 
     def claimed(self, s: Step, at: int) -> None:
         """Log an ALLOC granted at `at` in its named buffer."""
