@@ -22,8 +22,9 @@ from hwsim.mapping.depth_first import (
     WeightPolicy,
     depth_first_schedule,
 )
+from hwsim.mapping.depth_first import steps as depth_first_steps
 from hwsim.search.depth_first import candidate_cuts, depth_first_pareto
-from hwsim.vocab import StepKind
+from hwsim.vocab import Level, StepKind
 from hwsim.workload import Graph, GraphBuilder
 from hwsim.workload.network import load_network
 
@@ -148,6 +149,25 @@ def test_schedule_computes_every_mac_once() -> None:
 
 
 SIZES = {"dmcnn-vd": (24, 32), "srgan": (24, 32)}
+
+
+@pytest.mark.parametrize("block_steps", [1, 1 << 14], ids=["a-tile-a-block", "tiles-in-one-block"])
+def test_tiles_load_their_columns_tile_after_tile(block_steps: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A 3x3 'same' conv over lines of 6 pixels (3 channels, 12 lines) in 2 tiles: tile 0 computes columns 0..2
+    and reads input columns 0..3, tile 1 computes 3..5 and reads 2..5 (its halo re-read from the stack input).
+    Line r starts at word 18·r (6 pixels of 3 channels), so tile 0 loads 12 words at 18·r and tile 1 12 words at
+    18·r + 6, every line of tile 0 before any of tile 1, whether a block holds one tile or both."""
+    monkeypatch.setattr(depth_first_steps, "TILE_BLOCK_STEPS", block_steps)
+    work = depth_first_schedule(convs(1, h=6, w=12), HW, DepthFirstMapping((), (2,), WeightPolicy.ON_CHIP)).layers[0]
+    blocks = list(work.blocks())
+    steps = np.concatenate(blocks)
+    loads = steps[(steps["kind"] == StepKind.TRANSFER) & (steps["src"] == Level.DRAM)
+                  & (steps["dst"] == Level.LINE_BUFFER)]
+    expected = [(18 * r + 6 * tile, 12) for tile in (0, 1) for r in range(12)]
+    assert list(zip(loads["src_addr"].tolist(), loads["words"].tolist())) == expected
+    assert len(blocks) == (2 if block_steps == 1 else 1)
+    # one group per computed line of each tile (12 lines, 2 tiles), numbered on across blocks
+    assert np.array_equal(np.unique(steps["group"]), np.arange(24)) and np.all(np.diff(steps["group"]) >= 0)
 
 
 def test_rings_need_not_fill_at_once(tmp_path: Path) -> None:
