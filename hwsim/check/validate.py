@@ -228,6 +228,7 @@ def validate_trace(trace: Trace) -> Validation:
             dram_bursts = {"op": rec["op"], "start_cycle": rec["start_cycle"]}
         del rec
     steps = _merge_steps(per_step)
+    del per_step  # each level's table, now merged: held on they would double the steps' memory
     groups = in_step_order(trace.groups())
     _group_rules(tally, steps, groups, psum_access, hw, trace, recorded)
     _occupancy_rule(tally, trace, tree)
