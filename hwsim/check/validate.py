@@ -162,9 +162,9 @@ class _Steps:
     start: np.ndarray
     end: np.ndarray
     dram_start: np.ndarray
-    level_bits: np.ndarray
-    operand: np.ndarray
-    fills: np.ndarray  # 1 where the step fills or updates a storage level (a load into a buffer, not the RFs)
+    level_bits: np.ndarray  # uint16
+    operand: np.ndarray  # uint8
+    fills: np.ndarray  # 1 where the step fills or updates a storage level (a load into a buffer, not the RFs); uint8
 
 
 @dataclass(frozen=True)
@@ -327,7 +327,7 @@ def _link_rules(tally: _Tally, rec: _Records, link: Link, word_bits: np.ndarray,
     tally.add("bandwidth", (end - start) < busy + link.latency_cycles,
               lambda i: f"link {link.name} transfer lasts {int(end[i] - start[i])} cycles, its words need "
                         f"{int(busy[i])} and the latency {link.latency_cycles}: " + _where(rec, i, names))
-    _concurrency(tally, "link", start, end - link.latency_cycles, np.zeros(len(rec), np.int64), 1,
+    _concurrency(tally, "link", start, end - link.latency_cycles, None, 1,
                  "one transfer per direction")
 
 
@@ -451,7 +451,7 @@ def _sram_rules(tally: _Tally, level: str, rec: _Records, views: tuple[Accelerat
     tally.add("bandwidth", (end - start) < least,
               lambda i: f"{level} transfer lasts {int(end[i] - start[i])} cycles, its words need {int(least[i])}: "
                         + _where(rec, i, names))
-    _concurrency(tally, level, start, end, np.zeros(len(rec), np.int64), ports, f"{ports} port(s)")
+    _concurrency(tally, level, start, end, None, ports, f"{ports} port(s)")
     size_words = size // wb
     located = address != NO_ADDRESS
     tally.add("addresses", located & ((address < 0) | (address + words > size_words)),
@@ -489,7 +489,7 @@ def _noc_rules(tally: _Tally, rec: _Records, hw: Accelerator, bus: str, word_bit
     tally.add("bandwidth", (end - start) < least,
               lambda i: f"noc transfer lasts {int(end[i] - start[i])} cycles, its words need {int(least[i])} on "
                         f"the {bus} bus: " + _where(rec, i, names))
-    _concurrency(tally, "noc", start, end, np.zeros(len(rec), np.int64), 1, "one transfer per bus")
+    _concurrency(tally, "noc", start, end, None, 1, "one transfer per bus")
 
 
 def _pe_rules(tally: _Tally, rec: _Records, hw: Accelerator, names: tuple[str, ...]) -> None:
@@ -507,25 +507,36 @@ def _pe_rules(tally: _Tally, rec: _Records, hw: Accelerator, names: tuple[str, .
     tally.add("bandwidth", (active < 1) | (active > pes) | (work > (end - start) * active * hw.pe_array.macs_per_cycle),
               lambda i: f"pe pass of {int(work[i])} MACs and operations on {int(active[i])} of {pes} PEs lasts "
                         f"{int(end[i] - start[i])} cycles: " + _where(passes, i, names))
-    _concurrency(tally, "pe", start, end, np.zeros(len(passes), np.int64), 1, "one pass at a time")
+    _concurrency(tally, "pe", start, end, None, 1, "one pass at a time")
 
 
-def _concurrency(tally: _Tally, level: str, start: np.ndarray, end: np.ndarray, server: np.ndarray, capacity: int,
-                 what: str) -> None:
-    """At most `capacity` records of each `server` hold it in any cycle ([start, end) intervals)."""
-    if not len(start):
+def _concurrency(tally: _Tally, level: str, start: np.ndarray, end: np.ndarray, server: np.ndarray | None,
+                 capacity: int, what: str) -> None:
+    """At most `capacity` records of each `server` (None: one server) hold it in any cycle ([start, end)
+    intervals). Every end and start is one sort key: per server, by cycle, ends before starts (cycles < 2**40,
+    servers < 2**22); the count held is a running sum over them in that order. Few full-length arrays: a level of
+    tens of millions of records is checked at once."""
+    n = len(start)
+    if not n:
         return
-    times = np.concatenate((end, start))
-    delta = np.concatenate((np.full(len(end), -1), np.full(len(start), 1)))
-    servers = np.concatenate((server, server)).astype(np.int64)
-    # one sort key: per server, by cycle, ends before starts (cycles < 2**40, servers < 2**22)
-    order = np.argsort((servers << 41) | (times << 1) | (delta > 0), kind="stable")
-    held = np.cumsum(delta[order])
-    busy = (held > capacity) & (delta[order] > 0)
-    cycle = times[order]
-    group = servers[order]
-    tally.add("ports", busy, lambda i: f"{level}: {int(held[i])} transfers at once at cycle {int(cycle[i])} "
-                                       f"(server {int(group[i])}), {what}")
+    key = np.concatenate((end, start)).astype(np.int64, copy=False)
+    key <<= 1
+    key[n:] |= 1  # a start: after the ends of its cycle
+    if server is not None:
+        key |= np.concatenate((server, server)).astype(np.int64) << 41
+    order = np.argsort(key, kind="stable")
+    del key
+    rising = order >= n  # a start
+    held = np.cumsum(rising.view(np.int8) * np.int8(2) - np.int8(1), dtype=np.int64)
+    busy = held > capacity
+    busy &= rising
+
+    def text(i: int) -> str:
+        j = int(order[i])
+        cycle = int(start[j - n]) if j >= n else int(end[j])
+        unit = 0 if server is None else int(server[j % n])
+        return f"{level}: {int(held[i])} transfers at once at cycle {cycle} (server {unit}), {what}"
+    tally.add("ports", busy, text)
 
 
 # --- steps and groups: dependencies, DRAM latency, levels --------------------------------------------------
@@ -543,20 +554,22 @@ def _step_table(rec: _Records, bit: int, is_dram: bool, storage: bool) -> _Steps
         empty = np.zeros(0, np.int64)
         return _Steps(empty, empty, empty, empty, empty, empty, empty)
     runs = rec.runs()  # runs of one step first: far fewer rows to sort
-    key, operand = rec.key()[runs], rec["operand"][runs].astype(np.int64)
+    key, operand = rec.key()[runs], rec["operand"][runs].astype(np.uint8)
     start = np.minimum.reduceat(rec["start_cycle"], runs)
     end = np.maximum.reduceat(rec["end_cycle"], runs)
     op = rec["op"]
-    filling = (np.logical_or.reduceat((op == Op.FILL) | (op == Op.UPDATE), runs).astype(np.int64) if storage
-               else np.zeros(len(runs), np.int64))
+    filling = (np.logical_or.reduceat((op == Op.FILL) | (op == Op.UPDATE), runs).astype(np.uint8) if storage
+               else np.zeros(len(runs), np.uint8))
     order = np.argsort(key, kind="stable")
     key = key[order]
     cuts = np.flatnonzero(np.r_[True, key[1:] != key[:-1]])
     start = np.minimum.reduceat(start[order], cuts)
     end = np.maximum.reduceat(end[order], cuts)
     fills = np.maximum.reduceat(filling[order], cuts)
-    dram = start if is_dram else np.full(len(cuts), _LATE)
-    return _Steps(key[cuts], start, end, dram, np.full(len(cuts), 1 << bit, np.int64), operand[order][cuts], fills)
+    # a level's constant columns as read-only views of one value: a table per level is held until they merge
+    dram = start if is_dram else np.broadcast_to(np.int64(_LATE), len(cuts))
+    return _Steps(key[cuts], start, end, dram, np.broadcast_to(np.uint16(1 << bit), len(cuts)),
+                  operand[order][cuts], fills)
 
 
 def _merge_steps(parts: list[_Steps]) -> _Steps:
