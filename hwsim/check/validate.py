@@ -277,15 +277,17 @@ def _units_rule(tally: _Tally, level: str, rec: _Records, tree: _Tree, trace: Tr
                 crossing: dict[int, set[int]]) -> None:
     """A record's unit belongs to its level, and a per-core unit to its layer's core or to a core its step's link
     reaches."""
-    unit = rec["unit"].astype(np.int64)
+    unit = rec["unit"]  # (as stored: a per-record column of a level of tens of millions stays narrow)
     names = trace.unit_names
     known = unit < len(tree.unit_level)
     level_ok = np.array([lv == level for lv in tree.unit_level], dtype=bool)
-    tally.add("units", ~known | ~level_ok[np.minimum(unit, len(level_ok) - 1)],
+    clipped = np.minimum(unit, len(level_ok) - 1)
+    tally.add("units", ~known | ~level_ok[clipped],
               lambda i: f"a {level} record at unit {names[int(unit[i])] if known[i] else unit[i]}, which is not a "
                         f"{level} unit: " + _where(rec, i, trace.layers))
-    core = tree.unit_core[np.minimum(unit, len(level_ok) - 1)]
-    home = trace.layer_cores[rec["layer"]]
+    core = tree.unit_core.astype(np.int32)[clipped]
+    home = trace.layer_cores.astype(np.int32)[rec["layer"]]
+    del clipped
     away = np.flatnonzero((core >= 0) & (core != home))
     if not len(away):
         return
