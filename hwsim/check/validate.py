@@ -54,7 +54,8 @@ from hwsim.hardware.precision import layer_hardware
 from hwsim.hardware.schema import Accelerator, Link
 from hwsim.hardware.tree import core_hardware, unit_core
 from hwsim.trace import Trace
-from hwsim.vocab import BUS_OF_OPERAND, NO_ADDRESS, TRACE_OPERAND_NAMES, Op, Operand
+from hwsim.trace.schema import RECORD_DTYPE
+from hwsim.vocab import BUS_OF_OPERAND, NO_ADDRESS, OTHER, TRACE_OPERAND_NAMES, Op, Operand
 
 WINDOW_SHIFT = 8
 WINDOW_CYCLES = 1 << WINDOW_SHIFT  # the DRAM bandwidth rule sums the bytes of the bursts starting in windows this long
@@ -65,6 +66,7 @@ _NONE = np.iinfo(np.int64).min // 4  # "no bound" in a max
 _LATE = np.iinfo(np.int64).max // 4  # "no record" in a min
 _SRAM_LEVELS = ("l2", "glb", "line_buffer")
 _EXAMPLES = 3  # violations spelled out per rule
+_RECORD_FIELDS = RECORD_DTYPE.names or ()
 
 
 @dataclass(frozen=True)
@@ -214,6 +216,9 @@ def validate_trace(trace: Trace) -> Validation:
     for bit, level in enumerate(trace.group_level_bits):
         if level not in recorded:
             continue
+        if level == "pe":  # the most records (up to a dozen a pass), of which the rules need a few: streamed
+            per_step.append(_pe_level(tally, trace, tree, bit, crossing, names))
+            continue
         rec = _Records(trace.columns(level))
         _units_rule(tally, level, rec, tree, trace, crossing)
         units = np.unique(rec["unit"]).tolist()
@@ -256,6 +261,50 @@ def _by_layer(views: tuple[Accelerator, ...], rec: _Records, value: Callable[[Ac
     """`value` of the accelerator each record's layer ran on (its word: mixed precision), per record."""
     table = np.array([value(v) for v in views], dtype=np.int64)
     return np.take(table, rec.columns["layer"])
+
+
+def _pe_level(tally: _Tally, trace: Trace, tree: _Tree, bit: int, crossing: dict[int, set[int]],
+              names: tuple[str, ...]) -> _Steps:
+    """The pe level a block at a time: each block's records under the units rule and into a step table, its
+    pass, other-operation and skip records (operand other: what `_pe_rules` reads) kept for the component rules,
+    which then run as over the whole level; the blocks' step tables joined as one table of the level would be."""
+    kept: list[dict[str, np.ndarray]] = []
+    tables: list[_Steps] = []
+    work = np.array([Op.UPDATE, Op.WRITE, Op.SKIP])
+    for block in trace.column_blocks("pe"):
+        rec = _Records({name: block[name] for name in _RECORD_FIELDS})
+        _units_rule(tally, "pe", rec, tree, trace, crossing)
+        tables.append(_step_table(rec, bit, False, False))
+        kept.append(rec[(rec["operand"] == OTHER) & np.isin(rec["op"], work)].columns)
+    whole = _Records({name: np.concatenate([k[name] for k in kept]) if kept else np.zeros(0, RECORD_DTYPE[name])
+                      for name in _RECORD_FIELDS})
+    del kept
+    units = np.unique(whole["unit"]).tolist()
+    for unit in units:
+        _component_rules(tally, "pe", whole if len(units) == 1 else whole[whole["unit"] == unit], tree, unit, trace,
+                         names)
+    return _level_table(tables)
+
+
+def _level_table(tables: list[_Steps]) -> _Steps:
+    """Step tables of consecutive blocks of one level as `_step_table` of the whole level: per step the first
+    start, last end, the operand of its first record, whether any record fills."""
+    if len(tables) == 1:
+        return tables[0]
+    key = np.concatenate([t.key for t in tables]) if tables else np.zeros(0, np.int64)
+    if not len(key):
+        empty = np.zeros(0, np.int64)
+        return _Steps(empty, empty, empty, empty, empty, empty, empty)
+    order = np.argsort(key, kind="stable")  # a step's rows in block order: its first record's operand first
+    key = key[order]
+    cuts = np.flatnonzero(np.r_[True, key[1:] != key[:-1]])
+
+    def joined(field: str) -> np.ndarray:
+        return np.concatenate([getattr(t, field) for t in tables])[order]
+    start = np.minimum.reduceat(joined("start"), cuts)
+    return _Steps(key[cuts], start, np.maximum.reduceat(joined("end"), cuts),
+                  np.minimum.reduceat(joined("dram_start"), cuts), joined("level_bits")[cuts],
+                  joined("operand")[cuts], np.maximum.reduceat(joined("fills"), cuts))
 
 
 # --- units: every record where its layer ran ---------------------------------------------------------------
@@ -575,22 +624,27 @@ def _step_table(rec: _Records, bit: int, is_dram: bool, storage: bool) -> _Steps
 
 
 def _merge_steps(parts: list[_Steps]) -> _Steps:
-    """One row per step over every level's rows."""
+    """One row per step over every level's rows. Each level's table holds a step once, sorted: each is placed
+    in the union of their steps and folded in (first start, last end, first DRAM burst, levels, the least
+    operand, whether any level fills), without sorting every level's rows together."""
     if not parts:
         empty = np.zeros(0, np.int64)
         return _Steps(empty, empty, empty, empty, empty, empty, empty)
     key = np.concatenate([p.key for p in parts])
-    order = np.argsort(key, kind="stable")
-    key = key[order]
-    cuts = np.flatnonzero(np.r_[True, key[1:] != key[:-1]]) if len(key) else np.zeros(0, np.int64)
-
-    def joined(field: str) -> np.ndarray:
-        return np.concatenate([getattr(p, field) for p in parts])[order]
-    if not len(key):
-        return parts[0]
-    return _Steps(key[cuts], np.minimum.reduceat(joined("start"), cuts), np.maximum.reduceat(joined("end"), cuts),
-                  np.minimum.reduceat(joined("dram_start"), cuts), np.bitwise_or.reduceat(joined("level_bits"), cuts),
-                  np.minimum.reduceat(joined("operand"), cuts), np.maximum.reduceat(joined("fills"), cuts))
+    key.sort(kind="stable")  # sorted runs, merged (timsort)
+    key = key[np.r_[True, key[1:] != key[:-1]]] if len(key) else key
+    n = len(key)
+    merged = _Steps(key, np.full(n, _LATE), np.full(n, _NONE), np.full(n, _LATE), np.zeros(n, np.uint16),
+                    np.full(n, np.iinfo(np.uint8).max, np.uint8), np.zeros(n, np.uint8))
+    for p in parts:
+        at = np.searchsorted(key, p.key)
+        merged.start[at] = np.minimum(merged.start[at], p.start)
+        merged.end[at] = np.maximum(merged.end[at], p.end)
+        merged.dram_start[at] = np.minimum(merged.dram_start[at], p.dram_start)
+        merged.level_bits[at] |= p.level_bits.astype(np.uint16, copy=False)
+        merged.operand[at] = np.minimum(merged.operand[at], p.operand)
+        merged.fills[at] = np.maximum(merged.fills[at], p.fills)
+    return merged
 
 
 def _group_max(values: np.ndarray, group: np.ndarray, n: int) -> np.ndarray:
