@@ -678,12 +678,13 @@ def _step_groups(tally: _Tally, steps: _Steps, groups: np.ndarray, names: tuple[
         tally.add("dependencies", np.ones(1, bool), lambda i: "the trace's groups are not in layer and step order")
         return None
     g = np.searchsorted(first_key, steps.key, side="right") - 1
-    layer_of_step = steps.key >> _STEP_BITS
+    layer_of_step = (steps.key >> _STEP_BITS).astype(np.int32)
     orphan = (g < 0) | (groups["layer"][np.maximum(g, 0)] != layer_of_step) if n else np.ones(len(steps.key), bool)
     tally.add("dependencies", orphan, lambda i: f"layer {names[int(layer_of_step[i])]} step "
                                                 f"{int(steps.key[i] & ((1 << _STEP_BITS) - 1))} has records but "
                                                 "belongs to no group of the schedule")
-    return None if not n or orphan.any() else g
+    return None if not n or orphan.any() else g.astype(np.int32 if n < 1 << 31 else np.int64)  # a step's group: a
+    # narrow column (the group rules hold several of tens of millions of steps)
 
 
 def _group_rules(tally: _Tally, steps: _Steps, groups: np.ndarray, psum_access: dict[str, _Records],
@@ -695,12 +696,15 @@ def _group_rules(tally: _Tally, steps: _Steps, groups: np.ndarray, psum_access: 
         return
     g = found
     first_key = (groups["layer"].astype(np.int64) << _STEP_BITS) | groups["first_step"]
-    layer_of_step = steps.key >> _STEP_BITS
-    step_no = steps.key & ((1 << _STEP_BITS) - 1)
-    compute = groups["compute_step"][g]
+    layer_of_step = (steps.key >> _STEP_BITS).astype(np.int32)
+    has_compute = groups["compute_step"] >= 0
+    compute_key = np.where(has_compute, first_key - groups["first_step"] + groups["compute_step"], -1)  # its
+    # COMPUTE's key, per group
     near = steps.fills == 0  # a load that fills no buffer feeds the RFs (its storage records are reads)
-    is_pass = step_no == compute
-    is_store = (compute >= 0) & (step_no > compute)
+    computes = compute_key[g]
+    is_pass = steps.key == computes
+    is_store = (computes >= 0) & (steps.key > computes)  # after the COMPUTE of its group (of its layer)
+    del computes
     is_load = ~is_pass & ~is_store
     far_load = is_load & ~near
     filter_fill = is_load & near & (steps.operand == Operand.FILTER)
@@ -718,7 +722,8 @@ def _group_rules(tally: _Tally, steps: _Steps, groups: np.ndarray, psum_access: 
     filter_loads_end = _group_max(np.where(far_load & (steps.operand == Operand.FILTER), steps.end, _NONE), g, n)
 
     def step_text(i: int) -> str:
-        return f"layer {names[int(layer_of_step[i])]} step {int(step_no[i])} (group {int(g[i])})"
+        return (f"layer {names[int(layer_of_step[i])]} step {int(steps.key[i] & ((1 << _STEP_BITS) - 1))} "
+                f"(group {int(g[i])})")
 
     tally.add("dependencies", steps.start < layer_start[layer_of_step],
               lambda i: f"{step_text(i)} starts at {int(steps.start[i])}, before the layers it waits for ended at "
