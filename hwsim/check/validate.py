@@ -697,14 +697,8 @@ def _group_rules(tally: _Tally, steps: _Steps, groups: np.ndarray, psum_access: 
     g = found
     first_key = (groups["layer"].astype(np.int64) << _STEP_BITS) | groups["first_step"]
     layer_of_step = (steps.key >> _STEP_BITS).astype(np.int32)
-    has_compute = groups["compute_step"] >= 0
-    compute_key = np.where(has_compute, first_key - groups["first_step"] + groups["compute_step"], -1)  # its
-    # COMPUTE's key, per group
     near = steps.fills == 0  # a load that fills no buffer feeds the RFs (its storage records are reads)
-    computes = compute_key[g]
-    is_pass = steps.key == computes
-    is_store = (computes >= 0) & (steps.key > computes)  # after the COMPUTE of its group (of its layer)
-    del computes
+    is_pass, is_store = _passes_and_stores(steps, groups, g, first_key)
     is_load = ~is_pass & ~is_store
     far_load = is_load & ~near
     filter_fill = is_load & near & (steps.operand == Operand.FILTER)
@@ -748,6 +742,15 @@ def _group_rules(tally: _Tally, steps: _Steps, groups: np.ndarray, psum_access: 
     store_floor = np.where(streamed_out, pass_start[g], pass_end[g])
     _latency_rule(tally, steps, g, far_load, is_store, load_floor, store_floor, hw, step_text)
     _levels_rule(tally, steps, g, groups, trace, recorded)
+
+
+def _passes_and_stores(steps: _Steps, groups: np.ndarray, g: np.ndarray,
+                       first_key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per step of group `g`: whether it is its group's COMPUTE (the pass), and whether it comes after it (a
+    store), from each group's COMPUTE key (no per-step step-number or compute columns)."""
+    compute_key = np.where(groups["compute_step"] >= 0, first_key - groups["first_step"] + groups["compute_step"], -1)
+    computes = compute_key[g]
+    return steps.key == computes, (computes >= 0) & (steps.key > computes)
 
 
 def _streamed_out(steps: _Steps, is_store: np.ndarray, layer_of_step: np.ndarray, hw: Accelerator,
