@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 import hwsim.trace
-from hwsim.check.validate import RULES, Validation, min_dram_latency_cycles, validate_trace
+from hwsim.check.validate import RULES, Validation, _layer_windows, min_dram_latency_cycles, validate_trace
 from hwsim.hardware import load_config
 from hwsim.hardware.loader import from_dict, to_dict
 from hwsim.hardware.tree import UnitTable
@@ -30,6 +30,7 @@ READ, WRITE, FILL, UPDATE = int(Op.READ), int(Op.WRITE), int(Op.FILL), int(Op.UP
 IFMAP, FILTER, PSUM, OFMAP, OTHER = 0, 1, 2, 3, 4
 BIT = {level: 1 << k for k, level in enumerate(TRACE_LEVELS)}
 Record = tuple[int, int, int, int, int, int, int]  # start, end, op, operand, step, address, words (layer 0)
+LOCAL = (1 << 40) - 1  # a hand record's step below bit 40, its layer above (`_write`)
 
 
 def _hardware(**glb: Any) -> dict[str, Any]:
@@ -41,23 +42,27 @@ def _hardware(**glb: Any) -> dict[str, Any]:
 
 def _write(path: Path, records: dict[str, list[Record]], groups: list[tuple[int, int, int]],
            occupancy: list[tuple[int, int, int]] = (), regions: dict[str, Any] | None = None,
-           hardware: dict[str, Any] | None = None) -> Path:
-    """A complete one-layer trace ("conv") on eyeriss-v1 holding exactly these records, groups (first step,
-    compute step, level bits) and occupancy events (buffer id, cycle, bytes)."""
+           hardware: dict[str, Any] | None = None, layers: int = 1) -> Path:
+    """A complete trace on eyeriss-v1 holding exactly these records, groups (first step, compute step, level bits)
+    and occupancy events (buffer id, cycle, bytes): one layer ("conv"), or `layers` layers each waiting for the one
+    before ("conv", "conv1", …), a record's layer the step's 41st bit and up and a group's likewise."""
     attrs = {"network": "hand", "hardware": "eyeriss-v1", "hardware_json": json.dumps(hardware or _hardware()),
              "clock_hz": 200e6, "word_bits": 16, "batch": 1, "dram_records": "burst",
              "dram_regions_json": json.dumps(regions if regions is not None else {})}
     units = UnitTable.of(from_dict(hardware or _hardware()))
-    with TraceWriter(path, TRACE_LEVELS, ["conv"], ["glb.data", "glb.filter", "line_buffer"], attrs,
+    names = ["conv", *(f"conv{k}" for k in range(1, layers))]
+    with TraceWriter(path, TRACE_LEVELS, names, ["glb.data", "glb.filter", "line_buffer"], attrs,
                      units=units.names) as writer:
         for level, rows in records.items():
             block = empty_records(len(rows))
             for i, (start, end, op, operand, step, address, words) in enumerate(rows):
-                block[i] = (start, end, op, operand, 0, step, address, words, _unit(units, level, operand))
-            writer.append(level, block)
+                block[i] = (start, end, op, operand, step >> 40, step & LOCAL, address, words,
+                            _unit(units, level, operand))
+            for layer in range(layers):  # the writer indexes a layer's rows: they go layer after layer
+                writer.append(level, block[block["layer"] == layer])
         g = empty_groups(len(groups))
         for i, (first, compute, bits) in enumerate(groups):
-            g[i] = (0, first, compute, bits)
+            g[i] = (first >> 40, first & LOCAL, compute & LOCAL if compute >= 0 else compute, bits)
         writer.append_groups(g)
         occ = empty_occupancy(len(occupancy))
         for i, (buffer, cycle, nbytes) in enumerate(occupancy):
@@ -204,6 +209,32 @@ def test_dependencies_psums_read_before_they_were_stored(tmp_path: Path) -> None
     assert _violations(early_read) == {"dependencies": 1}
     early_pass = _validate(_write(tmp_path / "b.h5", records(30), groups))
     assert _violations(early_pass) == {"dependencies": 2}
+
+
+def _in_layer(layer: int, rows: dict[str, list[Record]]) -> dict[str, list[Record]]:
+    """The records with their steps in layer `layer` (`_write`)."""
+    return {level: [(*r[:4], r[4] | layer << 40, *r[5:]) for r in records] for level, records in rows.items()}
+
+
+@pytest.mark.parametrize("window_records", [1 << 22, 1])
+def test_dependencies_a_layer_before_the_one_it_waits_for_ended(tmp_path: Path, monkeypatch: Any,
+                                                                window_records: int) -> None:
+    """Layer conv ends at 32 (its store); conv1 waits for it. Started at 40, every rule holds; started at 20, its
+    load (DRAM and GLB fill, 30..38) starts before 32 — one step early (the others start at 38 and later) — its
+    first burst less than the 10-cycle latency after the 32 it could be asked for, and its fill shares the one
+    GLB port and bank 0 (words 0..2,047) with conv's store at word 100 (30..32): two ports violations. The step
+    rules read a window of layers at a time: the same counts with both layers in one window and with a window per
+    layer (the layer's start carried across)."""
+    monkeypatch.setattr("hwsim.check.validate.STEP_WINDOW_RECORDS", window_records)
+    groups = [(0, 2, LOAD_PASS_STORE), (1 << 40, 1 << 40 | 2, LOAD_PASS_STORE)]
+
+    def trace(name: str, start: int) -> Path:
+        first, second = _group(0), _in_layer(1, _group(start))
+        return _write(tmp_path / name, {level: first[level] + second[level] for level in first}, groups, layers=2)
+    assert _violations(_validate(trace("a.h5", 40))) == {}
+    assert _violations(_validate(trace("b.h5", 20))) == {"dependencies": 1, "dram_latency": 1, "ports": 2}
+    with hwsim.trace.open(tmp_path / "b.h5") as t:
+        assert _layer_windows(t, set(t.levels)) == ([(0, 2)] if window_records > 100 else [(0, 1), (1, 2)])
 
 
 def test_occupancy_over_capacity(tmp_path: Path) -> None:

@@ -43,6 +43,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from fractions import Fraction
 from functools import partial
+from itertools import pairwise
 from typing import overload
 
 import numpy as np
@@ -137,8 +138,12 @@ class _Records:
         """Where each run of records of one step begins, in file order (a transfer's DRAM bursts follow one
         another): what per-step work reduces first, to sort and compare far fewer rows."""
         if self._runs is None:
-            key = self.key()
-            self._runs = np.flatnonzero(np.r_[True, key[1:] != key[:-1]])
+            layer, step = self.columns["layer"], self.columns["step"]
+            change = np.empty(len(step), bool)
+            change[:1] = True
+            np.not_equal(step[1:], step[:-1], out=change[1:])
+            change[1:] |= layer[1:] != layer[:-1]
+            self._runs = np.flatnonzero(change)
         return self._runs
 
     def __len__(self) -> int:
@@ -203,21 +208,21 @@ def _tree(trace: Trace, hw: Accelerator) -> _Tree:
 
 
 def validate_trace(trace: Trace) -> Validation:
-    """Check the trace against every rule (module docstring)."""
+    """Check the trace against every rule (module docstring): each level's records whole for its components' rules,
+    then the steps and groups of a window of layers at a time (`_step_rules`), then occupancy and DRAM commands."""
     hw = from_dict(json.loads(trace.attrs["hardware_json"]), where=f"trace {trace.path}: hardware_json")
     tree = _tree(trace, hw)
     tally = _Tally()
     recorded = set(trace.levels)
     names = trace.layers
-    per_step: list[_Steps] = []
     dram_bursts: dict[str, np.ndarray] | None = None
     psum_access: dict[str, _Records] = {}
     crossing = _crossing_steps(trace, tree) if "link" in recorded else {}
-    for bit, level in enumerate(trace.group_level_bits):
+    for level in trace.group_level_bits:
         if level not in recorded:
             continue
         if level == "pe":  # the most records (up to a dozen a pass), of which the rules need a few: streamed
-            per_step.append(_pe_level(tally, trace, tree, bit, crossing, names))
+            _pe_level(tally, trace, tree, crossing, names)
             continue
         rec = _Records(trace.columns(level))
         _units_rule(tally, level, rec, tree, trace, crossing)
@@ -228,14 +233,10 @@ def validate_trace(trace: Trace) -> Validation:
         if level in ("dram", *_SRAM_LEVELS):
             psum = rec[rec["operand"] == Operand.PSUM]
             psum_access[level] = psum[(psum["op"] == Op.READ) | (psum["op"] == Op.UPDATE)]
-        per_step.append(_step_table(rec, bit, level == "dram", level in ("dram", *_SRAM_LEVELS)))
         if level == "dram" and trace.attrs.get("dram_records", "burst") == "burst":
             dram_bursts = {"op": rec["op"], "start_cycle": rec["start_cycle"]}
         del rec
-    steps = _merge_steps(per_step)
-    del per_step  # each level's table, now merged: held on they would double the steps' memory
-    groups = in_step_order(trace.groups())
-    _group_rules(tally, steps, groups, psum_access, hw, trace, recorded)
+    _step_rules(tally, trace, hw, recorded, psum_access)
     _occupancy_rule(tally, trace, tree)
     if "dram" in recorded and hw.dram.timing is not None and hw.dram.device is not None:
         _command_rules(tally, trace, hw, dram_bursts)
@@ -258,23 +259,23 @@ def _command_rules(tally: _Tally, trace: Trace, hw: Accelerator, bursts: dict[st
 
 
 def _by_layer(views: tuple[Accelerator, ...], rec: _Records, value: Callable[[Accelerator], int]) -> np.ndarray:
-    """`value` of the accelerator each record's layer ran on (its word: mixed precision), per record."""
+    """`value` of the accelerator each record's layer ran on (its word: mixed precision), per record (one value
+    for every layer: a read-only view of it, no column of tens of millions held)."""
     table = np.array([value(v) for v in views], dtype=np.int64)
+    if len(table) and (table == table[0]).all():
+        return np.broadcast_to(table[0], len(rec))
     return np.take(table, rec.columns["layer"])
 
 
-def _pe_level(tally: _Tally, trace: Trace, tree: _Tree, bit: int, crossing: dict[int, set[int]],
-              names: tuple[str, ...]) -> _Steps:
-    """The pe level a block at a time: each block's records under the units rule and into a step table, its
-    pass, other-operation and skip records (operand other: what `_pe_rules` reads) kept for the component rules,
-    which then run as over the whole level; the blocks' step tables joined as one table of the level would be."""
+def _pe_level(tally: _Tally, trace: Trace, tree: _Tree, crossing: dict[int, set[int]], names: tuple[str, ...]) -> None:
+    """The pe level a block at a time: each block's records under the units rule, its pass, other-operation and skip
+    records (operand other: what `_pe_rules` reads) kept for the component rules, which then run as over the whole
+    level."""
     kept: list[dict[str, np.ndarray]] = []
-    tables: list[_Steps] = []
     work = np.array([Op.UPDATE, Op.WRITE, Op.SKIP])
     for block in trace.column_blocks("pe"):
         rec = _Records({name: block[name] for name in _RECORD_FIELDS})
         _units_rule(tally, "pe", rec, tree, trace, crossing)
-        tables.append(_step_table(rec, bit, False, False))
         kept.append(rec[(rec["operand"] == OTHER) & np.isin(rec["op"], work)].columns)
     whole = _Records({name: np.concatenate([k[name] for k in kept]) if kept else np.zeros(0, RECORD_DTYPE[name])
                       for name in _RECORD_FIELDS})
@@ -283,7 +284,6 @@ def _pe_level(tally: _Tally, trace: Trace, tree: _Tree, bit: int, crossing: dict
     for unit in units:
         _component_rules(tally, "pe", whole if len(units) == 1 else whole[whole["unit"] == unit], tree, unit, trace,
                          names)
-    return _level_table(tables)
 
 
 def _level_table(tables: list[_Steps]) -> _Steps:
@@ -388,48 +388,79 @@ def _where(rec: _Records, i: int, names: tuple[str, ...]) -> str:
             f"{int(r['address'])}, cycles {int(r['start_cycle'])}..{int(r['end_cycle'])}")
 
 
+_CHUNK_RECORDS = 1 << 20  # the DRAM rules work through a level this many records at a time (their temporaries)
+
+
 def _dram_rules(tally: _Tally, rec: _Records, hw: Accelerator, word_bytes: np.ndarray, trace: Trace,
                 names: tuple[str, ...]) -> None:
+    _dram_bandwidth(tally, rec, hw, word_bytes, trace, names)
+    runs = rec.runs()  # addresses per run of one step's records (a transfer's bursts, contiguous): the words it spans
+    regions = json.loads(str(trace.attrs.get("dram_regions_json", "{}")))
+    declared = np.array([names[k] in regions for k in range(len(names))], dtype=bool)
+    tables = _region_tables(regions, names, len(trace.operands))
+    negative, outside = np.zeros(len(runs), bool), np.zeros(len(runs), bool)
+    for r0 in range(0, len(runs), _CHUNK_RECORDS):  # a chunk of runs at a time: few temporaries of a long level
+        r1 = min(r0 + _CHUNK_RECORDS, len(runs))
+        lo, hi, layer, operand = _run_spans(rec, runs, r0, r1)
+        negative[r0:r1] = lo < 0
+        inside = ~declared[layer]
+        pair = layer.astype(np.int64) * len(trace.operands) + operand
+        for first, last in tables:
+            inside |= (lo >= first.ravel()[pair]) & (hi <= last.ravel()[pair])
+        outside[r0:r1] = ~inside
+    tally.add("addresses", negative,
+              lambda k: "dram transfer at a negative address: " + _where(rec, int(runs[k]), names))
+    _disjoint_regions(tally, regions, names, trace.layer_word_bytes)
+    present = np.bincount(rec["layer"], minlength=len(names)) > 0
+    undeclared = [names[k] for k in np.flatnonzero(present & ~declared).tolist()]
+    if undeclared:
+        tally.notes.append(f"DRAM regions: {len(undeclared)} layers with DRAM records declare none (e.g. "
+                           f"{undeclared[0]}): their DRAM addresses are checked only for sign")
+
+    def text(k: int) -> str:
+        lo, hi, _, operand = _run_spans(rec, runs, k, k + 1)
+        return (f"dram {trace.operands[int(operand[0])]} transfer (words {int(lo[0])}..{int(hi[0])}) outside its "
+                f"layer's regions: " + _where(rec, int(runs[k]), names))
+    tally.add("addresses", outside, text)
+
+
+def _run_spans(rec: _Records, runs: np.ndarray, r0: int, r1: int) -> tuple[np.ndarray, ...]:
+    """Runs r0 … r1 - 1 of the records (`runs`: where each begins): the first word each spans, one past its last,
+    its layer and operand."""
+    a, b = int(runs[r0]), int(runs[r1]) if r1 < len(runs) else len(rec)
+    cuts = runs[r0:r1] - a
+    address, words = rec["address"][a:b], rec["words"][a:b]
+    lo = np.minimum.reduceat(address, cuts)
+    hi = np.maximum.reduceat(address + words, cuts)
+    return lo, hi, rec["layer"][a:b][cuts], rec["operand"][a:b][cuts]
+
+
+def _dram_bandwidth(tally: _Tally, rec: _Records, hw: Accelerator, word_bytes: np.ndarray, trace: Trace,
+                    names: tuple[str, ...]) -> None:
+    """A burst lasts at least its slot and the bursts starting in a window fit its bandwidth; a transaction (one
+    record each) lasts at least its bytes' time at the full bandwidth. Per record in chunks."""
     dram = hw.dram
     rate = Fraction(dram.bandwidth_bytes_per_cycle).limit_denominator(1_000_000)  # bytes per cycle, all channels
-    start, end = rec["start_cycle"], rec["end_cycle"]
-    if trace.attrs.get("dram_records", "burst") == "burst":
-        slot = Fraction(dram.burst_bytes * dram.channels) / rate  # cycles a burst holds its channel's bus
-        tally.add("bandwidth", (end - start) < int(slot),
-                  lambda i: f"dram burst lasts {int(end[i] - start[i])} cycles, a burst slot is {float(slot):.3g}: "
-                            + _where(rec, i, names))
+    start, end, n = rec["start_cycle"], rec["end_cycle"], len(rec)
+    bursts = trace.attrs.get("dram_records", "burst") == "burst"
+    slot = Fraction(dram.burst_bytes * dram.channels) / rate  # cycles a burst holds its channel's bus
+    spare = np.ceil(dram.channels * dram.burst_bytes / float(rate))
+    short = np.zeros(n, bool)
+    for a in range(0, n, _CHUNK_RECORDS):
+        b = min(a + _CHUNK_RECORDS, n)
+        least = int(slot) if bursts else np.ceil(rec["words"][a:b] * word_bytes[a:b] / float(rate)) - spare
+        short[a:b] = (end[a:b] - start[a:b]) < least
+    if bursts:
+        tally.add("bandwidth", short, lambda i: f"dram burst lasts {int(end[i] - start[i])} cycles, a burst slot is "
+                                                f"{float(slot):.3g}: " + _where(rec, i, names))
         moved = np.bincount(start >> WINDOW_SHIFT, weights=rec["words"] * word_bytes)
         cap = float(rate * WINDOW_CYCLES) + dram.channels * dram.burst_bytes
         tally.add("bandwidth", moved > cap,
                   lambda w: f"dram moves {int(moved[w])} B in cycles {w * WINDOW_CYCLES}..{(w + 1) * WINDOW_CYCLES}, "
                             f"at most {cap:.0f} B fit at {float(rate):.3g} B/cycle")
-    else:  # one record per transaction: its bytes need their time at the full bandwidth
-        nbytes = rec["words"] * word_bytes
-        least = np.ceil(nbytes / float(rate)) - np.ceil(dram.channels * dram.burst_bytes / float(rate))
-        tally.add("bandwidth", (end - start) < least,
-                  lambda i: f"dram transaction of {int(nbytes[i])} B lasts {int(end[i] - start[i])} cycles: "
-                            + _where(rec, i, names))
-    # addresses per run of one step's records (a transfer's bursts, contiguous): the words it spans
-    runs = rec.runs()
-    lo = np.minimum.reduceat(rec["address"], runs)
-    hi = np.maximum.reduceat(rec["address"] + rec["words"], runs)
-    layer, operand = rec["layer"][runs], rec["operand"][runs]
-    tally.add("addresses", lo < 0, lambda k: "dram transfer at a negative address: " + _where(rec, int(runs[k]), names))
-    regions = json.loads(str(trace.attrs.get("dram_regions_json", "{}")))
-    _disjoint_regions(tally, regions, names, trace.layer_word_bytes)
-    declared = np.array([names[k] in regions for k in range(len(names))], dtype=bool)
-    present = np.bincount(layer, minlength=len(names)) > 0
-    undeclared = [names[k] for k in np.flatnonzero(present & ~declared).tolist()]
-    if undeclared:
-        tally.notes.append(f"DRAM regions: {len(undeclared)} layers with DRAM records declare none (e.g. "
-                           f"{undeclared[0]}): their DRAM addresses are checked only for sign")
-    inside = ~declared[layer]
-    pair = layer.astype(np.int64) * len(trace.operands) + operand
-    for first, last in _region_tables(regions, names, len(trace.operands)):
-        inside |= (lo >= first.ravel()[pair]) & (hi <= last.ravel()[pair])
-    tally.add("addresses", ~inside,
-              lambda k: f"dram {trace.operands[int(operand[k])]} transfer (words {int(lo[k])}..{int(hi[k])}) outside "
-                        f"its layer's regions: " + _where(rec, int(runs[k]), names))
+    else:
+        tally.add("bandwidth", short, lambda i: f"dram transaction of {int(rec['words'][i] * word_bytes[i])} B lasts "
+                                                f"{int(end[i] - start[i])} cycles: " + _where(rec, i, names))
 
 
 def _disjoint_regions(tally: _Tally, regions: dict[str, list[list[int]]], names: tuple[str, ...],
@@ -564,29 +595,36 @@ def _pe_rules(tally: _Tally, rec: _Records, hw: Accelerator, names: tuple[str, .
 def _concurrency(tally: _Tally, level: str, start: np.ndarray, end: np.ndarray, server: np.ndarray | None,
                  capacity: int, what: str) -> None:
     """At most `capacity` records of each `server` (None: one server) hold it in any cycle ([start, end)
-    intervals). Every end and start is one sort key: per server, by cycle, ends before starts (cycles < 2**40,
-    servers < 2**22); the count held is a running sum over them in that order. Few full-length arrays: a level of
-    tens of millions of records is checked at once."""
+    intervals). A start and an end are sort keys: per server, by cycle, ends before starts (cycles < 2**40,
+    servers < 2**22). Sorted apart, the count held at the j-th start is j + 1 less the ends sorted before it (each
+    record's start and end fall in the same server, so lower servers' starts and ends cancel): two sorts and a
+    search, no index arrays, so a level of tens of millions of records is checked at once. Every end and start is
+    a checked item."""
     n = len(start)
     if not n:
         return
-    key = np.concatenate((end, start)).astype(np.int64, copy=False)
-    key <<= 1
-    key[n:] |= 1  # a start: after the ends of its cycle
+    starts = start.astype(np.int64)  # a copy: sorted in place
+    starts <<= 1
+    starts |= 1  # a start: after the ends of its cycle
+    ends = end.astype(np.int64)
+    ends <<= 1
     if server is not None:
-        key |= np.concatenate((server, server)).astype(np.int64) << 41
-    order = np.argsort(key, kind="stable")
-    del key
-    rising = order >= n  # a start
-    held = np.cumsum(rising.view(np.int8) * np.int8(2) - np.int8(1), dtype=np.int64)
-    busy = held > capacity
-    busy &= rising
+        lifted = server.astype(np.int64) << 41
+        starts |= lifted
+        ends |= lifted
+        del lifted
+    starts.sort()
+    ends.sort()
+    held = np.arange(1, n + 1, dtype=np.int64)
+    held -= np.searchsorted(ends, starts, side="right")
+    del ends
+    busy = np.zeros(2 * n, bool)  # the ends never break the rule
+    np.greater(held, capacity, out=busy[n:])
 
     def text(i: int) -> str:
-        j = int(order[i])
-        cycle = int(start[j - n]) if j >= n else int(end[j])
-        unit = 0 if server is None else int(server[j % n])
-        return f"{level}: {int(held[i])} transfers at once at cycle {cycle} (server {unit}), {what}"
+        key = int(starts[i - n])
+        return (f"{level}: {int(held[i - n])} transfers at once at cycle {(key & ((1 << 41) - 1)) >> 1} (server "
+                f"{key >> 41}), {what}")
     tally.add("ports", busy, text)
 
 
@@ -687,10 +725,110 @@ def _step_groups(tally: _Tally, steps: _Steps, groups: np.ndarray, names: tuple[
     # narrow column (the group rules hold several of tens of millions of steps)
 
 
-def _group_rules(tally: _Tally, steps: _Steps, groups: np.ndarray, psum_access: dict[str, _Records],
-                 hw: Accelerator, trace: Trace, recorded: set[str]) -> None:
-    names = trace.layers
+STEP_WINDOW_RECORDS = 1 << 22  # the step rules read the records of consecutive layers this many at a time (at least
+# one layer's): their per-step tables, some 100 B a step at the peak, stay bounded whatever the input
+
+
+def _step_rules(tally: _Tally, trace: Trace, hw: Accelerator, recorded: set[str],
+                psum_access: dict[str, _Records]) -> None:
+    """The group rules over a window of consecutive layers at a time (each window's steps read from every level,
+    `_window_steps`), the layers' start cycles carried from window to window; then the psum rule over the whole
+    schedule, with every group's pass start."""
+    groups = in_step_order(trace.groups())
+    first_key = (groups["layer"].astype(np.int64) << _STEP_BITS) | groups["first_step"]
+    pass_start = np.full(len(groups), _LATE)
+    clock = _LayerClock(trace)
+    for first, end in _layer_windows(trace, recorded):
+        steps = _window_steps(trace, recorded, first, end)
+        g0, g1 = np.searchsorted(groups["layer"], [first, end]).tolist()
+        _group_rules(tally, steps, _Window(groups[g0:g1], g0, first, end), hw, trace, recorded, clock,
+                     pass_start[g0:g1])
+    _psum_rule(tally, psum_access, first_key, groups["compute_step"], trace.layers, pass_start)
+
+
+def _layer_windows(trace: Trace, recorded: set[str]) -> list[tuple[int, int]]:
+    """Consecutive layers (first, end) whose records over the recorded levels number about STEP_WINDOW_RECORDS, at
+    least one layer a window (from the layer index; without one, one window of every layer)."""
+    n = len(trace.layers)
+    held = np.zeros(n, np.int64)
+    for level in recorded:
+        rows = trace.layer_rows(level)
+        if rows is None:
+            return [(0, n)] if n else []
+        held += rows[:, 1] - rows[:, 0]
+    windows, first, count = [], 0, 0
+    for i, records in enumerate(held.tolist()):
+        count += records
+        if count >= STEP_WINDOW_RECORDS:
+            windows.append((first, i + 1))
+            first, count = i + 1, 0
+    if first < n:
+        windows.append((first, n))
+    return windows
+
+
+_STEP_FIELDS = ("layer", "step", "start_cycle", "end_cycle", "op", "operand")  # what a step table reads
+
+
+def _window_steps(trace: Trace, recorded: set[str], first: int, end: int) -> _Steps:
+    """One row per step of layers first … end - 1 over every recorded level: each level's blocks into step tables,
+    joined per level, merged."""
+    parts = []
+    for bit, level in enumerate(trace.group_level_bits):
+        if level not in recorded:
+            continue
+        storage = level in ("dram", *_SRAM_LEVELS)
+        parts.append(_level_table([_step_table(_Records({name: block[name] for name in _STEP_FIELDS}), bit,
+                                               level == "dram", storage)
+                                   for block in trace.layers_blocks(level, first, end)]))
+    return _merge_steps(parts)
+
+
+@dataclass(frozen=True)
+class _Window:
+    """The groups of layers first … end - 1 (in step order), the first of them group g0 of the trace."""
+
+    groups: np.ndarray
+    g0: int
+    first: int
+    end: int
+
+
+class _LayerClock:
+    """Per layer, the earliest it can start: when the layers it waits for (`layer_after_json`, else the one before
+    it) and the layer before it on its core have ended, each ended when its last record did (or, with none, when
+    it could start). Worked out window by window in layer order: a layer waits only for layers before it."""
+
+    def __init__(self, trace: Trace) -> None:
+        n = len(trace.layers)
+        self.after = json.loads(str(trace.attrs.get("layer_after_json", "null"))) or [[i - 1] if i else []
+                                                                                      for i in range(n)]
+        self.cores = trace.layer_cores
+        self.start, self.finish = np.zeros(n, np.int64), np.zeros(n, np.int64)
+        self.previous_on_core: dict[int, int] = {}
+
+    def advance(self, steps: _Steps, first: int, end: int) -> np.ndarray:
+        """The start of every layer up to `end` (later layers' 0), given the steps of layers first … end - 1."""
+        layer = steps.key >> _STEP_BITS
+        bounds = np.searchsorted(layer, np.arange(first, end + 1))
+        last_end = [int(steps.end[a:b].max()) if b > a else _NONE for a, b in pairwise(bounds.tolist())]
+        for i in range(first, end):
+            core = int(self.cores[i])
+            waits = [int(j) for j in self.after[i] if 0 <= int(j) < i] + ([self.previous_on_core[core]]
+                                                                          if core in self.previous_on_core else [])
+            self.start[i] = max((int(self.finish[j]) for j in waits), default=0)
+            self.finish[i] = max(int(self.start[i]), last_end[i - first])
+            self.previous_on_core[core] = i
+        return self.start
+
+
+def _group_rules(tally: _Tally, steps: _Steps, window: _Window, hw: Accelerator, trace: Trace, recorded: set[str],
+                 clock: _LayerClock, pass_start: np.ndarray) -> None:
+    """The dependency, DRAM latency and levels rules of one window's steps and groups; its groups' pass starts
+    written into `pass_start` (for the psum rule)."""
+    names, groups, g0 = trace.layers, window.groups, window.g0
     n = len(groups)
+    layer_start = clock.advance(steps, window.first, window.end)
     found = _step_groups(tally, steps, groups, names)
     if found is None:
         return
@@ -706,18 +844,17 @@ def _group_rules(tally: _Tally, steps: _Steps, groups: np.ndarray, psum_access: 
     streamed_out = _streamed_out(steps, is_store, layer_of_step, hw, trace)
 
     layer = groups["layer"].astype(np.int64)
-    layer_start = _layer_starts(steps, layer_of_step, trace)
     loads_end = _group_max(np.where(far_load, steps.end, _NONE), g, n)
     before = _previous_in_layer(loads_end, layer)  # the latest end of an earlier group's loads in the layer
     load_floor = np.maximum(before, layer_start[layer])
-    pass_start = _group_min(np.where(is_pass, steps.start, _LATE), g, n)
+    pass_start[:] = _group_min(np.where(is_pass, steps.start, _LATE), g, n)
     pass_end = _group_max(np.where(is_pass | streams | streamed_out, steps.end, _NONE), g, n)
     filters_end = _group_max(np.where(filter_fill, steps.end, _NONE), g, n)
     filter_loads_end = _group_max(np.where(far_load & (steps.operand == Operand.FILTER), steps.end, _NONE), g, n)
 
     def step_text(i: int) -> str:
         return (f"layer {names[int(layer_of_step[i])]} step {int(steps.key[i] & ((1 << _STEP_BITS) - 1))} "
-                f"(group {int(g[i])})")
+                f"(group {g0 + int(g[i])})")
 
     tally.add("dependencies", steps.start < layer_start[layer_of_step],
               lambda i: f"{step_text(i)} starts at {int(steps.start[i])}, before the layers it waits for ended at "
@@ -730,18 +867,17 @@ def _group_rules(tally: _Tally, steps: _Steps, groups: np.ndarray, psum_access: 
                         f"filter loads ended at {int(filter_loads_end[g[i]])}")
     has_pass = pass_start < _LATE
     tally.add("dependencies", has_pass & (pass_start < np.maximum(loads_end, filters_end)),
-              lambda k: f"layer {names[int(layer[k])]} group {k}: its pass starts at {int(pass_start[k])}, before "
-                        f"its loads and filters are in at {int(max(loads_end[k], filters_end[k]))}")
+              lambda k: f"layer {names[int(layer[k])]} group {g0 + k}: its pass starts at {int(pass_start[k])}, "
+                        f"before its loads and filters are in at {int(max(loads_end[k], filters_end[k]))}")
     tally.add("dependencies", is_store & ~streamed_out & (steps.start < pass_end[g]),
               lambda i: f"{step_text(i)}, a store, starts at {int(steps.start[i])} before its pass ended at "
                         f"{int(pass_end[g[i]])}")
     tally.add("dependencies", streamed_out & (steps.start < pass_start[g]),
               lambda i: f"{step_text(i)}, psums streamed out of the RFs, starts at {int(steps.start[i])} before its "
                         f"pass started at {int(pass_start[g[i]])}")
-    _psum_rule(tally, psum_access, first_key, groups["compute_step"], names, pass_start)
     store_floor = np.where(streamed_out, pass_start[g], pass_end[g])
     _latency_rule(tally, steps, g, far_load, is_store, load_floor, store_floor, hw, step_text)
-    _levels_rule(tally, steps, g, groups, trace, recorded)
+    _levels_rule(tally, steps, g, window, trace, recorded)
 
 
 def _passes_and_stores(steps: _Steps, groups: np.ndarray, g: np.ndarray,
@@ -763,27 +899,6 @@ def _streamed_out(steps: _Steps, is_store: np.ndarray, layer_of_step: np.ndarray
     from_rf = (steps.level_bits & (1 << trace.group_level_bits.index("rf"))) != 0
     result: np.ndarray = is_store & from_rf & streams[layer_of_step]
     return result
-
-
-def _layer_starts(steps: _Steps, layer_of_step: np.ndarray, trace: Trace) -> np.ndarray:
-    """Per layer, the earliest it can start: when the layers it waits for (`layer_after_json`, else the one before
-    it) and the layer before it on its core have ended, each ended when its last record did (or, with none, when
-    it could start)."""
-    n_layers = len(trace.layers)
-    last_end = np.full(n_layers, _NONE)
-    np.maximum.at(last_end, layer_of_step, steps.end)
-    after = json.loads(str(trace.attrs.get("layer_after_json", "null"))) or [[i - 1] if i else []
-                                                                              for i in range(n_layers)]
-    start, finish = np.zeros(n_layers, np.int64), np.zeros(n_layers, np.int64)
-    previous_on_core: dict[int, int] = {}
-    for i in range(n_layers):
-        core = int(trace.layer_cores[i])
-        waits = [int(j) for j in after[i] if 0 <= int(j) < i] + ([previous_on_core[core]]
-                                                                 if core in previous_on_core else [])
-        start[i] = max((int(finish[j]) for j in waits), default=0)
-        finish[i] = max(int(start[i]), int(last_end[i]))
-        previous_on_core[core] = i
-    return start
 
 
 def _previous_in_layer(values: np.ndarray, layer: np.ndarray) -> np.ndarray:
@@ -866,9 +981,10 @@ def min_dram_latency_cycles(hw: Accelerator) -> int:
     return dram_kind(hw.dram.model).first_data_cycles(hw)
 
 
-def _levels_rule(tally: _Tally, steps: _Steps, g: np.ndarray, groups: np.ndarray, trace: Trace,
+def _levels_rule(tally: _Tally, steps: _Steps, g: np.ndarray, window: _Window, trace: Trace,
                  recorded: set[str]) -> None:
     """Every recorded level a group moves data through holds records of that group."""
+    groups = window.groups
     mask = sum(1 << k for k, level in enumerate(trace.group_level_bits) if level in recorded)
     seen = np.zeros(len(groups), np.int64)
     np.bitwise_or.at(seen, g, steps.level_bits)
@@ -876,7 +992,7 @@ def _levels_rule(tally: _Tally, steps: _Steps, g: np.ndarray, groups: np.ndarray
 
     def text(k: int) -> str:
         lost = [lv for b, lv in enumerate(trace.group_level_bits) if missing[k] >> b & 1]
-        return (f"layer {trace.layers[int(groups['layer'][k])]} group {k} moves data through "
+        return (f"layer {trace.layers[int(groups['layer'][k])]} group {window.g0 + k} moves data through "
                 f"{', '.join(lost)} but the trace holds no record of it there")
     tally.add("levels", missing != 0, text)
     if {"rf", "noc"} <= recorded:  # a step's RF end rides a NoC bus: its RF records come with a NoC record

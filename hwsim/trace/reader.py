@@ -267,6 +267,41 @@ class Trace:
         first_row, end_row, keep = self._record_filter(dataset, level, layer, operand, op, window_cycles)
         return self._column_scan(dataset, first_row, end_row, keep)
 
+    def layer_rows(self, level: str) -> np.ndarray | None:
+        """Per layer of `level`, the first row of its records and one past the last ((0, 0): none; other layers'
+        records may lie between when layers ran at once), from the trace's layer index; None without one."""
+        name = f"index/{level}"
+        if name not in self._file:
+            return None
+        rows: np.ndarray = np.asarray(self._file[name][()], dtype=np.int64)
+        n = len(self._level_dataset(level))
+        if ((rows[:, 0] < 0) | (rows[:, 0] > rows[:, 1]) | (rows[:, 1] > n)).any():
+            raise TraceError(f"trace {self.path}: index/{level} is damaged (a layer's rows outside 0..{n}); re-run "
+                             "the simulation that wrote it")
+        return rows
+
+    def layers_blocks(self, level: str, first_layer: int, end_layer: int) -> Iterator[RecordColumns]:
+        """The records of layers first_layer … end_layer - 1 of `level` as `column_blocks` gives them, read from the
+        rows the layer index spans for them (the whole level without one) and filtered by layer only where other
+        layers' records lie among those rows."""
+        dataset = self._level_dataset(level)
+        rows = self.layer_rows(level)
+        first_row, end_row, alone = 0, len(dataset), False
+        if rows is not None:
+            mine = rows[first_layer:end_layer]
+            mine = mine[mine[:, 1] > mine[:, 0]]
+            if not len(mine):
+                return iter(())
+            first_row, end_row = int(mine[:, 0].min()), int(mine[:, 1].max())
+            others = np.delete(rows, np.s_[first_layer:end_layer], axis=0)
+            alone = not ((others[:, 1] > others[:, 0]) & (others[:, 1] > first_row) & (others[:, 0] < end_row)).any()
+
+        def keep(block: Block) -> np.ndarray:
+            layer = block["layer"]
+            mask: np.ndarray = (layer >= first_layer) & (layer < end_layer)
+            return mask
+        return self._column_scan(dataset, first_row, end_row, None if alone else keep)
+
     def _record_filter(self, dataset: h5py.Dataset, level: str, layer: Code | None, operand: Code | None,
                        op: Code | None, window_cycles: Window | None) -> tuple[int, int, RowFilter | None]:
         """The rows a query of `level` reads (a layer's span in `index/<level>` when there is one) and the mask of
