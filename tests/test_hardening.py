@@ -176,6 +176,54 @@ def test_sigterm_leaves_no_partial_trace(tmp_path: Path) -> None:
     assert list(tmp_path.iterdir()) == []
 
 
+DROPPING_CALLBACKS = """
+import sys, time, weakref
+import hwsim.cli.main as m
+
+
+class Held:
+    pass
+
+
+def slow(_: object) -> None:  # a weakref callback: Python drops an exception raised while one runs
+    time.sleep(0.1)
+
+
+objects = [Held() for _ in range(20)]
+refs = [weakref.ref(o, slow) for o in objects]
+run = m._run
+
+
+def run_after_callbacks(args: object) -> int:
+    print("callbacks", flush=True)
+    objects.clear()  # 20 callbacks of 0.1 s, one after another
+    return run(args)
+
+
+m._run = run_after_callbacks
+sys.exit(m.main(sys.argv[1:]))
+"""
+
+
+def test_sigterm_inside_a_weakref_callback_still_ends_the_command(tmp_path: Path) -> None:
+    """A signal landing while a weakref callback (or a destructor) runs: Python prints the handler's exception and
+    drops it. The command must still end as terminated — exit 143, one line, no partial trace — not run on."""
+    script = tmp_path / "drops.py"
+    script.write_text(DROPPING_CALLBACKS)
+    out = tmp_path / "out"
+    out.mkdir()
+    proc = subprocess.Popen([sys.executable, str(script), "simulate", "resnet50", "--hw", "eyeriss-v1", "--out",
+                             str(out / "run.h5")], cwd=REPO, text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert proc.stdout is not None
+    assert proc.stdout.readline().strip() == "callbacks"
+    time.sleep(0.55)  # inside the sixth callback
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 128 + signal.SIGTERM, err
+    assert err.strip() == "hwsim: terminated"
+    assert list(out.iterdir()) == []
+
+
 def _children(pid: int) -> list[int]:
     """Processes whose parent is `pid`, from /proc."""
     found = []

@@ -6,6 +6,7 @@ code 2 (`--debug` shows the traceback). Argument errors follow the same rule.
 
 from __future__ import annotations
 
+import _thread
 import argparse
 import errno
 import importlib
@@ -13,10 +14,11 @@ import os
 import signal
 import sys
 import threading
+import time
 import traceback
 from collections.abc import Sequence
 from types import FrameType
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from hwsim import __version__
 from hwsim.cli.commands import COMMAND_HELP, COMMAND_MODULES
@@ -64,11 +66,30 @@ class Terminated(KeyboardInterrupt):
 
 
 _received: list[int] = []  # the signals delivered to this command so far (SIGINT, SIGTERM)
+_hooks: list[Any] = []  # the unraisable hooks `main` replaced, innermost last
+REDELIVER_AFTER_SECONDS = 0.02  # a dropped signal is delivered again this long after (the dropping callback is over)
 
 
 def _terminate(signum: int, frame: FrameType | None) -> None:
     _received.append(signum)
     raise Terminated()
+
+
+def _deliver_dropped(unraisable: Any) -> None:
+    """`sys.unraisablehook` while a command runs: Python prints and drops an exception raised in a weakref
+    callback or a destructor, so a signal landing there would be lost and the command run on; such a signal is
+    delivered again, from another thread, as soon as the callback is over. Anything else is reported as Python
+    does."""
+    if isinstance(unraisable.exc_value, KeyboardInterrupt) and _received:
+        _thread.start_new_thread(_deliver_again, (_received[-1],))  # (a `Thread` would wait here for it to start)
+        return
+    (_hooks[-1] if _hooks else sys.__unraisablehook__)(unraisable)
+
+
+def _deliver_again(signum: int) -> None:
+    """Deliver `signum` to the main thread once the callback that dropped it has returned."""
+    time.sleep(REDELIVER_AFTER_SECONDS)
+    _thread.interrupt_main(signum)
 
 
 def _interrupt(signum: int, frame: FrameType | None) -> None:
@@ -92,6 +113,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run `hwsim argv`; an interrupt at any point, start-up and argument parsing included, ends in one line,
     whatever exception it came out as."""
     _received.clear()
+    _hooks.append(sys.unraisablehook)
+    sys.unraisablehook = _deliver_dropped
     remembers = threading.current_thread() is threading.main_thread() and (
         signal.getsignal(signal.SIGINT) is signal.default_int_handler)  # not where SIGINT is ignored
     previous = signal.signal(signal.SIGINT, _interrupt) if remembers else None
@@ -109,6 +132,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         sys.stderr.write("hwsim: interrupted\n")
         return 130
     finally:
+        sys.unraisablehook = _hooks.pop()
         if remembers:
             signal.signal(signal.SIGINT, previous)
 
