@@ -65,11 +65,12 @@ class OutputLock:
                 os.close(fd)
                 raise self._error(f"{self.path}: another hwsim run{f' (pid {holder})' if holder else ''} is writing "
                                   "it; wait for it to finish or give another output path") from None
+            self._fd = fd  # held from here: an interrupt from now on ends in `release`, which removes the file
             if _same_file(fd, self.lock_path):  # not a file its previous holder unlinked after we opened it
                 os.ftruncate(fd, 0)
                 os.write(fd, str(os.getpid()).encode())
-                self._fd = fd
                 return
+            self._fd = None
             os.close(fd)
         raise self._error(f"{self.path}: its lock {self.lock_path} keeps changing; retry the run")
 

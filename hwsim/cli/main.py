@@ -89,7 +89,7 @@ def _deliver_dropped(unraisable: Any) -> None:
 def _deliver_again(signum: int) -> None:
     """Deliver `signum` to the main thread once the callback that dropped it has returned."""
     time.sleep(REDELIVER_AFTER_SECONDS)
-    _thread.interrupt_main(signum)
+    _thread.interrupt_main(signal.Signals(signum))
 
 
 def _interrupt(signum: int, frame: FrameType | None) -> None:
