@@ -64,7 +64,7 @@ from collections.abc import Callable, Generator, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import partial
-from itertools import pairwise, takewhile
+from itertools import takewhile
 from typing import Any
 
 import numpy as np
@@ -74,17 +74,18 @@ from hwsim.errors import HwsimError
 from hwsim.mapping.schedule import Schedule, Work
 from hwsim.registry import Registry
 from hwsim.sim.component import StatInfo, declared_stats
+from hwsim.sim.groups import Group, groups
 from hwsim.sim.machine import Machine
 from hwsim.sim.recorder import Recorder
+from hwsim.sim.replay import Candidate, GroupReplay
 from hwsim.sim.runner import Step, StepRunner
 from hwsim.sim.structure import GroupLog
 from hwsim.trace.schema import DRAM_COMMAND_DTYPE, OCCUPANCY_DTYPE
 from hwsim.trace.sinks import TraceSink
-from hwsim.vocab import MOVE_FIELDS, TRACE_LEVELS, Level, Operand, StepField, StepKind
+from hwsim.vocab import TRACE_LEVELS, Level, Operand, StepField, StepKind
 
 SIM_LEVELS = TRACE_LEVELS
 SEQUENTIAL_CLOCK_GROUPS = 1024  # a sequential layer advances the simpy clock every this many groups
-STEPS_AT_ONCE = 1 << 14  # steps of a block turned into tuples at a time
 YOUNG_COLLECTION_ALLOCATIONS = 100_000  # a run's cyclic garbage collector looks at young objects this seldom
 HAND_ON_STEPS = 1 << 16  # a one-core run hands occupancy, groups and DRAM commands to the sink every this many steps
 
@@ -105,20 +106,6 @@ class RecordOptions:
     levels: frozenset[str] = frozenset(SIM_LEVELS)
     per_transaction: frozenset[str] = frozenset()
 
-
-
-@dataclass(slots=True)
-class Group:
-    """One processing pass: its index in the layer, the layer index of its first step, its steps, and the
-    position of its COMPUTE among them (len(steps) if it has none); its loads note the levels filters go to
-    (`filled`) and whether its pass reads psums back (`reads_psums`)."""
-
-    index: int
-    first: int
-    steps: list[Step]
-    compute: int
-    filled: set[int] = field(default_factory=set)
-    reads_psums: bool = False
 
 
 class Progress:
@@ -163,52 +150,6 @@ class Handoff:
             self.waiter = self.env.event()
             yield self.waiter
         return self.items.popleft()
-
-
-def _groups(layer: Work, log: GroupLog) -> Iterator[Group]:
-    """The layer's groups in order, each with the index of its first step in the layer; every block is noted in
-    `log` for the trace. A block's steps become tuples STEPS_AT_ONCE at a time (a block may hold hundreds of
-    thousands, some 350 B each as tuples), a group spanning pieces or blocks joined as it goes."""
-    offset = 0
-    index = 0
-    pending: list[Step] = []
-    pending_start = 0
-    for block in layer.blocks():
-        log.add(block, offset)
-        for lo in range(0, len(block), STEPS_AT_ONCE):
-            piece = block[lo:lo + STEPS_AT_ONCE]
-            steps = step_tuples(piece)
-            cuts = np.flatnonzero(np.diff(piece["group"])) + 1
-            bounds = [0, *cuts.tolist(), len(steps)]
-            for a, b in pairwise(bounds):
-                part = steps[a:b]
-                if pending and pending[0][GROUP] == part[0][GROUP]:
-                    pending.extend(part)
-                    continue
-                if pending:
-                    yield Group(index, pending_start, pending, _compute_index(pending))
-                    index += 1
-                pending, pending_start = part, offset + lo + a
-        offset += len(block)
-    if pending:
-        yield Group(index, pending_start, pending, _compute_index(pending))
-
-
-def step_tuples(block: np.ndarray) -> list[Step]:
-    """A block's steps as tuples, a COMPUTE's of every field, any other's of `MOVE_FIELDS` alone (the fields before
-    the compute ones): numpy turns a structured row into a tuple field by field, twice as slow as zipping columns."""
-    steps = list(zip(*[block[name].tolist() for name in MOVE_FIELDS], strict=True))
-    computes = np.flatnonzero(block["kind"] == _COMPUTE)
-    for i, full in zip(computes.tolist(), block[computes].tolist(), strict=True):
-        steps[i] = full
-    return steps
-
-
-def _compute_index(steps: list[Step]) -> int:
-    for i, s in enumerate(steps):
-        if s[KIND] == _COMPUTE:
-            return i
-    return len(steps)
 
 
 class ExecutionPolicy(ABC):
@@ -393,10 +334,14 @@ class LayerExecutor:
             yield env.timeout(at - env.now)
         runner.rec.check()
         self.stored.advance(g.index)
+        self.hand_on_when_due()
+        return at
+
+    def hand_on_when_due(self) -> None:
+        """Call `hand_on` when HAND_ON_STEPS steps have been loaded since it was last called."""
         if self.hand_on is not None and self.steps - self._handed_on_steps >= HAND_ON_STEPS:
             self._handed_on_steps = self.steps
             self.hand_on()
-        return at
 
 
 @EXECUTION_POLICIES.register("pipelined")
@@ -418,7 +363,7 @@ class Pipelined(ExecutionPolicy):
         """A group's loads are issued back to back, like a DMA engine with outstanding requests; the group
         goes to the array when the last one has landed."""
         env = ex.m.env
-        for g in _groups(ex.layer, ex.group_log):
+        for g in groups(ex.layer, ex.group_log):
             end, near = yield from ex.loads(g, int(ex.m.env.now))
             to_array.put((g, near, end))  # the array may load filters that bypass these loads meanwhile
             if end > env.now and not env.skip_to(end):  # wait until the loads have landed
@@ -460,12 +405,32 @@ class Sequential(ExecutionPolicy):
     def run(self, ex: LayerExecutor) -> Generator[simpy.Event, Any, None]:
         env = ex.m.env
         end = int(env.now)
-        for g in _groups(ex.layer, ex.group_log):
+        replay = GroupReplay.of(ex)
+        for item in groups(ex.layer, ex.group_log) if replay is None else replay.groups():
+            mark = None
+            if isinstance(item, Candidate):
+                assert replay is not None
+                replayed = replay.replay(item, end)
+                if replayed is not None:
+                    end = replayed
+                    if item.index % SEQUENTIAL_CLOCK_GROUPS == 0 and end > env.now:
+                        yield env.timeout(end - env.now)
+                    continue
+                g = replay.group(item)  # the replayed groups' records made first
+                mark = replay.mark(item, end)
+            else:
+                g = item
+                if replay is not None:
+                    replay.make_records()
             loaded, near = yield from ex.loads(g, end)
             end = yield from ex.run_pass(g, near, end, loaded)
             end = yield from ex.stores(g, end)
+            if replay is not None:
+                replay.learn(mark, end)
             if g.index % SEQUENTIAL_CLOCK_GROUPS == 0 and end > env.now:
                 yield env.timeout(end - env.now)
+        if replay is not None:
+            replay.make_records()
         if end > env.now:
             yield env.timeout(end - env.now)
 

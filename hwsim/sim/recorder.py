@@ -32,7 +32,7 @@ PASS_FIELDS = (F.ACTIVE_PES, F.MACS, *(r[0] for r in PE_RECORDS))  # a COMPUTE s
 PASS_COLUMNS = 6 + len(PASS_FIELDS)  # a held pass: start, end, step, unit, MACs spared, spared psums counted (0/1),
 # then PASS_FIELDS
 _pass_fields = itemgetter(*PASS_FIELDS)  # a COMPUTE step's PASS_FIELDS as a tuple
-_MOST_PASS_RECORDS = 4 + len(PE_RECORDS)  # the pass, its PE_RECORDS, and three skips
+MOST_PASS_RECORDS = 4 + len(PE_RECORDS)  # the pass, its PE_RECORDS, and three skips
 FLUSH_RECORDS = 1 << 18  # records held before they are handed to the sink (some 200 B each while held)
 
 
@@ -59,6 +59,10 @@ class Recorder:
     runs: dict[str, list[_Run]] = field(default_factory=dict)  # per level: its burst runs, as booked
     passes: list[int] = field(default_factory=list)  # PE-array passes (level pe), PASS_COLUMNS ints each
     held: int = 0  # bursts waiting for the next flush
+    blocks: dict[str, list[np.ndarray]] = field(default_factory=dict)  # per level: records made as blocks (replayed
+    # groups: `add_blocks`), with the rows and passes held before them made records too, in order
+    blocked: int = 0  # the records in `blocks`, as `check` counts them (a pass as its most records)
+    flushes: int = 0  # how many times `flush` has run
 
     def __post_init__(self) -> None:
         self.rows = {level: [] for level in TRACE_LEVELS if level in self.levels}
@@ -93,20 +97,47 @@ class Recorder:
         """Flush if FLUSH_RECORDS records are held (called once per group's stores: rows are not counted one by
         one, a pass as its most records; a group's loads that run ahead hold at most what the buffers they fill
         can hold)."""
-        held = sum(map(len, self.rows.values())) // len(COLUMNS) + len(self.passes) // PASS_COLUMNS * \
-            _MOST_PASS_RECORDS
-        if self.held + held >= FLUSH_RECORDS:
+        if self.held + self.blocked + self.held_rows() >= FLUSH_RECORDS:
             self.flush()
 
+    def held_rows(self) -> int:
+        """The records held as rows and passes, as `check` counts them (a pass as its most records)."""
+        return sum(map(len, self.rows.values())) // len(COLUMNS) + len(self.passes) // PASS_COLUMNS * \
+            MOST_PASS_RECORDS
+
+    def add_blocks(self, made: dict[str, np.ndarray], passes: np.ndarray | None, counted: int) -> None:
+        """Records made as blocks (rows-level records per level, PE-array passes as PASS_COLUMNS columns), after
+        those held so far; `counted` of them as `check` counts them."""
+        for level, block in made.items():
+            self._rows_to_block(level).append(block)
+        if passes is not None and len(passes):
+            self._rows_to_block("pe").append(_pass_records(passes, self.layer))
+        self.blocked += counted
+
+    def _rows_to_block(self, level: str) -> list[np.ndarray]:
+        """`level`'s blocks, the rows (or passes) held so far made a block at their end: what comes next follows
+        them."""
+        blocks = self.blocks.setdefault(level, [])
+        rows = self.rows.get(level)
+        if rows:
+            blocks.append(_from_rows(rows, self.layer))
+            rows.clear()
+        if level == "pe" and self.passes:
+            blocks.append(_pass_records(self.passes, self.layer))
+            self.passes.clear()
+        return blocks
+
     def flush(self) -> None:
-        """Hand each level's held records, in start-cycle order, to the sink as one block: burst runs, rows and
-        passes each in the order they came (a stable sort keeps that order among records starting at the same
-        cycle; one channel's bursts, booked in order, need none)."""
-        self.held = 0
+        """Hand each level's held records, in start-cycle order, to the sink as one block: burst runs, rows (after
+        blocks made before them) and passes each in the order they came (a stable sort keeps that order among
+        records starting at the same cycle; one channel's bursts, booked in order, need none)."""
+        self.held = self.blocked = 0
+        self.flushes += 1
         for level in TRACE_LEVELS:
             runs = self.runs.pop(level, [])
             rows = self.rows.get(level)
             parts = [_assembled(runs, self.layer)] if runs else []
+            parts += self.blocks.pop(level, [])
             if rows:
                 parts.append(_from_rows(rows, self.layer))
                 rows.clear()
@@ -127,7 +158,12 @@ _Run = tuple[Cycles, Cycles, np.ndarray, int, int, int, int, int, int]  # a Burs
 
 def _from_rows(rows: list[int], layer: int) -> np.ndarray:
     """Flattened rows (8 ints each, in COLUMNS order) as records of `layer`."""
-    table = np.frombuffer(array("q", rows), dtype=np.int64).reshape(-1, len(COLUMNS))  # a third faster than np.array
+    return records_of(np.frombuffer(array("q", rows), dtype=np.int64).reshape(-1, len(COLUMNS)), layer)  # a third
+    # faster than np.array
+
+
+def records_of(table: np.ndarray, layer: int) -> np.ndarray:
+    """Rows of a (records, len(COLUMNS)) int64 table as records of `layer`."""
     block = np.empty(len(table), dtype=RECORD_DTYPE)
     for j, name in enumerate(COLUMNS):
         block[name] = table[:, j]
@@ -160,12 +196,13 @@ _SLOT_OPERAND = np.array([OTHER, *(r[2] for r in PE_RECORDS), OTHER, Operand.FIL
 _SLOT_ADDRESSED = np.array([True, *(r[3] for r in PE_RECORDS), False, False, False])  # address = active PEs
 
 
-def _pass_records(passes: list[int], layer: int) -> np.ndarray:
+def _pass_records(passes: list[int] | np.ndarray, layer: int) -> np.ndarray:
     """Held passes (PASS_COLUMNS ints each) as their records of `layer` at level pe, pass by pass, each pass's in
     slot order: the pass (other, update: its MACs, address its active PEs), its PE_RECORDS whose count is not
     zero, and where zeros spared MACs (skip): the spared MACs (other), their filter RF reads (filter) and, where
     the array counts spared psums, the psum RF reads and writes they spared (psum)."""
-    table = np.frombuffer(array("q", passes), dtype=np.int64).reshape(-1, PASS_COLUMNS)
+    table = passes if isinstance(passes, np.ndarray) else \
+        np.frombuffer(array("q", passes), dtype=np.int64).reshape(-1, PASS_COLUMNS)
     start, end, step, unit, spared, spared_psums = table[:, :6].T
     active, macs, counts = table[:, 6], table[:, 7], table[:, 8:]
     rf_filter, rf_psum = counts[:, 1], counts[:, 3]

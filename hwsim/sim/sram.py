@@ -45,6 +45,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from operator import sub
 
+import numpy as np
 import simpy
 
 from hwsim.errors import HwsimError
@@ -171,6 +172,13 @@ class Sram(Port):
         rated = self._rates.get(word_bytes)
         return (rated is not None and type(amount) is int and amount > 0 and type(address) is int
                 and ((address >= 0 and address + amount <= rated[0].size_words) or address == NO_ADDRESS))
+
+    def located_within(self, address: np.ndarray, amount: np.ndarray, word_bytes: int) -> np.ndarray:
+        """Per transfer, whether `_plainly_valid` would pass it once its width is booked: inside the buffer, or not
+        located."""
+        inside: np.ndarray = ((address >= 0) & (address + amount <= self.timing(word_bytes).size_words)) | \
+            (address == NO_ADDRESS)
+        return inside
 
     def _check(self, address: int, amount: int, word_bytes: int) -> None:
         if type(amount) is int and amount >= 0 and type(address) is int and address >= 0 and (

@@ -178,6 +178,7 @@ class SimpleDram(DramModel):
         self._piece = cfg.in_flight if (cfg.in_flight - 1) * self._slot_ticks < longest else 1 << 62
         self._plans: dict[tuple[int, int], _Plan] = {}
         self._outcomes: dict[tuple[object, ...], _Outcome] = {}  # see `_book_cached`
+        self._plan_classes: dict[tuple[object, ...], int] = {}  # see `plan_class`
         self._stalled: list[tuple[int, int]] = []  # the (turnaround, queue) ticks `_stalls` added, while noted
 
     @property
@@ -411,6 +412,71 @@ class SimpleDram(DramModel):
         self._booked = (found.start_cycles, found.end_cycles, now)
         self.reserved_end_cycle = now + found.last_end_cycles
         return now + found.first_start_cycles
+
+    @property
+    def replays(self) -> bool:
+        """Whether a group of its bookings can be replayed (`hwsim.sim.replay`): first come first served, its
+        counters sums of binary fractions of a cycle (a tick a power-of-two fraction: sums are exact, in any
+        order)."""
+        tpc = self._ticks_per_cycle
+        return self._fcfs and tpc & (tpc - 1) == 0
+
+    def plan_class(self, offset_bytes: int, nbytes: int) -> int:
+        """A number naming how a transfer of `nbytes` at `offset_bytes` into the address period splits into
+        channel parts (each part's channel, latencies, offsets, row runs and rows spanned): transfers of one class
+        book alike from the same channel state (`replay_key` says which rows they hit)."""
+        plan = self._plan(offset_bytes, nbytes)
+        shape = tuple((p.channel, p.latency_list, p.offset_list, p.runs, p.last_row - p.first_row)
+                      for p in plan.parts)
+        return self._plan_classes.setdefault(shape, len(self._plan_classes))
+
+    def replay_key(self, transfers: list[tuple[int, int, int]],
+                   now: int) -> tuple[tuple[int, ...], list[tuple[int, int, int]]] | None:
+        """What decides the bookings of a group's transactions (direction, byte address, bytes; in the order they
+        are booked) requested from cycle `now` on, beyond their places in the address period and sizes: per
+        channel they use, its bus end before `now` (clamped where no burst can wait for it: a turnaround and a
+        tick back), then per channel part whether its first run hits the open row and whether it turns the
+        direction, with the rows and directions the transactions before it leave. Also each such channel's open
+        row and direction after them. None when a channel they use is not idle at `now`."""
+        request, rows = now * self._ticks_per_cycle, self._rows
+        lookback = self.cfg.turnaround_cycles * self._ticks_per_cycle + 1
+        key: list[int] = []
+        state: dict[int, list[int]] = {}
+        for direction, address, nbytes in transfers:
+            base, offset = divmod(address, self._period_bytes)
+            row_shift = base * self._rows_per_period
+            for part in self._plan(offset, nbytes).parts:
+                channel = state.get(part.channel)
+                if channel is None:
+                    c = self._channels[part.channel]
+                    if c.bus_free_ticks > request or c.end_of_slot(self._in_flight - 1) > request:
+                        return None
+                    channel = state[part.channel] = [c.open_row, c.last_direction]
+                    key.append(max(-lookback, c.bus_free_ticks - request))
+                hit = rows.keeps_open and part.first_row + row_shift == channel[0]
+                key.append(2 * hit + (channel[1] not in (-1, direction)))
+                if rows.row_bytes:
+                    channel[0] = part.last_row + row_shift
+                channel[1] = direction
+        return tuple(key), [(k, row, direction) for k, (row, direction) in state.items()]
+
+    def replay_marks(self, now: int, channels: list[int]) -> tuple[tuple[int, int, tuple[int, ...]], ...]:
+        """Channels' bus ends and in-flight ends, in ticks after cycle `now` (a booked group's, to replay)."""
+        request = now * self._ticks_per_cycle
+        return tuple((k, self._channels[k].bus_free_ticks - request,
+                      tuple(end - request for end in self._channels[k].done_ticks)) for k in channels)
+
+    def replay_channels(self, now: int, after: list[tuple[int, int, int]],
+                        marks: tuple[tuple[int, int, tuple[int, ...]], ...]) -> None:
+        """Leave the channels as a replayed group starting at cycle `now` does: open rows and directions
+        (`replay_key`), bus and in-flight ends (`replay_marks`)."""
+        request = now * self._ticks_per_cycle
+        channels = self._channels
+        for k, row, direction in after:
+            channels[k].open_row, channels[k].last_direction = row, direction
+        for k, bus, ends in marks:
+            channels[k].bus_free_ticks = request + bus
+            channels[k].replace_window(request, ends)
 
     def _outcome(self, plan: _Plan, direction: int, now: int, row_shift: int) -> _Outcome:
         """Book a transaction in full (`_book_parts`) and say what it did, relative to `now`."""
