@@ -13,7 +13,7 @@ import pytest
 import simpy
 
 from hwsim.hardware import schema
-from hwsim.sim.dram.simple import SimpleDram, _Plan
+from hwsim.sim.dram.simple import Plan, SimpleDram
 
 WORD_BYTES = 2
 
@@ -21,7 +21,7 @@ WORD_BYTES = 2
 class WorkedOut(SimpleDram):
     """The model with every booking worked out in full: no replay."""
 
-    def _book_cached(self, plan: _Plan, offset: int, amount: int, direction: int, now: int, row_shift: int) -> int:
+    def _book_cached(self, plan: Plan, offset: int, amount: int, direction: int, now: int, row_shift: int) -> int:
         start = self._book_parts(plan, direction, now * self._ticks_per_cycle, row_shift)
         self._stalled.clear()
         return start

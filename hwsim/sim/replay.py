@@ -28,7 +28,7 @@ import numpy as np
 
 from hwsim.mapping.schedule import Work
 from hwsim.sim.component import Statistic, declared_stats
-from hwsim.sim.dram.simple import SimpleDram
+from hwsim.sim.dram.simple import Plan, SimpleDram, Transfer
 from hwsim.sim.groups import STEPS_AT_ONCE, Group, compute_index, step_tuples
 from hwsim.sim.machine import Machine
 from hwsim.sim.recorder import COLUMNS, FLUSH_RECORDS, MOST_PASS_RECORDS, PASS_COLUMNS, records_of
@@ -134,6 +134,7 @@ class _Piece:
 
     def __init__(self, piece: np.ndarray, replay: GroupReplay) -> None:
         n, wb = len(piece), replay.word_bytes
+        self.plans: list[Plan | None] = []  # per step, its DRAM transfer's channel parts (`plan_classes`)
         kind, src, dst = piece["kind"], piece["src"], piece["dst"]
         self.src_addr, self.dst_addr = piece["src_addr"], piece["dst_addr"]
         src_at_dram, dst_at_dram = src == _DRAM, dst == _DRAM
@@ -144,7 +145,7 @@ class _Piece:
         columns += [self.src_addr == NO_ADDRESS, self.dst_addr == NO_ADDRESS, self.src_addr == self.dst_addr,
                     np.where((src == _RF) | src_at_dram, 0, self.src_addr),
                     np.where((dst == _RF) | dst_at_dram, 0, self.dst_addr),
-                    replay.plan_classes(np.where(at_dram, dram_addr, -1), moved * wb)]
+                    replay.plan_classes(np.where(at_dram, dram_addr, -1), moved * wb, self)]
         self.array = piece
         self.rows = np.column_stack(columns).astype(np.int64).tobytes()
         self.row_bytes = len(self.rows) // max(n, 1)
@@ -152,8 +153,10 @@ class _Piece:
         valid &= replay.within(src, self.src_addr, piece["words"], piece["coded_words"], wb)
         valid &= replay.within(dst, self.dst_addr, piece["words"], piece["coded_words"], wb)
         self.bad = np.r_[0, np.cumsum(~valid)]  # steps lo..hi-1 may be replayed when bad[hi] == bad[lo]
-        self.dram = list(zip(np.where(at_dram, np.where(src_at_dram, 0, 1), -1).tolist(), dram_addr.tolist(),
-                             (moved * wb).tolist(), strict=True))
+        direction = np.where(src_at_dram, 0, 1).tolist()
+        shift = replay.row_shifts(dram_addr).tolist()
+        self.dram = [(direction[k], self.plans[k], shift[k]) if self.plans[k] is not None else None
+                     for k in range(n)]  # per step: its DRAM transfer's direction, channel parts and row shift
 
     def shape(self, lo: int, hi: int) -> bytes | None:
         if self.bad[hi] != self.bad[lo]:
@@ -192,16 +195,26 @@ class GroupReplay:
             return None
         return GroupReplay(ex, dram)
 
-    def plan_classes(self, address: np.ndarray, nbytes: np.ndarray) -> np.ndarray:
+    def plan_classes(self, address: np.ndarray, nbytes: np.ndarray, piece: _Piece) -> np.ndarray:
         """Per step, the class of its DRAM transfer's channel parts (`SimpleDram.plan_class`: transfers of one
-        class time alike from the same channel state wherever they lie), -1 for a step without one."""
+        class time alike from the same channel state wherever they lie), -1 for a step without one; the piece's
+        `plans` get each step's channel parts (None: no DRAM transfer)."""
         period = self.dram.period_bytes or 1
         key = np.where(address >= 0, (address % period) << 32 | nbytes, -1)
         distinct = sorted(set(key.tolist()))
+        plans = [self.dram.replay_plan(k >> 32, k & 0xFFFFFFFF) if k >= 0 else None for k in distinct]
         classes = np.array([self.dram.plan_class(k >> 32, k & 0xFFFFFFFF) if k >= 0 else -1 for k in distinct],
                            dtype=np.int64)
-        found: np.ndarray = classes[np.searchsorted(np.array(distinct, dtype=np.int64), key)]
+        at = np.searchsorted(np.array(distinct, dtype=np.int64), key)
+        piece.plans = [plans[k] for k in at.tolist()]
+        found: np.ndarray = classes[at]
         return found
+
+    def row_shifts(self, address: np.ndarray) -> np.ndarray:
+        """Per DRAM byte address, the row its address period starts at (`SimpleDram.replay_key`)."""
+        period = self.dram.period_bytes or 1
+        shifts: np.ndarray = (np.maximum(address, 0) // period) * self.dram.rows_per_period
+        return shifts
 
     def within(self, level: np.ndarray, address: np.ndarray, words: np.ndarray, coded: np.ndarray,
                wb: int) -> np.ndarray:
@@ -254,10 +267,10 @@ class GroupReplay:
         steps = step_tuples(self.piece.array[c.lo:c.hi])
         return Group(c.index, c.first, steps, compute_index(steps))
 
-    def _transfers(self, shape: _Shape, lo: int) -> list[tuple[int, int, int]]:
+    def _transfers(self, shape: _Shape, lo: int) -> list[Transfer]:
         assert self.piece is not None
         dram = self.piece.dram
-        return [dram[lo + k] for k in shape.dram_order]
+        return [dram[lo + k] for k in shape.dram_order]  # type: ignore[misc]
 
     def replay(self, c: Candidate, start: int) -> int | None:
         """Replay candidate `c` from cycle `start` if a template fits it; its end cycle (None: book it in full)."""
@@ -320,7 +333,7 @@ class GroupReplay:
         """The step offsets of a group's DRAM transfers in the order they were booked (their records' order; None
         when they were not recorded)."""
         assert self.piece is not None
-        transfers = sum(1 for k in range(c.lo, c.hi) if self.piece.dram[k][0] >= 0)
+        transfers = sum(1 for k in range(c.lo, c.hi) if self.piece.dram[k] is not None)
         order = tuple((dram_rows[:, _STEP] - c.first).tolist()) if dram_rows is not None else ()
         return order if len(order) == transfers else None
 

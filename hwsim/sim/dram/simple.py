@@ -77,7 +77,7 @@ class _ChannelPart:
 
 
 @dataclass(frozen=True)
-class _Plan:
+class Plan:
     """A transaction's channel parts relative to its base address."""
 
     bursts: int
@@ -118,6 +118,9 @@ class _Channel:
     def replace_window(self, base: int, relative: tuple[int, ...]) -> None:
         """Every in-flight end at once: `base` plus each of `relative`."""
         self.ends, self.ends_base, self.ends_relative = None, base, relative
+
+
+Transfer = tuple[int, "Plan", int]  # a transaction to replay: direction, channel parts, first row of its period
 
 
 @dataclass(frozen=True, slots=True)
@@ -176,7 +179,7 @@ class SimpleDram(DramModel):
         longest = max(cfg.latency_cycles, self._rows.run_latency_cycles) * self._ticks_per_cycle
         # within a transaction the in-flight bound binds only if in_flight slots are shorter than a latency
         self._piece = cfg.in_flight if (cfg.in_flight - 1) * self._slot_ticks < longest else 1 << 62
-        self._plans: dict[tuple[int, int], _Plan] = {}
+        self._plans: dict[tuple[int, int], Plan] = {}
         self._outcomes: dict[tuple[object, ...], _Outcome] = {}  # see `_book_cached`
         self._plan_classes: dict[tuple[object, ...], int] = {}  # see `plan_class`
         self._stalled: list[tuple[int, int]] = []  # the (turnaround, queue) ticks `_stalls` added, while noted
@@ -203,7 +206,7 @@ class SimpleDram(DramModel):
         self._stalled.clear()
         return start
 
-    def _book_parts(self, plan: _Plan, direction: int, request_ticks: int, row_shift: int) -> int:
+    def _book_parts(self, plan: Plan, direction: int, request_ticks: int, row_shift: int) -> int:
         """`_book` worked out: every channel part streamed; the cycle the first burst starts."""
         if plan.few:
             return self._book_few(plan, direction, request_ticks, row_shift)
@@ -247,7 +250,7 @@ class SimpleDram(DramModel):
         self._stalls(channel, direction, int(starts[0]) - (request_ticks + int(latency[0])), turnaround_ticks)
         return starts
 
-    def _book_few(self, plan: _Plan, direction: int, request_ticks: int, row_shift: int) -> int:
+    def _book_few(self, plan: Plan, direction: int, request_ticks: int, row_shift: int) -> int:
         """`_book` of a transaction of at most `in_flight` bursts on each channel, in plain integers."""
         if len(plan.parts) == 1:
             starts = self._serve_few(plan.parts[0], direction, request_ticks, row_shift)
@@ -352,7 +355,7 @@ class SimpleDram(DramModel):
         channel.done_ticks = done[len(starts):] + [s + slot for s in starts]
         return starts
 
-    def _book_cached(self, plan: _Plan, offset: int, amount: int, direction: int, now: int, row_shift: int) -> int:
+    def _book_cached(self, plan: Plan, offset: int, amount: int, direction: int, now: int, row_shift: int) -> int:
         """`_book_parts` of a first-come-first-served transaction, replayed when a transaction of the same place in
         the address period and size met its channels in the same state relative to its request (a layer's
         transfers repeat a few shapes in a steady rhythm: 99 % of AlexNet's on eyeriss-v1 are replays).
@@ -430,22 +433,29 @@ class SimpleDram(DramModel):
                       for p in plan.parts)
         return self._plan_classes.setdefault(shape, len(self._plan_classes))
 
-    def replay_key(self, transfers: list[tuple[int, int, int]],
+    @property
+    def rows_per_period(self) -> int:
+        """Rows of each channel in one address period: a transfer k periods in is k times this many rows on."""
+        return self._rows_per_period
+
+    def replay_plan(self, offset_bytes: int, nbytes: int) -> Plan:
+        """The channel parts of a transfer of `nbytes` at `offset_bytes` into the address period (`replay_key`)."""
+        return self._plan(offset_bytes, nbytes)
+
+    def replay_key(self, transfers: list[Transfer],
                    now: int) -> tuple[tuple[int, ...], list[tuple[int, int, int]]] | None:
-        """What decides the bookings of a group's transactions (direction, byte address, bytes; in the order they
-        are booked) requested from cycle `now` on, beyond their places in the address period and sizes: per
-        channel they use, its bus end before `now` (clamped where no burst can wait for it: a turnaround and a
-        tick back), then per channel part whether its first run hits the open row and whether it turns the
-        direction, with the rows and directions the transactions before it leave. Also each such channel's open
-        row and direction after them. None when a channel they use is not idle at `now`."""
+        """What decides the bookings of a group's transactions (direction, channel parts as `replay_plan` gives them,
+        the row their address period starts at; in the order they are booked) requested from cycle `now` on,
+        beyond their parts' shapes: per channel they use, its bus end before `now` (clamped where no burst can wait
+        for it: a turnaround and a tick back), then per channel part whether its first run hits the open row and
+        whether it turns the direction, with the rows and directions the transactions before it leave. Also each
+        such channel's open row and direction after them. None when a channel they use is not idle at `now`."""
         request, rows = now * self._ticks_per_cycle, self._rows
         lookback = self.cfg.turnaround_cycles * self._ticks_per_cycle + 1
         key: list[int] = []
         state: dict[int, list[int]] = {}
-        for direction, address, nbytes in transfers:
-            base, offset = divmod(address, self._period_bytes)
-            row_shift = base * self._rows_per_period
-            for part in self._plan(offset, nbytes).parts:
+        for direction, plan, row_shift in transfers:
+            for part in plan.parts:
                 channel = state.get(part.channel)
                 if channel is None:
                     c = self._channels[part.channel]
@@ -478,7 +488,7 @@ class SimpleDram(DramModel):
             channels[k].bus_free_ticks = request + bus
             channels[k].replace_window(request, ends)
 
-    def _outcome(self, plan: _Plan, direction: int, now: int, row_shift: int) -> _Outcome:
+    def _outcome(self, plan: Plan, direction: int, now: int, row_shift: int) -> _Outcome:
         """Book a transaction in full (`_book_parts`) and say what it did, relative to `now`."""
         request_ticks, tpc = now * self._ticks_per_cycle, self._ticks_per_cycle
         self._stalled.clear()
@@ -503,7 +513,7 @@ class SimpleDram(DramModel):
         return _Outcome(relative[0], relative[1], start - now, self.reserved_end_cycle - now, tuple(parts),
                         sum(p.row_misses for p in parts), sum(p.row_hits for p in parts))
 
-    def _plan(self, offset_bytes: int, nbytes: int) -> _Plan:
+    def _plan(self, offset_bytes: int, nbytes: int) -> Plan:
         """The cached channel parts of a transfer of `nbytes` at `offset_bytes` into the address period."""
         key = (offset_bytes, nbytes)
         plan = self._plans.get(key)
@@ -513,7 +523,7 @@ class SimpleDram(DramModel):
             plan = self._plans[key] = self._make_plan(offset_bytes, nbytes)
         return plan
 
-    def _make_plan(self, address_bytes: int, nbytes: int) -> _Plan:
+    def _make_plan(self, address_bytes: int, nbytes: int) -> Plan:
         k = self.burst_range(address_bytes, nbytes)
         channel, local_bytes = self._address_map.locate(k)
         parts = []
@@ -521,7 +531,7 @@ class SimpleDram(DramModel):
             mine = np.flatnonzero(channel == ch)
             parts.append(self._make_part(ch, mine, local_bytes[mine]))
         few = all(len(p.bursts) <= min(self._in_flight, _SCALAR_BURSTS) for p in parts)
-        return _Plan(bursts=len(k), parts=tuple(parts), few=few,
+        return Plan(bursts=len(k), parts=tuple(parts), few=few,
                      busy_cycles=len(k) * self._slot_ticks / self._ticks_per_cycle)
 
     def _make_part(self, channel: int, bursts: np.ndarray, local_bytes: np.ndarray) -> _ChannelPart:
