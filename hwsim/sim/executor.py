@@ -416,16 +416,17 @@ class Sequential(ExecutionPolicy):
                     if item.index % SEQUENTIAL_CLOCK_GROUPS == 0 and end > env.now:
                         yield env.timeout(end - env.now)
                     continue
-                g = replay.group(item)  # the replayed groups' records made first
+                g = replay.group(item)
                 mark = replay.mark(item, end)
             else:
                 g = item
                 if replay is not None:
-                    replay.make_records()
+                    mark = replay.mark(None, end)
             loaded, near = yield from ex.loads(g, end)
             end = yield from ex.run_pass(g, near, end, loaded)
             end = yield from ex.stores(g, end)
-            if replay is not None:
+            if mark is not None:
+                assert replay is not None
                 replay.learn(mark, end)
             if g.index % SEQUENTIAL_CLOCK_GROUPS == 0 and end > env.now:
                 yield env.timeout(end - env.now)

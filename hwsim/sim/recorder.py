@@ -62,6 +62,8 @@ class Recorder:
     blocks: dict[str, list[np.ndarray]] = field(default_factory=dict)  # per level: records made as blocks (replayed
     # groups: `add_blocks`), with the rows and passes held before them made records too, in order
     blocked: int = 0  # the records in `blocks`, as `check` counts them (a pass as its most records)
+    deferred: int = 0  # records not made yet, held by `before_flush`'s owner (replayed groups), counted likewise
+    before_flush: Callable[[], None] | None = None  # makes the deferred records (`add_blocks`) before a flush
     flushes: int = 0  # how many times `flush` has run
 
     def __post_init__(self) -> None:
@@ -97,7 +99,7 @@ class Recorder:
         """Flush if FLUSH_RECORDS records are held (called once per group's stores: rows are not counted one by
         one, a pass as its most records; a group's loads that run ahead hold at most what the buffers they fill
         can hold)."""
-        if self.held + self.blocked + self.held_rows() >= FLUSH_RECORDS:
+        if self.held + self.blocked + self.deferred + self.held_rows() >= FLUSH_RECORDS:
             self.flush()
 
     def held_rows(self) -> int:
@@ -131,7 +133,9 @@ class Recorder:
         """Hand each level's held records, in start-cycle order, to the sink as one block: burst runs, rows (after
         blocks made before them) and passes each in the order they came (a stable sort keeps that order among
         records starting at the same cycle; one channel's bursts, booked in order, need none)."""
-        self.held = self.blocked = 0
+        if self.before_flush is not None:
+            self.before_flush()
+        self.held = self.blocked = self.deferred = 0
         self.flushes += 1
         for level in TRACE_LEVELS:
             runs = self.runs.pop(level, [])

@@ -31,7 +31,7 @@ from hwsim.sim.component import Statistic, declared_stats
 from hwsim.sim.dram.simple import Plan, SimpleDram, Transfer
 from hwsim.sim.groups import STEPS_AT_ONCE, Group, compute_index, step_tuples
 from hwsim.sim.machine import Machine
-from hwsim.sim.recorder import COLUMNS, FLUSH_RECORDS, MOST_PASS_RECORDS, PASS_COLUMNS, records_of
+from hwsim.sim.recorder import COLUMNS, MOST_PASS_RECORDS, PASS_COLUMNS, records_of
 from hwsim.sim.runner import StepRunner
 from hwsim.sim.sram import Sram
 from hwsim.sim.structure import GroupLog
@@ -118,7 +118,7 @@ class Mark:
     """What a candidate booked in full started from, to learn it as a template."""
 
     start: int
-    candidate: Candidate
+    candidate: Candidate | None  # None: a group spanning pieces (not learnt)
     shape: _Shape | None
     found: tuple[tuple[int, ...], list[tuple[int, int, int]]] | None  # its DRAM state (`SimpleDram.replay_key`)
     rows: dict[str, int]
@@ -184,7 +184,8 @@ class GroupReplay:
         self.piece: _Piece | None = None
         self.pending: list[tuple[Template, int, int, int]] = []  # (template, start, first step, lo) since the last
         # records were made
-        self.held = 0  # records held by the recorder (and the pending replays), as `check` counts them
+        self.current: Mark | None = None  # the group being booked in full
+        self.rec.before_flush = self.before_flush
 
     @staticmethod
     def of(ex: WorkRun) -> GroupReplay | None:
@@ -261,9 +262,8 @@ class GroupReplay:
             yield pending
 
     def group(self, c: Candidate) -> Group:
-        """A candidate to book in full, as a group (the records of the groups replayed before it made first)."""
+        """A candidate to book in full, as a group."""
         assert self.piece is not None
-        self.make_records()
         steps = step_tuples(self.piece.array[c.lo:c.hi])
         return Group(c.index, c.first, steps, compute_index(steps))
 
@@ -286,38 +286,70 @@ class GroupReplay:
         ex = self.ex
         ex.steps += c.hi - c.lo
         ex.stored.done_upto = c.index
-        self.held += template.counted
-        if self.held >= FLUSH_RECORDS:  # where `check` would flush after its stores
-            self.make_records()
-            self.rec.flush()
-            self.held = 0
+        self.rec.deferred += template.counted
+        self.rec.check()  # as a group's stores end
         ex.hand_on_when_due()
         return start + template.duration_cycles
 
-    def mark(self, c: Candidate, start: int) -> Mark:
-        """What a candidate booked in full starts from (its DRAM state when its shape's transfer order is known)."""
-        shape = self.shapes.get(c.shape) if c.shape is not None else None
-        found = self.dram.replay_key(self._transfers(shape, c.lo), start) if shape is not None else None
+    def mark(self, c: Candidate | None, start: int) -> Mark:
+        """What a group booked in full (a candidate, or a group spanning pieces: None) starts from: the recorder's
+        rows so far, its counters, its DRAM state (when its shape's transfer order is known)."""
+        shape = self.shapes.get(c.shape) if c is not None and c.shape is not None else None
+        found = self.dram.replay_key(self._transfers(shape, c.lo), start) if shape is not None and c else None
         rec = self.rec
-        return Mark(start, c, shape, found, {level: len(rows) for level, rows in rec.rows.items()}, len(rec.passes),
-                    rec.flushes, [getattr(component, attr) for component, attr in self.stat_slots], self._counters())
+        self.current = Mark(start, c, shape, found, {level: len(rows) for level, rows in rec.rows.items()},
+                            len(rec.passes), rec.flushes,
+                            [getattr(component, attr) for component, attr in self.stat_slots], self._counters())
+        return self.current
 
     def _counters(self) -> tuple[int, ...]:
         ex = self.ex
         return ex.rf_wait, ex.load_wait, ex.psum_wait, ex.runner.passes, ex.runner.compute_cycles
 
-    def learn(self, mark: Mark | None, end: int) -> None:
-        """After a group booked in full (a candidate's since `mark`, ending at `end`): learn its shape's DRAM
-        transfer order the first time, a template for its DRAM state after that."""
+    def learn(self, mark: Mark, end: int) -> None:
+        """After a group booked in full since `mark`, ending at `end`: learn its shape's DRAM transfer order the
+        first time, a template for its DRAM state after that (a candidate's); its records join the replays' in
+        order."""
+        rec, c = self.rec, mark.candidate
+        self.current = None
+        if rec.flushes != mark.flushes:  # flushed after its stores: its records went with the replays' before
+            return
+        if c is not None and c.shape is not None and not any(rec.runs.values()):
+            self._learn(mark, c, self._rows_since(mark), end)
+        self._defer(mark)
+
+    def _rows_since(self, mark: Mark) -> dict[str, np.ndarray]:
+        """The records held as rows since `mark`, per level, as (records, len(COLUMNS)) tables."""
+        rows = self.rec.rows
+        return {level: np.array(rows[level][n:], dtype=np.int64).reshape(-1, len(COLUMNS))
+                for level, n in mark.rows.items() if len(rows[level]) > n}
+
+    def _defer(self, mark: Mark) -> None:
+        """Move the records of the group booked in full since `mark` out of the recorder's rows into the pending
+        replays, after them (a template of its own, at cycle and step 0)."""
         rec = self.rec
-        self.held = rec.held + rec.blocked + rec.held_rows()
-        if mark is None:
-            return
-        c = mark.candidate
-        if c.shape is None or rec.flushes != mark.flushes or any(rec.runs.values()):
-            return
-        rows = {level: np.array(rec.rows[level][n:], dtype=np.int64).reshape(-1, len(COLUMNS))
-                for level, n in mark.rows.items() if len(rec.rows[level]) > n}
+        rows = self._rows_since(mark)
+        passes = np.array(rec.passes[mark.passes:], dtype=np.int64).reshape(-1, PASS_COLUMNS)
+        for level, n in mark.rows.items():
+            del rec.rows[level][n:]
+        del rec.passes[mark.passes:]
+        counted = sum(len(t) for t in rows.values()) + len(passes) * MOST_PASS_RECORDS
+        if counted:
+            own = {level: np.full(len(t), -1, np.int64) for level, t in rows.items()}
+            self.pending.append((Template(0, rows, own, passes, counted, (), (0,) * 5, ()), 0, 0, 0))
+            rec.deferred += counted
+
+    def before_flush(self) -> None:
+        """The recorder is about to flush (`Recorder.before_flush`): the records of a group booked in full so far
+        join the replays', and all are made."""
+        if self.current is not None:
+            self._defer(self.current)
+        self.make_records()
+
+    def _learn(self, mark: Mark, c: Candidate, rows: dict[str, np.ndarray], end: int) -> None:
+        """Learn candidate `c`, booked in full since `mark` with records `rows`: its shape's DRAM transfer order,
+        or a template for its DRAM state."""
+        assert c.shape is not None
         if mark.shape is None:
             order = self._dram_order(rows.get("dram"), c)
             if order is not None:
@@ -338,7 +370,7 @@ class GroupReplay:
         return order if len(order) == transfers else None
 
     def _template(self, mark: Mark, rows: dict[str, np.ndarray], end: int) -> Template | None:
-        assert self.piece is not None and mark.found is not None
+        assert self.piece is not None and mark.found is not None and mark.candidate is not None
         c, start, rec = mark.candidate, mark.start, self.rec
         stats = []
         for (component, attr), before in zip(self.stat_slots, mark.stats, strict=True):
@@ -408,6 +440,7 @@ class GroupReplay:
                            self.piece, (0, 1, 2))
         counts = np.bincount(tid, minlength=len(templates)).tolist()
         self.rec.add_blocks(made, passes, sum(t.counted * n for t, n in zip(templates, counts, strict=True)))
+        self.rec.deferred = 0
         self._count(templates, counts)
 
     def _count(self, templates: list[Template], counts: list[int]) -> None:
