@@ -46,10 +46,10 @@ def _run(cli: Any, monkeypatch: pytest.MonkeyPatch, args: list[str], where: Path
     replayed = [0]
     book = GroupReplay.replay
 
-    def counting(self: GroupReplay, c: Any, start: int) -> int | None:
-        end = book(self, c, start)
-        replayed[0] += end is not None
-        return end
+    def counting(self: GroupReplay, *group: Any) -> bool:
+        done = book(self, *group)
+        replayed[0] += done
+        return done
     monkeypatch.setattr(GroupReplay, "replay", counting)
     where.mkdir()
     result = cli(*args, "--trace", str(where / "t.h5"), "--json")
@@ -116,10 +116,10 @@ def test_row_hits_and_misses_are_replayed_apart(tmp_path: Path, monkeypatch: pyt
     replayed = [0]
     book = GroupReplay.replay
 
-    def counting(self: GroupReplay, c: Any, start: int) -> int | None:
-        end = book(self, c, start)
-        replayed[0] += end is not None
-        return end
+    def counting(self: GroupReplay, *group: Any) -> bool:
+        done = book(self, *group)
+        replayed[0] += done
+        return done
     monkeypatch.setattr(GroupReplay, "replay", counting)
     for on, name in ((False, "full.h5"), (True, "replayed.h5")):
         monkeypatch.setattr(replay_module, "REPLAY", on)

@@ -77,7 +77,7 @@ from hwsim.sim.component import StatInfo, declared_stats
 from hwsim.sim.groups import Group, groups
 from hwsim.sim.machine import Machine
 from hwsim.sim.recorder import Recorder
-from hwsim.sim.replay import Candidate, GroupReplay
+from hwsim.sim.replay import GroupReplay
 from hwsim.sim.runner import Step, StepRunner
 from hwsim.sim.structure import GroupLog
 from hwsim.trace.schema import DRAM_COMMAND_DTYPE, OCCUPANCY_DTYPE
@@ -406,34 +406,33 @@ class Sequential(ExecutionPolicy):
         env = ex.m.env
         end = int(env.now)
         replay = GroupReplay.of(ex)
-        for item in groups(ex.layer, ex.group_log) if replay is None else replay.groups():
-            mark = None
-            if isinstance(item, Candidate):
-                assert replay is not None
-                replayed = replay.replay(item, end)
-                if replayed is not None:
-                    end = replayed
-                    if item.index % SEQUENTIAL_CLOCK_GROUPS == 0 and end > env.now:
-                        yield env.timeout(end - env.now)
-                    continue
-                g = replay.group(item)
-                mark = replay.mark(item, end)
-            else:
-                g = item
-                if replay is not None:
-                    mark = replay.mark(None, end)
-            loaded, near = yield from ex.loads(g, end)
-            end = yield from ex.run_pass(g, near, end, loaded)
-            end = yield from ex.stores(g, end)
-            if mark is not None:
-                assert replay is not None
-                replay.learn(mark, end)
-            if g.index % SEQUENTIAL_CLOCK_GROUPS == 0 and end > env.now:
-                yield env.timeout(end - env.now)
         if replay is not None:
+            replay.end = end
+            for item in replay.groups(SEQUENTIAL_CLOCK_GROUPS):
+                if item is not None:
+                    g, mark = item
+                    end = yield from self._book(ex, g, replay.end)
+                    replay.learn(mark, end)
+                    if g.index % SEQUENTIAL_CLOCK_GROUPS:
+                        continue
+                if replay.end > env.now:
+                    yield env.timeout(replay.end - env.now)
             replay.make_records()
+            end = replay.end
+        else:
+            for g in groups(ex.layer, ex.group_log):
+                end = yield from self._book(ex, g, end)
+                if g.index % SEQUENTIAL_CLOCK_GROUPS == 0 and end > env.now:
+                    yield env.timeout(end - env.now)
         if end > env.now:
             yield env.timeout(end - env.now)
+
+    @staticmethod
+    def _book(ex: LayerExecutor, g: Group, start: int) -> Generator[simpy.Event, Any, int]:
+        """Book group `g` in full from cycle `start`: loads, pass, stores; the cycle its stores end."""
+        loaded, near = yield from ex.loads(g, start)
+        end = yield from ex.run_pass(g, near, start, loaded)
+        return (yield from ex.stores(g, end))
 
 
 @dataclass

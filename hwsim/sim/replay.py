@@ -31,7 +31,7 @@ from hwsim.sim.component import Statistic, declared_stats
 from hwsim.sim.dram.simple import Plan, SimpleDram, Transfer
 from hwsim.sim.groups import STEPS_AT_ONCE, Group, compute_index, step_tuples
 from hwsim.sim.machine import Machine
-from hwsim.sim.recorder import COLUMNS, MOST_PASS_RECORDS, PASS_COLUMNS, records_of
+from hwsim.sim.recorder import COLUMNS, FLUSH_RECORDS, MOST_PASS_RECORDS, PASS_COLUMNS, records_of
 from hwsim.sim.runner import StepRunner
 from hwsim.sim.sram import Sram
 from hwsim.sim.structure import GroupLog
@@ -185,6 +185,8 @@ class GroupReplay:
         self.pending: list[tuple[Template, int, int, int]] = []  # (template, start, first step, lo) since the last
         # records were made
         self.current: Mark | None = None  # the group being booked in full
+        self.held = 0  # the records the recorder holds and defers, as its `check` counts them
+        self.end = 0  # the cycle the next group starts at
         self.rec.before_flush = self.before_flush
 
     @staticmethod
@@ -227,10 +229,11 @@ class GroupReplay:
             ok &= (level != lv) | sram.located_within(address, moved, wb)
         return ok
 
-    def groups(self) -> Iterator[Group | Candidate]:
-        """The work's groups in order, noted in its group log as `_groups` notes them: a group wholly inside a piece
-        of steps as a `Candidate`, one spanning pieces as a `Group`. A piece's replayed groups get their records
-        before the next piece is read."""
+    def groups(self, clock_groups: int) -> Iterator[tuple[Group, Mark] | None]:
+        """The work's groups in order (noted in its group log as `groups` notes them), from cycle `self.end` on:
+        those a template fits are replayed here, advancing `self.end`; the others come out with their marks to be
+        booked in full (then `learn`); None after every `clock_groups`-th group replayed, for the simpy clock to
+        catch up. A piece's replayed groups get their records before the next piece is read."""
         offset, index = 0, 0
         pending: Group | None = None
         pending_id = -1
@@ -248,18 +251,24 @@ class GroupReplay:
                         pending.compute = compute_index(pending.steps)
                         continue
                     if pending is not None:
-                        yield pending
+                        yield pending, self.mark(None, self.end)
                         index, pending = index + 1, None
                     if b == len(piece):  # the next piece may continue it
                         steps = step_tuples(piece[a:b])
                         pending, pending_id = Group(index, offset + lo + a, steps, compute_index(steps)), gid
                         continue
-                    yield Candidate(index, offset + lo + a, a, b, self.piece.shape(a, b))
+                    shape = self.piece.shape(a, b)
+                    if shape is not None and self.replay(index, offset + lo + a, a, b, shape):
+                        if index % clock_groups == 0:
+                            yield None
+                    else:
+                        c = Candidate(index, offset + lo + a, a, b, shape)
+                        yield self.group(c), self.mark(c, self.end)
                     index += 1
                 self.make_records()
             offset += len(block)
         if pending is not None:
-            yield pending
+            yield pending, self.mark(None, self.end)
 
     def group(self, c: Candidate) -> Group:
         """A candidate to book in full, as a group."""
@@ -272,24 +281,30 @@ class GroupReplay:
         dram = self.piece.dram
         return [dram[lo + k] for k in shape.dram_order]  # type: ignore[misc]
 
-    def replay(self, c: Candidate, start: int) -> int | None:
-        """Replay candidate `c` from cycle `start` if a template fits it; its end cycle (None: book it in full)."""
-        shape = self.shapes.get(c.shape) if c.shape is not None else None
+    def replay(self, index: int, first: int, lo: int, hi: int, shape_bytes: bytes) -> bool:
+        """Replay group `index` (steps lo … hi - 1 of the piece, the first step `first` of the work, of shape
+        `shape_bytes`) from cycle `self.end` if a template fits it, advancing `self.end`; whether it did."""
+        shape = self.shapes.get(shape_bytes)
         if shape is None or not shape.templates:
-            return None
-        found = self.dram.replay_key(self._transfers(shape, c.lo), start)
+            return False
+        start = self.end
+        found = self.dram.replay_key(self._transfers(shape, lo), start)
         template = shape.templates.get(found[0]) if found is not None else None
         if template is None or found is None:
-            return None
+            return False
         self.dram.replay_channels(start, found[1], template.channels)
-        self.pending.append((template, start, c.first, c.lo))
-        ex = self.ex
-        ex.steps += c.hi - c.lo
-        ex.stored.done_upto = c.index
-        self.rec.deferred += template.counted
-        self.rec.check()  # as a group's stores end
+        self.pending.append((template, start, first, lo))
+        ex, rec = self.ex, self.rec
+        ex.steps += hi - lo
+        ex.stored.done_upto = index
+        rec.deferred += template.counted
+        self.held += template.counted
+        if self.held >= FLUSH_RECORDS:  # `check` after the group's stores: flushes
+            rec.check()
+            self.held = rec.held + rec.blocked + rec.deferred + rec.held_rows()
         ex.hand_on_when_due()
-        return start + template.duration_cycles
+        self.end = start + template.duration_cycles
+        return True
 
     def mark(self, c: Candidate | None, start: int) -> Mark:
         """What a group booked in full (a candidate, or a group spanning pieces: None) starts from: the recorder's
@@ -312,11 +327,12 @@ class GroupReplay:
         order."""
         rec, c = self.rec, mark.candidate
         self.current = None
-        if rec.flushes != mark.flushes:  # flushed after its stores: its records went with the replays' before
-            return
-        if c is not None and c.shape is not None and not any(rec.runs.values()):
-            self._learn(mark, c, self._rows_since(mark), end)
-        self._defer(mark)
+        self.end = end
+        if rec.flushes == mark.flushes:  # (flushed after its stores: its records went with the replays' before)
+            if c is not None and c.shape is not None and not any(rec.runs.values()):
+                self._learn(mark, c, self._rows_since(mark), end)
+            self._defer(mark)
+        self.held = rec.held + rec.blocked + rec.deferred + rec.held_rows()
 
     def _rows_since(self, mark: Mark) -> dict[str, np.ndarray]:
         """The records held as rows since `mark`, per level, as (records, len(COLUMNS)) tables."""
