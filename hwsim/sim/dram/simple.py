@@ -450,25 +450,28 @@ class SimpleDram(DramModel):
         for it: a turnaround and a tick back), then per channel part whether its first run hits the open row and
         whether it turns the direction, with the rows and directions the transactions before it leave. Also each
         such channel's open row and direction after them. None when a channel they use is not idle at `now`."""
-        request, rows = now * self._ticks_per_cycle, self._rows
-        lookback = self.cfg.turnaround_cycles * self._ticks_per_cycle + 1
+        request, rows, channels = now * self._ticks_per_cycle, self._rows, self._channels
+        lookback = -(self.cfg.turnaround_cycles * self._ticks_per_cycle + 1)
+        newest, keeps_open, keeps_rows = self._in_flight - 1, rows.keeps_open, rows.row_bytes > 0
         key: list[int] = []
         state: dict[int, list[int]] = {}
         for direction, plan, row_shift in transfers:
             for part in plan.parts:
                 channel = state.get(part.channel)
                 if channel is None:
-                    c = self._channels[part.channel]
-                    if c.bus_free_ticks > request or c.end_of_slot(self._in_flight - 1) > request:
+                    c = channels[part.channel]
+                    bus = c.bus_free_ticks - request
+                    if bus > 0 or c.end_of_slot(newest) > request:
                         return None
                     channel = state[part.channel] = [c.open_row, c.last_direction]
-                    key.append(max(-lookback, c.bus_free_ticks - request))
-                hit = rows.keeps_open and part.first_row + row_shift == channel[0]
-                key.append(2 * hit + (channel[1] not in (-1, direction)))
-                if rows.row_bytes:
+                    key.append(max(lookback, bus))
+                last = channel[1]
+                key.append(2 * (keeps_open and part.first_row + row_shift == channel[0])
+                           + (last != direction and last != -1))
+                if keeps_rows:
                     channel[0] = part.last_row + row_shift
                 channel[1] = direction
-        return tuple(key), [(k, row, direction) for k, (row, direction) in state.items()]
+        return tuple(key), [(k, row, way) for k, (row, way) in state.items()]
 
     def replay_marks(self, now: int, channels: list[int]) -> tuple[tuple[int, int, tuple[int, ...]], ...]:
         """Channels' bus ends and in-flight ends, in ticks after cycle `now` (a booked group's, to replay)."""
