@@ -3,14 +3,17 @@
 Under the sequential policy a group starts when the one before it has ended its stores: every component is
 idle then (its ports, banks, buses, array and DRAM channels free, no DRAM burst in flight). What a group does
 from there follows from its steps alone — kinds, operands, levels, words, the compute counts, the on-chip
-addresses (banks), where its DRAM transfers fall in the DRAM's address period — and from the DRAM channels'
-open rows and last directions (`SimpleDram.replay_key`). A depth-first layer runs millions of groups of a few
-such shapes, so each shape is booked in full once (`StepRunner`, as every group was) and learnt as a template:
-its records relative to its start and first step, what it added to every component's and the executor's
-counters, and the DRAM channels it left. A group of the same shape and DRAM state is then replayed: its end is
-the template's, its records the template's moved to its start, its steps and its own addresses (made as numpy
-blocks a piece of steps at a time), its counters added, the DRAM's channels left as the template left them.
-The trace, the counters and every cycle are those of booking it in full (the tests compare both).
+addresses (banks), the channel parts its DRAM transfers split into (`SimpleDram.plan_class`) — and from the DRAM
+channels' open rows and last directions (`SimpleDram.replay_key`). Components keep the free cycles of the last
+group booked in full: all at or before any later group's start, which is all a booking compares them with.
+
+A depth-first layer runs millions of groups of a few such shapes, so each shape is booked in full (`StepRunner`,
+as every group was) and learnt as a template: its records relative to its start and first step, what it added
+to every component's and the executor's counters, and the DRAM channels it left. A group of the same shape and
+DRAM state is then replayed: its end is the template's, its records the template's moved to its start, its
+steps and its own addresses (made as numpy blocks a piece of steps at a time), its counters added, the DRAM's
+channels left as the template left them. The trace, the counters and every cycle are those of booking it in
+full (the tests compare both).
 
 Not replayed (booked in full): groups with ALLOC or FREE steps (they change buffer occupancy), groups split
 between two pieces of steps, and whole works on machines of several cores, with a DRAM that is not
@@ -28,7 +31,7 @@ import numpy as np
 
 from hwsim.mapping.schedule import Work
 from hwsim.sim.component import Statistic, declared_stats
-from hwsim.sim.dram.simple import Plan, SimpleDram, Transfer
+from hwsim.sim.dram.simple import READ, WRITE, Plan, SimpleDram, Transfer
 from hwsim.sim.groups import STEPS_AT_ONCE, Group, compute_index, step_tuples
 from hwsim.sim.machine import Machine
 from hwsim.sim.recorder import COLUMNS, FLUSH_RECORDS, MOST_PASS_RECORDS, PASS_COLUMNS, records_of
@@ -44,10 +47,14 @@ _START, _END, _STEP, _ADDRESS = (COLUMNS.index(name) for name in ("start_cycle",
 
 
 class Progress(Protocol):
+    """How far a work's stores have got (`hwsim.sim.executor.Progress`)."""
+
     done_upto: int
 
 
 class Policy(Protocol):
+    """A work's execution policy (`hwsim.sim.executor.ExecutionPolicy`)."""
+
     follows_clock: bool
 
 
@@ -87,7 +94,7 @@ class Template:
     passes: np.ndarray  # (passes, PASS_COLUMNS) int64
     counted: int  # its records as the recorder's `check` counts them
     stats: tuple[tuple[object, str, int | float], ...]  # (component, counter, what the group added)
-    counters: tuple[int, ...]  # what it added to the executor's and runner's counters (`_COUNTERS`)
+    counters: tuple[int, ...]  # what it added to the executor's and runner's counters (`GroupReplay._counters`)
     channels: tuple[tuple[int, int, tuple[int, ...]], ...]  # DRAM channels it used: (channel, bus end, in-flight
     # ends), ticks after its start
 
@@ -130,7 +137,7 @@ class Mark:
 
 class _Piece:
     """A piece of a work's steps as the replay reads it: per step its shape row (bytes), whether it may be
-    replayed, its addresses, its DRAM transfer (direction, byte address, bytes; direction -1: none)."""
+    replayed, its addresses, its DRAM transfer as `SimpleDram.replay_key` takes it (None: none)."""
 
     def __init__(self, piece: np.ndarray, replay: GroupReplay) -> None:
         n, wb = len(piece), replay.word_bytes
@@ -153,7 +160,7 @@ class _Piece:
         valid &= replay.within(src, self.src_addr, piece["words"], piece["coded_words"], wb)
         valid &= replay.within(dst, self.dst_addr, piece["words"], piece["coded_words"], wb)
         self.bad = np.r_[0, np.cumsum(~valid)]  # steps lo..hi-1 may be replayed when bad[hi] == bad[lo]
-        direction = np.where(src_at_dram, 0, 1).tolist()
+        direction = np.where(src_at_dram, READ, WRITE).tolist()
         shift = replay.row_shifts(dram_addr).tolist()
         self.dram = [(direction[k], self.plans[k], shift[k]) if self.plans[k] is not None else None
                      for k in range(n)]  # per step: its DRAM transfer's direction, channel parts and row shift
