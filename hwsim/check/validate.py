@@ -388,7 +388,8 @@ def _where(rec: _Records, i: int, names: tuple[str, ...]) -> str:
             f"{int(r['address'])}, cycles {int(r['start_cycle'])}..{int(r['end_cycle'])}")
 
 
-_CHUNK_RECORDS = 1 << 20  # the DRAM rules work through a level this many records at a time (their temporaries)
+_CHUNK_RECORDS = 1 << 20  # the DRAM and SRAM rules work through a level this many records at a time (their
+# temporaries)
 
 
 def _dram_rules(tally: _Tally, rec: _Records, hw: Accelerator, word_bytes: np.ndarray, trace: Trace,
@@ -529,15 +530,21 @@ def _sram_rules(tally: _Tally, level: str, rec: _Records, views: tuple[Accelerat
     numerator = _by_layer(views, rec, lambda v: _sram_words_per_cycle(level, v).numerator)
     denominator = _by_layer(views, rec, lambda v: _sram_words_per_cycle(level, v).denominator)
     start, end, words, address = rec["start_cycle"], rec["end_cycle"], rec["words"], rec["address"]
-    least = -(-(words * denominator) // numerator) + latency
-    tally.add("bandwidth", (end - start) < least,
-              lambda i: f"{level} transfer lasts {int(end[i] - start[i])} cycles, its words need {int(least[i])}: "
-                        + _where(rec, i, names))
+    short, outside = np.zeros(len(rec), bool), np.zeros(len(rec), bool)
+    for a in range(0, len(rec), _CHUNK_RECORDS):  # a chunk at a time: few temporaries of a long level
+        b = min(a + _CHUNK_RECORDS, len(rec))
+        short[a:b] = (end[a:b] - start[a:b]) < -(-(words[a:b] * denominator[a:b]) // numerator[a:b]) + latency
+        there = address[a:b]
+        outside[a:b] = (there != NO_ADDRESS) & ((there < 0) | (there + words[a:b] > size // wb[a:b]))
+
+    def least(i: int) -> int:
+        return int(-(-(words[i] * denominator[i]) // numerator[i]) + latency)
+    tally.add("bandwidth", short, lambda i: f"{level} transfer lasts {int(end[i] - start[i])} cycles, its words "
+                                            f"need {least(i)}: " + _where(rec, i, names))
     _concurrency(tally, level, start, end, None, ports, f"{ports} port(s)")
-    size_words = size // wb
+    tally.add("addresses", outside, lambda i: f"{level} access outside its {int(size // wb[i])} words: "
+                                              + _where(rec, i, names))
     located = address != NO_ADDRESS
-    tally.add("addresses", located & ((address < 0) | (address + words > size_words)),
-              lambda i: f"{level} access outside its {int(size_words[i])} words: " + _where(rec, i, names))
     if banks > 1:
         bank_words = size // banks // wb
         at = np.flatnonzero(located & (words > 0))
@@ -616,7 +623,8 @@ def _concurrency(tally: _Tally, level: str, start: np.ndarray, end: np.ndarray, 
     starts.sort()
     ends.sort()
     held = np.arange(1, n + 1, dtype=np.int64)
-    held -= np.searchsorted(ends, starts, side="right")
+    for a in range(0, n, _CHUNK_RECORDS):  # (one search of every start would hold a second column of counts)
+        held[a:a + _CHUNK_RECORDS] -= np.searchsorted(ends, starts[a:a + _CHUNK_RECORDS], side="right")
     del ends
     busy = np.zeros(2 * n, bool)  # the ends never break the rule
     np.greater(held, capacity, out=busy[n:])
