@@ -40,9 +40,8 @@ def _datasets(path: Path) -> dict[str, bytes]:
     return out
 
 
-def _run(cli: Any, monkeypatch: pytest.MonkeyPatch, args: list[str], where: Path, on: bool) -> tuple[Any, int]:
-    """The command's JSON (without its timing and paths) and how many groups it replayed."""
-    monkeypatch.setattr(replay_module, "REPLAY", on)
+def _count_replays(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """A one-item list that counts the groups replayed from now on."""
     replayed = [0]
     book = GroupReplay.replay
 
@@ -51,6 +50,13 @@ def _run(cli: Any, monkeypatch: pytest.MonkeyPatch, args: list[str], where: Path
         replayed[0] += done
         return done
     monkeypatch.setattr(GroupReplay, "replay", counting)
+    return replayed
+
+
+def _run(cli: Any, monkeypatch: pytest.MonkeyPatch, args: list[str], where: Path, on: bool) -> tuple[Any, int]:
+    """The command's JSON (without its timing and paths) and how many groups it replayed."""
+    monkeypatch.setattr(replay_module, "REPLAY", on)
+    replayed = _count_replays(monkeypatch)
     where.mkdir()
     result = cli(*args, "--trace", str(where / "t.h5"), "--json")
     assert result.code == 0, result.err
@@ -113,14 +119,7 @@ def test_row_hits_and_misses_are_replayed_apart(tmp_path: Path, monkeypatch: pyt
     from hwsim.sim.run import simulate_to_trace
 
     schedule, hw = _row_walk(200)
-    replayed = [0]
-    book = GroupReplay.replay
-
-    def counting(self: GroupReplay, *group: Any) -> bool:
-        done = book(self, *group)
-        replayed[0] += done
-        return done
-    monkeypatch.setattr(GroupReplay, "replay", counting)
+    replayed = _count_replays(monkeypatch)
     for on, name in ((False, "full.h5"), (True, "replayed.h5")):
         monkeypatch.setattr(replay_module, "REPLAY", on)
         simulate_to_trace(schedule, hw, tmp_path / name, per_transaction=frozenset({"dram"}))
