@@ -38,10 +38,9 @@ from hwsim.sim.recorder import COLUMNS, FLUSH_RECORDS, MOST_PASS_RECORDS, PASS_C
 from hwsim.sim.runner import StepRunner
 from hwsim.sim.sram import Sram
 from hwsim.sim.structure import GroupLog
-from hwsim.vocab import NO_ADDRESS, STEP_DTYPE, Level, StepKind
+from hwsim.vocab import NO_ADDRESS, Level, StepKind
 
 REPLAY = True  # replay repeating groups of sequential works (False: book every group in full)
-_SHAPE_FIELDS = tuple(name for name in STEP_DTYPE.names or () if name not in ("group", "src_addr", "dst_addr"))
 _DRAM, _RF = int(Level.DRAM), int(Level.RF)
 _START, _END, _STEP, _ADDRESS = (COLUMNS.index(name) for name in ("start_cycle", "end_cycle", "step", "address"))
 
@@ -141,29 +140,33 @@ class _Piece:
 
     def __init__(self, piece: np.ndarray, replay: GroupReplay) -> None:
         n, wb = len(piece), replay.word_bytes
-        self.plans: list[Plan | None] = []  # per step, its DRAM transfer's channel parts (`plan_classes`)
         kind, src, dst = piece["kind"], piece["src"], piece["dst"]
         self.src_addr, self.dst_addr = piece["src_addr"], piece["dst_addr"]
         src_at_dram, dst_at_dram = src == _DRAM, dst == _DRAM
         dram_addr = np.where(src_at_dram, self.src_addr, self.dst_addr) * wb
         moved = piece["coded_words"] if replay.dram_coded else piece["words"]
-        columns = [piece[name].astype(np.int64) for name in _SHAPE_FIELDS]
         at_dram = (kind == StepKind.TRANSFER) & (src_at_dram | dst_at_dram) & (piece["words"] > 0)
-        columns += [self.src_addr == NO_ADDRESS, self.dst_addr == NO_ADDRESS, self.src_addr == self.dst_addr,
-                    np.where((src == _RF) | src_at_dram, 0, self.src_addr),
-                    np.where((dst == _RF) | dst_at_dram, 0, self.dst_addr),
-                    replay.plan_classes(np.where(at_dram, dram_addr, -1), moved * wb, self)]
+        shapes = piece.copy()  # every field but these three as it is: a step's shape is its row's bytes
+        classes, plans, which = replay.plan_classes(np.where(at_dram, dram_addr, -1), moved * wb)
+        shapes["group"] = (classes * 8
+                           + (self.src_addr == NO_ADDRESS) * 4 + (self.dst_addr == NO_ADDRESS) * 2
+                           + (self.src_addr == self.dst_addr))
+        shapes["src_addr"] = np.where((src == _RF) | src_at_dram, 0, self.src_addr)
+        shapes["dst_addr"] = np.where((dst == _RF) | dst_at_dram, 0, self.dst_addr)
         self.array = piece
-        self.rows = np.column_stack(columns).astype(np.int64).tobytes()
-        self.row_bytes = len(self.rows) // max(n, 1)
+        self.rows = shapes.tobytes()
+        self.row_bytes = shapes.dtype.itemsize
         valid = (kind == StepKind.TRANSFER) | (kind == StepKind.COMPUTE)
         valid &= replay.within(src, self.src_addr, piece["words"], piece["coded_words"], wb)
         valid &= replay.within(dst, self.dst_addr, piece["words"], piece["coded_words"], wb)
         self.bad = np.r_[0, np.cumsum(~valid)]  # steps lo..hi-1 may be replayed when bad[hi] == bad[lo]
-        direction = np.where(src_at_dram, READ, WRITE).tolist()
-        shift = replay.row_shifts(dram_addr).tolist()
-        self.dram = [(direction[k], self.plans[k], shift[k]) if self.plans[k] is not None else None
-                     for k in range(n)]  # per step: its DRAM transfer's direction, channel parts and row shift
+        direction = np.where(src_at_dram, READ, WRITE)
+        shift = replay.row_shifts(dram_addr)
+        self.dram: list[Transfer | None] = [None] * n  # per step: its DRAM transfer's direction, channel parts and
+        # row shift
+        for k, way, plan, rows in zip(np.flatnonzero(at_dram).tolist(), direction[at_dram].tolist(),
+                                      which[at_dram].tolist(), shift[at_dram].tolist(), strict=True):
+            self.dram[k] = (way, plans[plan], rows)
 
     def shape(self, lo: int, hi: int) -> bytes | None:
         if self.bad[hi] != self.bad[lo]:
@@ -205,20 +208,19 @@ class GroupReplay:
             return None
         return GroupReplay(ex, dram)
 
-    def plan_classes(self, address: np.ndarray, nbytes: np.ndarray, piece: _Piece) -> np.ndarray:
+    def plan_classes(self, address: np.ndarray, nbytes: np.ndarray) -> tuple[np.ndarray, list[Plan], np.ndarray]:
         """Per step, the class of its DRAM transfer's channel parts (`SimpleDram.plan_class`: transfers of one
-        class time alike from the same channel state wherever they lie), -1 for a step without one; the piece's
-        `plans` get each step's channel parts (None: no DRAM transfer)."""
+        class time alike from the same channel state wherever they lie), -1 for a step without one; the distinct
+        transfers' channel parts, and which of them each step's are."""
         period = self.dram.period_bytes or 1
         key = np.where(address >= 0, (address % period) << 32 | nbytes, -1)
         distinct = sorted(set(key.tolist()))
-        plans = [self.dram.replay_plan(k >> 32, k & 0xFFFFFFFF) if k >= 0 else None for k in distinct]
+        plans = [self.dram.replay_plan(k >> 32, k & 0xFFFFFFFF) if k >= 0 else Plan(0, ()) for k in distinct]
         classes = np.array([self.dram.plan_class(k >> 32, k & 0xFFFFFFFF) if k >= 0 else -1 for k in distinct],
                            dtype=np.int64)
-        at = np.searchsorted(np.array(distinct, dtype=np.int64), key)
-        piece.plans = [plans[k] for k in at.tolist()]
-        found: np.ndarray = classes[at]
-        return found
+        which = np.searchsorted(np.array(distinct, dtype=np.int64), key)
+        found: np.ndarray = classes[which]
+        return found, plans, which
 
     def row_shifts(self, address: np.ndarray) -> np.ndarray:
         """Per DRAM byte address, the row its address period starts at (`SimpleDram.replay_key`)."""
