@@ -17,7 +17,8 @@ full (the tests compare both).
 
 Not replayed (booked in full): groups with ALLOC or FREE steps (they change buffer occupancy), groups split
 between two pieces of steps, and whole works on machines of several cores, with a DRAM that is not
-`SimpleDram` first come first served, whose counters are not exact in binary fractions, or recorded per burst.
+`SimpleDram` first come first served, whose counters are not exact in binary fractions, or recorded per burst
+or not at all.
 """
 
 from __future__ import annotations
@@ -204,7 +205,8 @@ class GroupReplay:
         """The replay of a sequential work's groups, where its machine allows it (module docstring)."""
         dram, runner = ex.m.dram, ex.runner
         if (not REPLAY or ex.policy.follows_clock or len(ex.m.cores) > 1 or not isinstance(dram, SimpleDram)
-                or not dram.replays or runner.dram_per_burst):
+                or not dram.replays or runner.dram_per_burst or not runner.rec.wants("dram")):  # (a group's DRAM
+            # order is learnt from its records)
             return None
         return GroupReplay(ex, dram)
 
