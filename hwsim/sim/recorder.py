@@ -139,15 +139,9 @@ class Recorder:
         self.flushes += 1
         for level in TRACE_LEVELS:
             runs = self.runs.pop(level, [])
-            rows = self.rows.get(level)
             parts = [_assembled(runs, self.layer)] if runs else []
-            parts += self.blocks.pop(level, [])
-            if rows:
-                parts.append(_from_rows(rows, self.layer))
-                rows.clear()
-            if level == "pe" and self.passes:
-                parts.append(_pass_records(self.passes, self.layer))
-                self.passes.clear()
+            self._rows_to_block(level)
+            parts += self.blocks.pop(level)
             if not parts:
                 continue
             block = joined(parts)
