@@ -36,6 +36,9 @@ differ only in when groups start and what an ALLOC that does not fit means:
   the array runs the passes, the storer the stores. Chained steps wait for
   the simpy clock to reach their request cycle, so every resource is booked
   in the order requests are made; an ALLOC waits while its space is full.
+  Where the machine's state recurs p groups later and the groups ahead
+  repeat, the periods that repeat are made from the last one and the clock
+  jumps past them (`hwsim.sim.steady`).
 - `sequential` (depth-first stacks, phased and planned schedules: rings and
   buffers reused group by group): one process; a group's loads start when the
   previous group's stores have ended. Nothing else on its core runs meanwhile, so steps
@@ -79,6 +82,7 @@ from hwsim.sim.machine import Machine
 from hwsim.sim.recorder import Recorder
 from hwsim.sim.replay import GroupReplay
 from hwsim.sim.runner import Step, StepRunner
+from hwsim.sim.steady import SteadyState, Upcoming
 from hwsim.sim.structure import GroupLog
 from hwsim.trace.schema import DRAM_COMMAND_DTYPE, OCCUPANCY_DTYPE
 from hwsim.trace.sinks import TraceSink
@@ -182,6 +186,15 @@ class LayerExecutor:
         self.streams_out = m.cores[layer.core].hw.noc.psum_out_streamed
         self.hand_on: Callable[[], None] | None = None  # called every HAND_ON_STEPS steps, when set
         self._handed_on_steps = 0  # steps loaded when `hand_on` was last called
+        self.claim_wait: tuple[Group, int, int] | None = None  # while the loads wait for an ALLOC's space: the
+        # group, the ALLOC's position, the cycle its loads so far end (`hwsim.sim.steady` moves them on)
+        self.array_idle_from = 0  # the cycle the array last began waiting for a group (pipelined)
+        self.landing = False  # whether the prefetcher waits for a group's loads to land (pipelined)
+
+    @property
+    def handed_on_steps(self) -> int:
+        """Steps loaded when `hand_on` was last called."""
+        return self._handed_on_steps
 
     def run(self) -> Generator[simpy.Event, Any, None]:
         yield from self.policy.run(self)
@@ -216,25 +229,31 @@ class LayerExecutor:
                     if self.stored.done_upto < writer:
                         yield from self.stored.wait_for(writer)
                         at = max(at, int(self.m.env.now))
+                        steps, first = g.steps, g.first
                 end = max(end, runner.transfer(first + k, s, at))
             elif kind == _ALLOC:
                 if s[DST] == _LINE_BUFFER and self.stored.done_upto < g.index - 1:
                     yield from self.stored.wait_for(g.index - 1)  # a ring row is overwritten only once released
                     at = max(at, int(self.m.env.now))
+                    steps, first = g.steps, g.first
                 waiting = runner.claim(s, at, self.policy.claims_wait)
                 if waiting is not None:
+                    self.claim_wait = (g, k, end)
                     at = yield from self._granted(s, waiting)
+                    self.claim_wait = None
+                    steps, first = g.steps, g.first  # a skip may have made it a later group of the same shape
                 end = max(end, at)
             else:
                 runner.release(s, at)
         return end, near
 
-    def run_pass(self, g: Group, near: list[int], at: int, landed: int) -> Generator[simpy.Event, Any, int]:
-        """The pass of a group whose loads land at `landed`, on an array free from `at`: its filters into the
+    def run_pass(self, g: Group, near: list[int], at: int) -> Generator[simpy.Event, Any, int]:
+        """The pass of a group whose loads land at `g.landed`, on an array free from `at`: its filters into the
         RFs one after another (from `at` when their source is not one of the group's loads, a filter bypassing
-        the buffers the loads fill; else from `landed`), then, once its loads and the psums it reads back are
-        there, the pass with its streams; its end cycle."""
-        steps, first, runner = g.steps, g.first, self.runner
+        the buffers the loads fill; else from when they land), then, once its loads and the psums it reads back
+        are there, the pass with its streams; its end cycle. After a wait it reads the cycle from the clock and
+        the group again (a skip, `hwsim.sim.steady`, may have moved both on)."""
+        steps, first, landed, runner = g.steps, g.first, g.landed, self.runner
         env, follows = self.m.env, self.policy.follows_clock
         filled = g.filled
         ready = at
@@ -246,6 +265,7 @@ class LayerExecutor:
                     ready = landed
                 if follows and ready > env.now and not env.skip_to(ready):
                     yield env.timeout(ready - env.now)
+                    ready, steps, first, landed = int(env.now), g.steps, g.first, g.landed
                 start = ready
                 ready = runner.transfer(first + k, steps[k], ready)
                 self.rf_wait += ready - start
@@ -254,6 +274,7 @@ class LayerExecutor:
             ready = landed
         if follows and ready > env.now and not env.skip_to(ready):
             yield env.timeout(ready - env.now)
+            ready, steps, first = int(env.now), g.steps, g.first
         if follows and g.reads_psums and self.psum_stores:  # groups run out of order only under a clock-following
             # policy
             ready = yield from self._wait_for_psums(g, near, ready)
@@ -337,6 +358,10 @@ class LayerExecutor:
         self.hand_on_when_due()
         return at
 
+    def hand_on_in(self) -> int | None:
+        """Steps still to load before `hand_on` is next called (None: never)."""
+        return None if self.hand_on is None else HAND_ON_STEPS - (self.steps - self._handed_on_steps)
+
     def hand_on_when_due(self) -> None:
         """Call `hand_on` when HAND_ON_STEPS steps have been loaded since it was last called."""
         if self.hand_on is not None and self.steps - self._handed_on_steps >= HAND_ON_STEPS:
@@ -354,45 +379,60 @@ class Pipelined(ExecutionPolicy):
     def run(self, ex: LayerExecutor) -> Generator[simpy.Event, Any, None]:
         env = ex.m.env
         to_array, to_store = Handoff(env), Handoff(env)
-        processes = [env.process(self._prefetcher(ex, to_array)), env.process(self._array(ex, to_array, to_store)),
-                     env.process(self._storer(ex, to_store))]
+        upcoming = Upcoming(groups(ex.layer, ex.group_log))
+        steady = SteadyState.of(ex, to_array, to_store, upcoming)
+        processes = [env.process(self._prefetcher(ex, to_array, upcoming)),
+                     env.process(self._array(ex, to_array, to_store)), env.process(self._storer(ex, to_store, steady))]
+        if steady is not None:
+            steady.watch(processes[:2])
         yield env.all_of(processes)
 
     @staticmethod
-    def _prefetcher(ex: LayerExecutor, to_array: Handoff) -> Generator[simpy.Event, Any, None]:
+    def _prefetcher(ex: LayerExecutor, to_array: Handoff, upcoming: Upcoming) -> Generator[simpy.Event, Any, None]:
         """A group's loads are issued back to back, like a DMA engine with outstanding requests; the group
         goes to the array when the last one has landed."""
         env = ex.m.env
-        for g in groups(ex.layer, ex.group_log):
+        for g in upcoming:
             end, near = yield from ex.loads(g, int(ex.m.env.now))
-            to_array.put((g, near, end))  # the array may load filters that bypass these loads meanwhile
+            g.landed = end
+            to_array.put((g, near))  # the array may load filters that bypass these loads meanwhile
             if end > env.now and not env.skip_to(end):  # wait until the loads have landed
+                ex.landing = True
                 yield env.timeout(end - env.now)
+                ex.landing = False
         to_array.put(None)
 
     @staticmethod
     def _array(ex: LayerExecutor, to_array: Handoff, to_store: Handoff) -> Generator[simpy.Event, Any, None]:
         env = ex.m.env
         while True:
-            wait_from = int(env.now)
+            ex.array_idle_from = int(env.now)
             item = yield from to_array.take()
             if item is None:
                 to_store.put(None)
                 return
-            g, near, landed = item
-            ex.load_wait += int(env.now) - wait_from
-            end = yield from ex.run_pass(g, near, int(env.now), landed)
-            if end > env.now and not env.skip_to(end):  # wait until the pass has ended
-                yield env.timeout(end - env.now)
-            to_store.put(g)
+            ex.load_wait += int(env.now) - ex.array_idle_from
+            yield from Pipelined._pass(ex, item[0], item[1], to_store)
 
     @staticmethod
-    def _storer(ex: LayerExecutor, to_store: Handoff) -> Generator[simpy.Event, Any, None]:
+    def _pass(ex: LayerExecutor, g: Group, near: list[int], to_store: Handoff) -> Generator[simpy.Event, Any, None]:
+        """One group's pass, handed to the storer once it has ended (while the array waits for the next group it
+        holds none: `hwsim.sim.steady` reads where the array stands)."""
+        env = ex.m.env
+        end = yield from ex.run_pass(g, near, int(env.now))
+        if end > env.now and not env.skip_to(end):  # wait until the pass has ended
+            yield env.timeout(end - env.now)
+        to_store.put(g)
+
+    @staticmethod
+    def _storer(ex: LayerExecutor, to_store: Handoff, steady: SteadyState | None) -> Generator[simpy.Event, Any, None]:
         while True:
             g = yield from to_store.take()
             if g is None:
                 return
             yield from ex.stores(g, int(ex.m.env.now))
+            if steady is not None:
+                steady.checkpoint(g)
 
 
 @EXECUTION_POLICIES.register("sequential")
@@ -430,8 +470,8 @@ class Sequential(ExecutionPolicy):
     @staticmethod
     def _book(ex: LayerExecutor, g: Group, start: int) -> Generator[simpy.Event, Any, int]:
         """Book group `g` in full from cycle `start`: loads, pass, stores; the cycle its stores end."""
-        loaded, near = yield from ex.loads(g, start)
-        end = yield from ex.run_pass(g, near, start, loaded)
+        g.landed, near = yield from ex.loads(g, start)
+        end = yield from ex.run_pass(g, near, start)
         return (yield from ex.stores(g, end))
 
 

@@ -31,6 +31,8 @@ class Group:
     compute: int
     filled: set[int] = field(default_factory=set)
     reads_psums: bool = False
+    landed: int = 0  # the cycle its loads land (once issued)
+    shape: tuple[Any, ...] | None = None  # its steps as a skip compares them (`hwsim.sim.steady`; () none)
 
 
 def groups(layer: Work, log: GroupLog) -> Iterator[Group]:

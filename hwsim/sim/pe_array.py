@@ -95,6 +95,16 @@ class PeArray(Component):
         done = macs - zero_macs if self.cfg.zero_skipping else macs
         return ceil_div(done + ops, active_pes * self.cfg.macs_per_cycle) + self.cfg.fill_drain_cycles
 
+    def relative_state(self, now: int) -> tuple[object, ...] | None:
+        """What decides its passes requested from cycle `now` on: its free cycle after `now` (0: free); None unless
+        first come first served."""
+        return (max(self.free_at_cycle - now, 0),) if self._scheduler.name == "fcfs" else None
+
+    def move_on(self, cycles: int) -> None:
+        """Its free cycle `cycles` later (`hwsim.sim.steady`)."""
+        self.free_at_cycle += cycles
+        self.reserved_end_cycle += cycles
+
     def book(self, macs: int, ops: int, active_pes: int, request_cycle: int | None = None,
              stream_length: int = 1, zero_macs: int = 0) -> int:
         """Reserve a pass requested at `request_cycle` (default now) whose `zero_macs` MACs have a zero ifmap

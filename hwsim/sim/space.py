@@ -111,6 +111,29 @@ class Space(Component):
         self._log_cycles.append(cycle)  # the change in the log
         self._log_bytes.append(occupancy)
 
+    def relative_state(self, now: int) -> tuple[object, ...]:
+        """What decides its claims from cycle `now` on: its occupancy and the claims waiting (bytes, cycles they
+        have waited)."""
+        return self.occupancy_bytes, tuple((w.nbytes, now - w.requested_cycle) for w in self._waiting)
+
+    def move_on(self, cycles: int) -> None:
+        """The waiting claims' request cycles `cycles` later (`hwsim.sim.steady`)."""
+        for waiting in self._waiting:
+            waiting.requested_cycle += cycles
+
+    def log_length(self) -> int:
+        """Occupancy changes logged and not taken yet."""
+        return len(self._log_cycles)
+
+    def log_since(self, first: int, last: int) -> tuple[list[int], list[int]]:
+        """Log entries first … last - 1 (cycles, bytes after)."""
+        return self._log_cycles[first:last], self._log_bytes[first:last]
+
+    def log_more(self, cycles: list[int], bytes_after: list[int]) -> None:
+        """Log changes made elsewhere (`hwsim.sim.steady`'s repeated periods), after those so far."""
+        self._log_cycles += cycles
+        self._log_bytes += bytes_after
+
     def occupancy_records(self) -> np.ndarray:
         """Every claim and release not taken yet as (cycle, bytes_after), in order; before the first take, an
         initial (0, 0) first."""

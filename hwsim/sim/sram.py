@@ -166,6 +166,23 @@ class Sram(Port):
             out.update(space.stats(f"{prefix}{partition}."))
         return out
 
+    def relative_state(self, now: int) -> tuple[object, ...] | None:
+        """What decides its bookings requested from cycle `now` on (`hwsim.sim.steady`): each bank's free cycle after
+        `now` (0: free), each port's (a port free by `now` by its rank among those: which one a transfer takes);
+        None unless first come first served (a request waits only for what is booked)."""
+        if self._scheduler.name != "fcfs":
+            return None
+        ports = self._port_free_at
+        past = sorted({free for free in ports if free <= now})
+        return (tuple(free - now if free > now else past.index(free) - len(past) for free in ports),
+                tuple(max(free - now, 0) for free in self._bank_free_at))
+
+    def move_on(self, cycles: int) -> None:
+        """Every free cycle `cycles` later (the clock jumps ahead: `hwsim.sim.steady`)."""
+        self._port_free_at = [free + cycles for free in self._port_free_at]
+        self._bank_free_at = [free + cycles for free in self._bank_free_at]
+        self.reserved_end_cycle += cycles
+
     def _plainly_valid(self, address: int, amount: int, word_bytes: int) -> bool:
         """A transfer of at least one word, inside the buffer or not located (a line buffer's rows), at a width
         already booked."""

@@ -424,6 +424,28 @@ class SimpleDram(DramModel):
         tpc = self._ticks_per_cycle
         return self._fcfs and tpc & (tpc - 1) == 0
 
+    @property
+    def keeps_rows(self) -> bool:
+        """Whether its channels keep an open row (then where a transfer lies decides its timing beyond its place
+        in the address period)."""
+        return self._rows.row_bytes > 0
+
+    def relative_state(self, now: int) -> tuple[object, ...]:
+        """What decides its bookings requested from cycle `now` on, apart from open rows (`keeps_rows`): per channel
+        its bus end and in-flight ends after `now` in ticks (0: over; a burst starts no earlier than its request)
+        and its last direction."""
+        request = now * self._ticks_per_cycle
+        return tuple((max(c.bus_free_ticks - request, 0), tuple(max(end - request, 0) for end in c.done_ticks),
+                      c.last_direction) for c in self._channels)
+
+    def move_on(self, cycles: int) -> None:
+        """Every channel's bus and in-flight ends `cycles` later (`hwsim.sim.steady`)."""
+        ticks = cycles * self._ticks_per_cycle
+        for c in self._channels:
+            c.bus_free_ticks += ticks
+            c.done_ticks = [end + ticks for end in c.done_ticks]
+        self.reserved_end_cycle += cycles
+
     def plan_class(self, offset_bytes: int, nbytes: int) -> int:
         """A number naming how a transfer of `nbytes` at `offset_bytes` into the address period splits into
         channel parts (each part's channel, latencies, offsets, row runs and rows spanned): transfers of one class

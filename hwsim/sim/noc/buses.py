@@ -46,6 +46,16 @@ class Bus(Port):
         """Cycles to move `words` unique words: ⌈W·word_bits / bus_bits⌉."""
         return ceil_div(words * 8 * (self.word_bytes if word_bytes is None else word_bytes), self.bus_bits)
 
+    def relative_state(self, now: int) -> tuple[object, ...] | None:
+        """What decides its bookings requested from cycle `now` on: its free cycle after `now` (0: free); None
+        unless first come first served."""
+        return (max(self.free_at_cycle - now, 0),) if self._scheduler.name == "fcfs" else None
+
+    def move_on(self, cycles: int) -> None:
+        """Its free cycle `cycles` later (`hwsim.sim.steady`)."""
+        self.free_at_cycle += cycles
+        self.reserved_end_cycle += cycles
+
     def _book(self, is_read: bool, address: int, amount: int, now: int, word_bytes: int) -> int:
         start_cycle = self._scheduler.start_cycle(now, self.free_at_cycle)
         duration_cycles = -(-amount * 8 * word_bytes // self.bus_bits)  # `transfer_cycles`
