@@ -411,18 +411,13 @@ class Pipelined(ExecutionPolicy):
             if item is None:
                 to_store.put(None)
                 return
+            g, near = item
             ex.load_wait += int(env.now) - ex.array_idle_from
-            yield from Pipelined._pass(ex, item[0], item[1], to_store)
-
-    @staticmethod
-    def _pass(ex: LayerExecutor, g: Group, near: list[int], to_store: Handoff) -> Generator[simpy.Event, Any, None]:
-        """One group's pass, handed to the storer once it has ended (while the array waits for the next group it
-        holds none: `hwsim.sim.steady` reads where the array stands)."""
-        env = ex.m.env
-        end = yield from ex.run_pass(g, near, int(env.now))
-        if end > env.now and not env.skip_to(end):  # wait until the pass has ended
-            yield env.timeout(end - env.now)
-        to_store.put(g)
+            end = yield from ex.run_pass(g, near, int(env.now))
+            if end > env.now and not env.skip_to(end):  # wait until the pass has ended
+                yield env.timeout(end - env.now)
+            to_store.put(g)
+            del g, item  # it holds no group while it waits for the next (`hwsim.sim.steady` reads where it stands)
 
     @staticmethod
     def _storer(ex: LayerExecutor, to_store: Handoff, steady: SteadyState | None) -> Generator[simpy.Event, Any, None]:

@@ -189,10 +189,9 @@ class SteadyState:
         self.srams: list[Sram] = [s for s in (core.glb, core.line_buffer, m.l2) if s is not None]
         self.spaces: list[Space] = [space for sram in self.srams for space in sram.spaces.values()]
         self.movers: list[Any] = [dram, *self.srams, core.pe, *core.noc.buses.values(), *self.spaces]
-        self.stat_slots = [(c, info.attr) for c in [dram, *self.srams, core.pe, *core.noc.buses.values(), *self.spaces]
-                           for info in declared_stats(type(c))
-                           if isinstance(getattr(type(c), info.attr, None), Statistic)
-                           and info.attr not in ("peak_bytes", "capacity_bytes")]
+        self.counted = [dram, *self.srams, core.pe, *core.noc.buses.values(), *self.spaces]  # whose counters a
+        # skip adds to (`stat_slots`)
+        self._stat_slots: list[tuple[Any, str]] | None = None
         self.wb = ex.runner.wb
         self.dram_coded = _DRAM in ex.runner.coded_levels
         self.history: deque[_Mark] = deque(maxlen=MOST_PERIOD_GROUPS)  # the last checkpoints, one a group
@@ -201,6 +200,16 @@ class SteadyState:
         self.pause = 0
         self.pause_length = 1
         self.skipped_groups = 0  # groups made by skips (for tests and benchmarks)
+
+    @property
+    def stat_slots(self) -> list[tuple[Any, str]]:
+        """(component, counter) of every declared counter a skip adds to (a buffer's peak and capacity are not
+        sums), found the first time a checkpoint is noted."""
+        if self._stat_slots is None:
+            self._stat_slots = [(c, info.attr) for c in self.counted for info in declared_stats(type(c))
+                                if isinstance(getattr(type(c), info.attr, None), Statistic)
+                                and info.attr not in ("peak_bytes", "capacity_bytes")]
+        return self._stat_slots
 
     def watch(self, processes: list[simpy.Process]) -> None:
         """The processes whose positions are part of the state (the prefetcher and the array)."""
@@ -243,9 +252,11 @@ class SteadyState:
         if self.pause:
             self.pause -= 1
             return
-        mark = self._mark(g)
-        if mark is None:
-            self._forget()
+        ex = self.ex
+        if (self.to_store.items or ex.psum_stores or not (ex.landing or ex.claim_wait is not None)
+                or (mark := self._mark(g)) is None):  # (the first three: what most works' groups fail at once)
+            if self.history:
+                self._forget()
             return
         found = self.seen.get(mark.state)
         if (found is not None and found.flushes == mark.flushes and found.handed == mark.handed
