@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import h5py
 import numpy as np
 import pytest
 import yaml
@@ -115,3 +116,17 @@ def dram_bursts(path: Path) -> tuple[int, int]:
     with hwsim.trace.open(path) as trace:
         records = np.concatenate(list(trace.records("dram")))
     return len(records), int((records["op"] == Op.READ).sum())
+
+
+RUN_ATTRS = ("created", "command")  # the trace attributes that differ between any two runs
+
+
+def trace_datasets(path: Path) -> dict[str, bytes]:
+    """Every dataset's bytes and every attribute of a trace but `RUN_ATTRS` (the DRAM's counters, the run's stalls,
+    ...): what two runs that must agree compare."""
+    out: dict[str, bytes] = {}
+    with h5py.File(path, "r") as f:
+        f.visititems(lambda name, obj: out.__setitem__(name, np.asarray(obj[()]).tobytes())
+                     if isinstance(obj, h5py.Dataset) and obj.dtype.kind != "O" else None)
+        out.update({f"@{key}": repr(value).encode() for key, value in f.attrs.items() if key not in RUN_ATTRS})
+    return out

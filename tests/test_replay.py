@@ -17,6 +17,7 @@ from typing import Any
 import h5py
 import numpy as np
 import pytest
+from conftest import trace_datasets
 
 import hwsim.sim.replay as replay_module
 from hwsim.sim.replay import GroupReplay
@@ -25,19 +26,6 @@ RUNS = {
     "dmcnn_vd min-memory": ["depthfirst", "dmcnn_vd", "--input", "160x90", "--simulate", "min-memory"],
     "srgan min-dram": ["depthfirst", "srgan", "--input", "160x90", "--simulate", "min-dram"],
 }
-
-
-_RUN_ATTRS = ("created", "command")  # what differs between any two runs
-
-
-def _datasets(path: Path) -> dict[str, bytes]:
-    """Every dataset's bytes and every attribute of the trace (the DRAM's counters, the run's stalls, ...)."""
-    out: dict[str, bytes] = {}
-    with h5py.File(path, "r") as f:
-        f.visititems(lambda name, obj: out.__setitem__(name, np.asarray(obj[()]).tobytes())
-                     if isinstance(obj, h5py.Dataset) and obj.dtype.kind != "O" else None)
-        out.update({f"@{key}": repr(value).encode() for key, value in f.attrs.items() if key not in _RUN_ATTRS})
-    return out
 
 
 def _count_replays(monkeypatch: pytest.MonkeyPatch) -> list[int]:
@@ -77,7 +65,7 @@ def test_replayed_groups_equal_groups_booked_in_full(cli: Any, monkeypatch: pyte
     assert traces
     groups = 0
     for trace in traces:
-        a, b = _datasets(tmp_path / "full" / trace), _datasets(tmp_path / "replayed" / trace)
+        a, b = trace_datasets(tmp_path / "full" / trace), trace_datasets(tmp_path / "replayed" / trace)
         assert a.keys() == b.keys()
         assert [name for name in a if a[name] != b[name]] == [], trace
         with h5py.File(tmp_path / "full" / trace, "r") as f:
@@ -123,7 +111,7 @@ def test_row_hits_and_misses_are_replayed_apart(tmp_path: Path, monkeypatch: pyt
     for on, name in ((False, "full.h5"), (True, "replayed.h5")):
         monkeypatch.setattr(replay_module, "REPLAY", on)
         simulate_to_trace(schedule, hw, tmp_path / name, per_transaction=frozenset({"dram"}))
-    full, replayed_trace = _datasets(tmp_path / "full.h5"), _datasets(tmp_path / "replayed.h5")
+    full, replayed_trace = trace_datasets(tmp_path / "full.h5"), trace_datasets(tmp_path / "replayed.h5")
     assert [name for name in full if full[name] != replayed_trace[name]] == []
     assert replayed[0] > 150
     with h5py.File(tmp_path / "full.h5", "r") as f:

@@ -19,8 +19,8 @@ from types import SimpleNamespace
 from typing import Any
 
 import h5py
-import numpy as np
 import pytest
+from conftest import trace_datasets
 
 import hwsim.sim.steady as steady_module
 from hwsim.sim.steady import SteadyState
@@ -29,17 +29,6 @@ RUNS = {
     "alexnet eyeriss-v1": ["simulate", "alexnet", "--hw", "eyeriss-v1"],
     "vgg16 eyeriss-v1 160x160": ["simulate", "vgg16", "--hw", "eyeriss-v1", "--input", "160x160"],
 }
-_RUN_ATTRS = ("created", "command")  # what differs between any two runs
-
-
-def _datasets(path: Path) -> dict[str, bytes]:
-    """Every dataset's bytes and every attribute of the trace."""
-    out: dict[str, bytes] = {}
-    with h5py.File(path, "r") as f:
-        f.visititems(lambda name, obj: out.__setitem__(name, np.asarray(obj[()]).tobytes())
-                     if isinstance(obj, h5py.Dataset) and obj.dtype.kind != "O" else None)
-        out.update({f"@{key}": repr(value).encode() for key, value in f.attrs.items() if key not in _RUN_ATTRS})
-    return out
 
 
 def _count_skips(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
@@ -88,7 +77,7 @@ def test_skipped_periods_equal_groups_simulated_one_by_one(cli: Any, monkeypatch
     monkeypatch.undo()
     skipped_doc, skipped = _run(cli, monkeypatch, RUNS[run], tmp_path / "skipped.h5", True)
     assert skipped_doc == full
-    a, b = _datasets(tmp_path / "full.h5"), _datasets(tmp_path / "skipped.h5")
+    a, b = trace_datasets(tmp_path / "full.h5"), trace_datasets(tmp_path / "skipped.h5")
     assert sorted(a) == sorted(b)
     assert [name for name in a if a[name] != b[name]] == []
     fc = {layer: _groups(tmp_path / "full.h5", layer) for layer in ("fc6", "fc7", "fc8")}
