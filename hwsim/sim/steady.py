@@ -105,22 +105,31 @@ class Upcoming:
     def __init__(self, source: Iterator[Group]) -> None:
         self.source = source
         self.buffer: deque[Group] = deque()
-        self.taken: deque[Group] = deque()  # groups taken whose stores may not have ended (`in_flight`)
+        self.taken: deque[Group] | None = None  # when kept (`keep_taken`): the groups taken whose stores may not
+        # have ended
 
     def __iter__(self) -> Upcoming:
         return self
 
     def __next__(self) -> Group:
         g = self.buffer.popleft() if self.buffer else next(self.source)
-        self.taken.append(g)
+        if self.taken is not None:
+            self.taken.append(g)
         return g
 
-    def in_flight(self, stored: int) -> list[Group]:
-        """The groups taken after group `stored`, whose stores have not ended, in order."""
+    def keep_taken(self) -> None:
+        """Keep the groups taken until `stored` says their stores have ended (for `in_flight`)."""
+        self.taken = deque()
+
+    def stored(self, index: int) -> None:
+        """Group `index`'s stores have ended: forget the groups taken up to it."""
         taken = self.taken
-        while taken and taken[0].index <= stored:
+        while taken and taken[0].index <= index:
             taken.popleft()
-        return list(taken)
+
+    def in_flight(self) -> list[Group]:
+        """The groups taken whose stores have not ended (`stored`), in order."""
+        return list(self.taken or ())
 
     def ahead(self, most_groups: int, most_steps: int) -> list[Group]:
         """The next groups, not taken: `most_groups` of them, or fewer at the work's end or where they hold
@@ -182,6 +191,7 @@ class SteadyState:
     def __init__(self, ex: WorkRun, dram: SimpleDram, to_array: Queue, to_store: Queue, upcoming: Upcoming) -> None:
         self.ex, self.dram, self.rec = ex, dram, ex.runner.rec
         self.to_array, self.to_store, self.upcoming = to_array, to_store, upcoming
+        upcoming.keep_taken()
         self.processes: list[simpy.Process] = []  # the prefetcher's and the array's (`watch`)
         m = ex.m
         self.env: Clock = m.env
@@ -249,6 +259,7 @@ class SteadyState:
 
     def checkpoint(self, g: Group) -> None:
         """The storer has ended group `g`'s stores: note the machine's state, and skip what repeats."""
+        self.upcoming.stored(g.index)
         if self.pause:
             self.pause -= 1
             return
@@ -285,7 +296,7 @@ class SteadyState:
         ex, env, rec = self.ex, self.env, self.rec
         now = int(env.now)
         wait = ex.claim_wait
-        in_flight = self.upcoming.in_flight(g.index)
+        in_flight = self.upcoming.in_flight()
         if (not in_flight or in_flight[0].index != g.index + 1 or self.to_store.items or ex.psum_stores
                 or ex.stored.done_upto != g.index or not (ex.landing or (wait is not None and wait[2] <= now))):
             return None
