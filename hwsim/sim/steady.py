@@ -203,7 +203,6 @@ class SteadyState:
         # skip adds to (`stat_slots`)
         self._stat_slots: list[tuple[Any, str]] | None = None
         self.wb = ex.runner.wb
-        self.dram_coded = _DRAM in ex.runner.coded_levels
         self.history: deque[_Mark] = deque(maxlen=MOST_PERIOD_GROUPS)  # the last checkpoints, one a group
         self.seen: dict[tuple[Any, ...], _Mark] = {}  # the latest of them in each state
         self.misses = 0
